@@ -1,0 +1,66 @@
+//! The `tpscope` binary: flags, configuration, progress display and wiring of the
+//! library crates. The only crate with clap, the terminal and `anyhow`.
+
+mod bench_cmd;
+mod compare_cmd;
+mod report_cmd;
+mod sim_cmd;
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Exit status for bad input (flags, files, records).
+pub const EXIT_BAD_INPUT: u8 = 2;
+
+#[derive(Parser)]
+#[command(
+    name = "tpscope",
+    version,
+    about = "Measure how fast LLM inference really produces tokens, and find the time when it does not.",
+    propagate_version = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Drive load at an OpenAI-compatible endpoint (or the built-in simulator) and record a span log.
+    Bench(Box<bench_cmd::BenchArgs>),
+    /// Turn span logs into metrics: TPS, TTFT, queue time, gap fraction, retries, cost.
+    Report(Box<report_cmd::ReportArgs>),
+    /// Judge a candidate run against a baseline by the acceptance criteria (exit 0/1/3, 2 on bad input).
+    Compare(Box<compare_cmd::CompareArgs>),
+    /// Serve a simulated continuous-batching inference engine (OpenAI-compatible).
+    Sim(Box<sim_cmd::SimArgs>),
+}
+
+/// Whether an error chain is a broken pipe (e.g. `tpscope report … | head`), which
+/// is success for a command-line tool.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<io::Error>()
+            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+    })
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Bench(a) => bench_cmd::run(*a),
+        Command::Report(a) => report_cmd::run(*a),
+        Command::Compare(a) => compare_cmd::run(*a),
+        Command::Sim(a) => sim_cmd::run(*a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            let _ = writeln!(io::stderr(), "error: {e:#}");
+            ExitCode::from(EXIT_BAD_INPUT)
+        }
+    }
+}

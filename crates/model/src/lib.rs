@@ -1,0 +1,16 @@
+//! tpscope's data model: spans, runs, samples, failure causes and timestamps — the
+//! one vocabulary shared by every producer (bench, proxy, importers) and consumer.
+//! Pure: no I/O, no async.
+
+pub mod cause;
+pub mod record;
+pub mod span;
+pub mod time;
+
+pub use cause::{Cause, Status, UnknownCause};
+pub use record::{EndRecord, Record, RunRecord, SCHEMA, SampleRecord, Target};
+pub use span::{
+    Attempt, ChunkMark, Invalid, MAX_PLAUSIBLE_SPAN, MAX_PLAUSIBLE_TOKENS, Span, SpanError,
+    TokenSource, check_lifecycle,
+};
+pub use time::{RunClock, TimeParseError, Timestamp};

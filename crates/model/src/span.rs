@@ -1,0 +1,420 @@
+//! The span: one request's lifecycle (DESIGN.md §2), its attempts, and its validation.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::cause::{Cause, Status};
+use crate::time::{Timestamp, duration_secs};
+
+/// Where a span's token counts came from (DESIGN.md §4).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum TokenSource {
+    /// The server's own count (`usage`, asked for with `stream_options.include_usage`).
+    Usage,
+    /// The received text counted offline by the named tokenizer (e.g. `o200k_base`).
+    Tokenizer(String),
+    /// One token per content chunk: a lower bound when a chunk carries several.
+    Chunks,
+}
+
+impl TokenSource {
+    /// How much the source is trusted: usage, then a tokenizer, then chunks.
+    pub fn preference(&self) -> u8 {
+        match self {
+            TokenSource::Usage => 0,
+            TokenSource::Tokenizer(_) => 1,
+            TokenSource::Chunks => 2,
+        }
+    }
+}
+
+impl fmt::Display for TokenSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TokenSource::Usage => f.write_str("usage"),
+            TokenSource::Tokenizer(name) => write!(f, "tokenizer:{name}"),
+            TokenSource::Chunks => f.write_str("chunks"),
+        }
+    }
+}
+
+/// A token-source text that is not `usage`, `tokenizer:<name>` or `chunks`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown token source `{0}` (expected usage, tokenizer:<name> or chunks)")]
+pub struct UnknownTokenSource(pub String);
+
+impl FromStr for TokenSource {
+    type Err = UnknownTokenSource;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "usage" => Ok(TokenSource::Usage),
+            "chunks" => Ok(TokenSource::Chunks),
+            _ => match s.strip_prefix("tokenizer:") {
+                Some(name) if !name.is_empty() => Ok(TokenSource::Tokenizer(name.to_string())),
+                _ => Err(UnknownTokenSource(s.to_string())),
+            },
+        }
+    }
+}
+
+impl Serialize for TokenSource {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for TokenSource {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// One HTTP attempt of a request. A request with retries has several; the last one
+/// decides the span's status.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Attempt {
+    /// When the attempt started (the request was handed to the connection).
+    pub started_at: Timestamp,
+    /// When the first byte of the response head arrived.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_byte_at: Option<Timestamp>,
+    /// When the first chunk carrying output arrived in this attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_token_at: Option<Timestamp>,
+    /// When the attempt ended (stream closed, error seen, or timed out).
+    pub ended_at: Timestamp,
+    /// The HTTP status, when a response head arrived.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<u16>,
+    /// Why the attempt failed; `None` when it ended ok.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<Cause>,
+    /// Output tokens received in this attempt (by the span's token source).
+    #[serde(default)]
+    pub tokens: u64,
+    /// Whether the attempt ran on a pooled connection; `None` when unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection_reused: Option<bool>,
+    /// Time spent opening a new connection (TCP, and TLS when used), when one was opened.
+    #[serde(
+        default,
+        rename = "connect_s",
+        with = "duration_secs::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub connect_time: Option<Duration>,
+    /// Time waited after this attempt before the next one (retry back-off).
+    #[serde(
+        default,
+        rename = "backoff_s",
+        with = "duration_secs::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub backoff: Option<Duration>,
+}
+
+/// Why a span that did not end ok failed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpanError {
+    /// The failure cause (closed list, DESIGN.md §7).
+    pub cause: Cause,
+    /// A human-readable message (no prompt or completion text, no credentials).
+    #[serde(default)]
+    pub message: String,
+}
+
+/// When one content chunk arrived and how many output tokens it carried, recorded
+/// only when asked for (for inter-token latency).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChunkMark {
+    /// Arrival after the span's `first_token_at`.
+    pub offset: Duration,
+    /// Output tokens the chunk carried (at least 1 for a content chunk).
+    pub tokens: u32,
+}
+
+impl Serialize for ChunkMark {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        (self.offset.as_nanos() as u64, self.tokens).serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for ChunkMark {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (ns, tokens) = <(u64, u32)>::deserialize(d)?;
+        Ok(ChunkMark {
+            offset: Duration::from_nanos(ns),
+            tokens,
+        })
+    }
+}
+
+/// One request's lifecycle: the same type out of `bench`, `proxy` and importers.
+///
+/// Invariant (checked by [`Span::validate`]):
+/// `queued_at ≤ admitted_at ≤ first_token_at ≤ last_token_at ≤ released_at` for the
+/// instants present.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Span {
+    /// The run this span belongs to.
+    pub run_id: String,
+    /// Unique within the run.
+    pub span_id: String,
+    /// The server's response id or a client-chosen request id, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+    /// How the request ended.
+    pub status: Status,
+    /// The request became ready to send (entered the admission queue).
+    pub queued_at: Timestamp,
+    /// It took an in-flight slot; `None` if it never did (e.g. cancelled in the queue).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admitted_at: Option<Timestamp>,
+    /// The first chunk carrying output (or reasoning) text arrived.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_token_at: Option<Timestamp>,
+    /// The last chunk carrying output arrived.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_token_at: Option<Timestamp>,
+    /// The request gave its slot back (or left the queue, if never admitted).
+    pub released_at: Timestamp,
+    /// Output tokens of the final attempt (reasoning tokens included).
+    pub output_tokens: u64,
+    /// Prompt tokens, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u64>,
+    /// Where `output_tokens` came from; `None` means "as the run record says".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_source: Option<TokenSource>,
+    /// Attempts after the first.
+    #[serde(default)]
+    pub retry_count: u32,
+    /// The cause of each retried attempt, in order (`retry_count` entries).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub retry_causes: Vec<Cause>,
+    /// One entry per HTTP attempt, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<Attempt>,
+    /// Why the span did not end ok (required for `error` and `cancelled`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<SpanError>,
+    /// Per-chunk arrivals, when recording them was asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunks: Option<Vec<ChunkMark>>,
+}
+
+/// The largest token count a single span may claim before it is called absurd.
+pub const MAX_PLAUSIBLE_TOKENS: u64 = 100_000_000;
+/// The longest a single span may last (queued to released) before it is called absurd.
+pub const MAX_PLAUSIBLE_SPAN: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// A span that breaks an invariant: which field, and what was wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("field `{field}`: {problem}")]
+pub struct Invalid {
+    /// The offending field (as named in the span log).
+    pub field: &'static str,
+    /// What was expected and what was found.
+    pub problem: String,
+}
+
+fn invalid(field: &'static str, problem: impl Into<String>) -> Invalid {
+    Invalid {
+        field,
+        problem: problem.into(),
+    }
+}
+
+/// Checks the lifecycle order and plausibility of a span's timestamps and counts.
+/// Shared by [`Span::validate`] and readers that never build a full [`Span`].
+pub fn check_lifecycle(
+    status: Status,
+    queued_at: Timestamp,
+    admitted_at: Option<Timestamp>,
+    first_token_at: Option<Timestamp>,
+    last_token_at: Option<Timestamp>,
+    released_at: Timestamp,
+    output_tokens: u64,
+    has_error: bool,
+) -> Result<(), Invalid> {
+    for (field, t) in [
+        ("queued_at", Some(queued_at)),
+        ("admitted_at", admitted_at),
+        ("first_token_at", first_token_at),
+        ("last_token_at", last_token_at),
+        ("released_at", Some(released_at)),
+    ] {
+        if let Some(t) = t
+            && !t.is_plausible()
+        {
+            return Err(invalid(
+                field,
+                format!("{t} is outside 2000..2200 (a number in the wrong --time-unit?)"),
+            ));
+        }
+    }
+    let order = [
+        ("queued_at", Some(queued_at)),
+        ("admitted_at", admitted_at),
+        ("first_token_at", first_token_at),
+        ("last_token_at", last_token_at),
+        ("released_at", Some(released_at)),
+    ];
+    let mut prev: Option<(&'static str, Timestamp)> = None;
+    for (field, t) in order {
+        let Some(t) = t else { continue };
+        if let Some((pf, pt)) = prev
+            && t < pt
+        {
+            return Err(invalid(field, format!("{t} is before {pf} ({pt})")));
+        }
+        prev = Some((field, t));
+    }
+    if first_token_at.is_some() != last_token_at.is_some() {
+        return Err(invalid(
+            if first_token_at.is_some() { "last_token_at" } else { "first_token_at" },
+            "first_token_at and last_token_at must be both present or both absent",
+        ));
+    }
+    if first_token_at.is_some() && admitted_at.is_none() {
+        return Err(invalid("admitted_at", "missing, but the span has a first token"));
+    }
+    if released_at.since(queued_at).is_some_and(|d| d > MAX_PLAUSIBLE_SPAN) {
+        return Err(invalid("released_at", "the span lasts more than 30 days from queued_at"));
+    }
+    if output_tokens > MAX_PLAUSIBLE_TOKENS {
+        return Err(invalid(
+            "output_tokens",
+            format!("{output_tokens} is more than {MAX_PLAUSIBLE_TOKENS} tokens"),
+        ));
+    }
+    if output_tokens > 0 && first_token_at.is_none() && status == Status::Ok {
+        return Err(invalid("first_token_at", "missing, but the ok span has output tokens"));
+    }
+    if status == Status::Ok && admitted_at.is_none() {
+        return Err(invalid("admitted_at", "missing, but the span is ok"));
+    }
+    if status != Status::Ok && !has_error {
+        return Err(invalid("error", format!("missing for a span with status {status}")));
+    }
+    Ok(())
+}
+
+impl Span {
+    /// Checks the invariants of a span: lifecycle order, plausible instants and
+    /// counts, an `error` for spans that did not end ok, and retry bookkeeping.
+    pub fn validate(&self) -> Result<(), Invalid> {
+        if self.run_id.is_empty() {
+            return Err(invalid("run_id", "empty"));
+        }
+        if self.span_id.is_empty() {
+            return Err(invalid("span_id", "empty"));
+        }
+        check_lifecycle(
+            self.status,
+            self.queued_at,
+            self.admitted_at,
+            self.first_token_at,
+            self.last_token_at,
+            self.released_at,
+            self.output_tokens,
+            self.error.is_some(),
+        )?;
+        if let Some(n) = self.input_tokens
+            && n > MAX_PLAUSIBLE_TOKENS
+        {
+            return Err(invalid("input_tokens", format!("{n} is more than {MAX_PLAUSIBLE_TOKENS} tokens")));
+        }
+        if !self.retry_causes.is_empty() && self.retry_causes.len() != self.retry_count as usize {
+            return Err(invalid(
+                "retry_causes",
+                format!("{} causes for retry_count {}", self.retry_causes.len(), self.retry_count),
+            ));
+        }
+        for a in &self.attempts {
+            if a.ended_at < a.started_at {
+                return Err(invalid("attempts", format!("an attempt ends ({}) before it starts ({})", a.ended_at, a.started_at)));
+            }
+            if a.tokens > MAX_PLAUSIBLE_TOKENS {
+                return Err(invalid("attempts", format!("an attempt claims {} tokens", a.tokens)));
+            }
+        }
+        Ok(())
+    }
+
+    /// Tokens received by attempts that did not end ok (DESIGN.md §3 `wasted_tokens`).
+    pub fn wasted_tokens(&self) -> u64 {
+        self.attempts
+            .iter()
+            .filter(|a| a.cause.is_some())
+            .map(|a| a.tokens)
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(ms: i64) -> Timestamp {
+        Timestamp::from_unix_nanos(1_800_000_000_000_000_000 + ms * 1_000_000)
+    }
+
+    fn ok_span() -> Span {
+        Span {
+            run_id: "r".into(),
+            span_id: "1".into(),
+            request_id: None,
+            status: Status::Ok,
+            queued_at: t(0),
+            admitted_at: Some(t(10)),
+            first_token_at: Some(t(50)),
+            last_token_at: Some(t(150)),
+            released_at: t(151),
+            output_tokens: 11,
+            input_tokens: Some(100),
+            token_source: Some(TokenSource::Usage),
+            retry_count: 0,
+            retry_causes: vec![],
+            attempts: vec![],
+            error: None,
+            chunks: None,
+        }
+    }
+
+    #[test]
+    fn a_well_ordered_span_is_valid_and_round_trips() {
+        let s = ok_span();
+        s.validate().unwrap();
+        let json = serde_json::to_string(&s).unwrap();
+        let back: Span = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, s);
+    }
+
+    #[test]
+    fn first_token_before_admission_names_the_field() {
+        let mut s = ok_span();
+        s.first_token_at = Some(t(5));
+        let e = s.validate().unwrap_err();
+        assert_eq!(e.field, "first_token_at");
+        assert!(e.problem.contains("before admitted_at"), "{e}");
+    }
+
+    #[test]
+    fn error_span_needs_an_error() {
+        let mut s = ok_span();
+        s.status = Status::Error;
+        assert_eq!(s.validate().unwrap_err().field, "error");
+    }
+
+    #[test]
+    fn token_source_text_forms() {
+        assert_eq!("tokenizer:o200k_base".parse::<TokenSource>().unwrap().to_string(), "tokenizer:o200k_base");
+        assert!("tokenizer:".parse::<TokenSource>().is_err());
+        assert!("words".parse::<TokenSource>().is_err());
+    }
+}
