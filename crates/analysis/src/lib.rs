@@ -1,1 +1,26 @@
-//! placeholder
+//! tpscope's analysis: from span facts and samples to every derived metric (DESIGN.md
+//! §3, §6, §7) — windows, the exact gap sweep, distributions, time series, cost and
+//! comparison. Pure: no I/O, no async. Nothing else in tpscope computes these numbers.
+//!
+//! ```
+//! use tpscope_analysis::{analyze, Options, RunInput};
+//! # fn demo(run: tpscope_model::RunRecord, spans: Vec<tpscope_model::Span>) {
+//! let input = RunInput::from_records(run, &spans, &[]);
+//! let report = analyze(&input, &Options::default());
+//! println!("{:?}", report.system_tps);
+//! # }
+//! ```
+
+pub mod analyze;
+pub mod compare;
+pub mod detail;
+pub mod input;
+pub mod report;
+pub mod stats;
+pub mod sweep;
+
+pub use analyze::{Options, Prices, WindowSpec, analyze, steady_bounds};
+pub use input::{RunInput, SampleFacts, SpanFacts};
+pub use report::{REPORT_SCHEMA, Report, RunReport, Window, WindowKind};
+pub use stats::{Summary, Tokens, TokensPerSecond};
+pub use sweep::{Segment, Sweep};

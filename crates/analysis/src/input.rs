@@ -1,0 +1,167 @@
+//! The analysis input: one run's metadata with compact per-span facts and samples.
+//! Readers and library callers build it; every metric is computed from it.
+
+use std::time::Duration;
+
+use tpscope_model::{
+    Cause, ChunkMark, EndRecord, RunRecord, SampleRecord, Span, Status, Timestamp, TokenSource,
+};
+
+/// What the analysis needs of one span, without ids, text or attempt details
+/// (≈ 150 bytes, so a million spans fit in memory comfortably).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SpanFacts {
+    /// How the request ended.
+    pub status: Status,
+    /// The failure cause of a non-ok span.
+    pub error_cause: Option<Cause>,
+    /// Entered the admission queue.
+    pub queued_at: Timestamp,
+    /// Took a slot (`None`: never admitted).
+    pub admitted_at: Option<Timestamp>,
+    /// First output chunk.
+    pub first_token_at: Option<Timestamp>,
+    /// Last output chunk.
+    pub last_token_at: Option<Timestamp>,
+    /// Gave the slot back (or left the queue).
+    pub released_at: Timestamp,
+    /// Output tokens of the final attempt.
+    pub output_tokens: u64,
+    /// Prompt tokens, when known.
+    pub input_tokens: Option<u64>,
+    /// Attempts after the first.
+    pub retry_count: u32,
+    /// The cause of each retried attempt.
+    pub retry_causes: Vec<Cause>,
+    /// Tokens received by attempts that did not end ok.
+    pub wasted_tokens: u64,
+    /// Per-chunk arrivals, when recorded.
+    pub chunks: Option<Box<[ChunkMark]>>,
+}
+
+impl SpanFacts {
+    /// The facts of a full span.
+    pub fn of(span: &Span) -> SpanFacts {
+        SpanFacts {
+            status: span.status,
+            error_cause: span.error.as_ref().map(|e| e.cause),
+            queued_at: span.queued_at,
+            admitted_at: span.admitted_at,
+            first_token_at: span.first_token_at,
+            last_token_at: span.last_token_at,
+            released_at: span.released_at,
+            output_tokens: span.output_tokens,
+            input_tokens: span.input_tokens,
+            retry_count: span.retry_count,
+            retry_causes: span.retry_causes.clone(),
+            wasted_tokens: span.wasted_tokens(),
+            chunks: span.chunks.as_ref().map(|c| c.clone().into_boxed_slice()),
+        }
+    }
+
+    /// The instant the span left the queue: admission, or release if never admitted.
+    pub fn dequeued_at(&self) -> Timestamp {
+        self.admitted_at.unwrap_or(self.released_at)
+    }
+}
+
+/// One fixed-cadence sample.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SampleFacts {
+    /// When it was taken.
+    pub at: Timestamp,
+    /// Requests holding a slot.
+    pub in_flight: u32,
+    /// Requests waiting for a slot.
+    pub queue_depth: u32,
+    /// The cap the sample states, if it states one.
+    pub cap: Option<u32>,
+}
+
+impl From<&SampleRecord> for SampleFacts {
+    fn from(s: &SampleRecord) -> Self {
+        SampleFacts {
+            at: s.at,
+            in_flight: s.in_flight,
+            queue_depth: s.queue_depth,
+            cap: s.cap,
+        }
+    }
+}
+
+/// Everything known about one run, ready for [`crate::analyze`].
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct RunInput {
+    /// The run's id.
+    pub run_id: String,
+    /// The `run` record, when the log had one.
+    pub run: Option<RunRecord>,
+    /// The `end` record, when the log had one (a run without it may be incomplete).
+    pub end: Option<EndRecord>,
+    /// One entry per span, in log order.
+    pub spans: Vec<SpanFacts>,
+    /// Token sources the spans named, with counts; `None` counts spans that named
+    /// none (they use the run's default, see [`RunInput::effective_token_sources`]).
+    pub token_sources: Vec<(Option<TokenSource>, u64)>,
+    /// The samples, in log order.
+    pub samples: Vec<SampleFacts>,
+}
+
+impl RunInput {
+    /// An input from full records, as a library caller holds them.
+    pub fn from_records(run: RunRecord, spans: &[Span], samples: &[SampleRecord]) -> RunInput {
+        let mut input = RunInput {
+            run_id: run.run_id.clone(),
+            run: Some(run),
+            ..RunInput::default()
+        };
+        for s in spans {
+            input.push_span(SpanFacts::of(s), s.token_source.as_ref());
+        }
+        input.samples = samples.iter().map(SampleFacts::from).collect();
+        input
+    }
+
+    /// Adds a span, counting the token source it names.
+    pub fn push_span(&mut self, facts: SpanFacts, source: Option<&TokenSource>) {
+        match self.token_sources.iter_mut().find(|(s, _)| s.as_ref() == source) {
+            Some((_, n)) => *n += 1,
+            None => self.token_sources.push((source.cloned(), 1)),
+        }
+        self.spans.push(facts);
+    }
+
+    /// Token sources with span counts, spans that named none counted under the run's
+    /// default (or left out when the run names none either), most used first.
+    pub fn effective_token_sources(&self) -> Vec<(TokenSource, u64)> {
+        let default = self.run.as_ref().and_then(|r| r.token_source.clone());
+        let mut out: Vec<(TokenSource, u64)> = Vec::new();
+        for (src, n) in &self.token_sources {
+            let Some(src) = src.clone().or_else(|| default.clone()) else { continue };
+            match out.iter_mut().find(|(s, _)| *s == src) {
+                Some((_, m)) => *m += n,
+                None => out.push((src, *n)),
+            }
+        }
+        out.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.preference().cmp(&b.0.preference())));
+        out
+    }
+
+    /// The cap from the run record (`None`: uncapped or unknown).
+    pub fn run_cap(&self) -> Option<u32> {
+        self.run.as_ref().and_then(|r| r.cap)
+    }
+
+    /// The run's start: the run record's `started_at`, else the first `queued_at`.
+    pub fn origin(&self) -> Option<Timestamp> {
+        self.run
+            .as_ref()
+            .map(|r| r.started_at)
+            .or_else(|| self.spans.iter().map(|s| s.queued_at).min())
+    }
+
+    /// The sample cadence from the run record.
+    pub fn sample_interval(&self) -> Option<Duration> {
+        self.run.as_ref().and_then(|r| r.sample_interval)
+    }
+}

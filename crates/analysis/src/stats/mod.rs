@@ -1,0 +1,210 @@
+//! Statistics: the one percentile method and the distribution summary used by every
+//! report, comparison and chart of tpscope.
+//!
+//! **Percentile method.** Linear interpolation between closest ranks, numpy's
+//! default (`method="linear"`, Hyndman & Fan type 7): for `n` sorted values
+//! `x[0..n]` and a quantile `q` in [0, 1], let `h = (n − 1)·q`; the percentile is
+//! `x[⌊h⌋] + (h − ⌊h⌋)·(x[⌊h⌋+1] − x[⌊h⌋])`. With one value every percentile is
+//! that value; with none there is no percentile (`None`).
+
+pub mod bootstrap;
+
+use std::time::Duration;
+
+use serde::{Serialize, Serializer};
+
+/// The `q`-quantile (0 ≤ q ≤ 1) of values sorted ascending, by the method in the
+/// module doc. `None` for an empty slice or a `q` outside [0, 1].
+pub fn quantile_sorted(sorted: &[f64], q: f64) -> Option<f64> {
+    if sorted.is_empty() || !(0.0..=1.0).contains(&q) {
+        return None;
+    }
+    let h = (sorted.len() - 1) as f64 * q;
+    let lo = h.floor() as usize;
+    let hi = (lo + 1).min(sorted.len() - 1);
+    let frac = h - lo as f64;
+    Some(sorted[lo] + frac * (sorted[hi] - sorted[lo]))
+}
+
+/// Sorts finite values ascending in place (non-finite values must not be passed;
+/// callers only collect computable metrics).
+pub fn sort_values(values: &mut [f64]) {
+    values.sort_unstable_by(f64::total_cmp);
+}
+
+/// A quantity a summary can be made of: converted to f64 for arithmetic, and back.
+pub trait Quantity: Copy {
+    /// The quantity as a plain number in its base unit (seconds, tokens, tokens/s).
+    fn to_f64(self) -> f64;
+    /// The quantity from a plain number in its base unit.
+    fn from_f64(v: f64) -> Self;
+}
+
+impl Quantity for Duration {
+    fn to_f64(self) -> f64 {
+        self.as_secs_f64()
+    }
+    fn from_f64(v: f64) -> Self {
+        Duration::from_secs_f64(v.max(0.0))
+    }
+}
+
+/// Output tokens per second.
+#[derive(Clone, Copy, Debug, PartialEq, PartialOrd, Default)]
+pub struct TokensPerSecond(pub f64);
+
+impl Quantity for TokensPerSecond {
+    fn to_f64(self) -> f64 {
+        self.0
+    }
+    fn from_f64(v: f64) -> Self {
+        TokensPerSecond(v)
+    }
+}
+
+impl Serialize for TokensPerSecond {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(self.0)
+    }
+}
+
+/// A count of tokens (fractional for means and interpolated percentiles).
+#[derive(Clone, Copy, Debug, PartialEq, PartialOrd, Default)]
+pub struct Tokens(pub f64);
+
+impl Quantity for Tokens {
+    fn to_f64(self) -> f64 {
+        self.0
+    }
+    fn from_f64(v: f64) -> Self {
+        Tokens(v)
+    }
+}
+
+impl Serialize for Tokens {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(self.0)
+    }
+}
+
+/// A distribution: count, mean, min, the standard percentiles and max. Every field
+/// but `count` is `None` when `count` is 0.
+#[derive(Clone, Copy, Debug, PartialEq, Default, Serialize)]
+#[serde(bound(serialize = "Q: Quantity"))]
+pub struct Summary<Q> {
+    /// Values summarised.
+    pub count: u64,
+    /// Arithmetic mean.
+    #[serde(serialize_with = "ser_opt")]
+    pub mean: Option<Q>,
+    /// Smallest value.
+    #[serde(serialize_with = "ser_opt")]
+    pub min: Option<Q>,
+    /// Median (q = 0.5).
+    #[serde(serialize_with = "ser_opt")]
+    pub p50: Option<Q>,
+    /// q = 0.9.
+    #[serde(serialize_with = "ser_opt")]
+    pub p90: Option<Q>,
+    /// q = 0.95.
+    #[serde(serialize_with = "ser_opt")]
+    pub p95: Option<Q>,
+    /// q = 0.99.
+    #[serde(serialize_with = "ser_opt")]
+    pub p99: Option<Q>,
+    /// q = 0.999.
+    #[serde(serialize_with = "ser_opt")]
+    pub p99_9: Option<Q>,
+    /// Largest value.
+    #[serde(serialize_with = "ser_opt")]
+    pub max: Option<Q>,
+}
+
+fn ser_opt<Q: Quantity, S: Serializer>(v: &Option<Q>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(q) => s.serialize_f64(q.to_f64()),
+        None => s.serialize_none(),
+    }
+}
+
+impl<Q: Quantity> Summary<Q> {
+    /// Summarises values (in the quantity's base unit); sorts them in place.
+    pub fn of(values: &mut [f64]) -> Summary<Q> {
+        sort_values(values);
+        Self::of_sorted(values)
+    }
+
+    /// Summarises values already sorted ascending.
+    pub fn of_sorted(sorted: &[f64]) -> Summary<Q> {
+        let q = |p| quantile_sorted(sorted, p).map(Q::from_f64);
+        let mean = (!sorted.is_empty())
+            .then(|| Q::from_f64(sorted.iter().sum::<f64>() / sorted.len() as f64));
+        Summary {
+            count: sorted.len() as u64,
+            mean,
+            min: sorted.first().map(|v| Q::from_f64(*v)),
+            p50: q(0.5),
+            p90: q(0.9),
+            p95: q(0.95),
+            p99: q(0.99),
+            p99_9: q(0.999),
+            max: sorted.last().map(|v| Q::from_f64(*v)),
+        }
+    }
+}
+
+/// `num / den` when `den > 0`; `None` otherwise (never NaN or infinity).
+pub fn ratio(num: f64, den: f64) -> Option<f64> {
+    (den > 0.0 && num.is_finite() && den.is_finite()).then(|| num / den)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_match_numpy_linear_by_hand() {
+        // numpy.percentile([1, 2, 3, 4], [0, 25, 50, 90, 100]) = [1, 1.75, 2.5, 3.7, 4]
+        let v = [1.0, 2.0, 3.0, 4.0];
+        let q = |p| quantile_sorted(&v, p).unwrap();
+        assert_eq!(q(0.0), 1.0);
+        assert!((q(0.25) - 1.75).abs() < 1e-12);
+        assert!((q(0.5) - 2.5).abs() < 1e-12);
+        assert!((q(0.9) - 3.7).abs() < 1e-12);
+        assert_eq!(q(1.0), 4.0);
+        // numpy.percentile([10, 20, 30, 40, 50, 60, 70, 80, 90, 100], 99) = 99.1
+        let w: Vec<f64> = (1..=10).map(|i| i as f64 * 10.0).collect();
+        assert!((quantile_sorted(&w, 0.99).unwrap() - 99.1).abs() < 1e-9);
+        // numpy.percentile(same, 99.9) = 99.91
+        assert!((quantile_sorted(&w, 0.999).unwrap() - 99.91).abs() < 1e-9);
+    }
+
+    #[test]
+    fn quantile_of_nothing_is_none_and_of_one_is_it() {
+        assert_eq!(quantile_sorted(&[], 0.5), None);
+        assert_eq!(quantile_sorted(&[7.0], 0.99), Some(7.0));
+        assert_eq!(quantile_sorted(&[1.0, 2.0], 1.5), None);
+    }
+
+    #[test]
+    fn summary_of_values() {
+        let mut v = vec![3.0, 1.0, 2.0];
+        let s: Summary<Tokens> = Summary::of(&mut v);
+        assert_eq!(s.count, 3);
+        assert_eq!(s.mean, Some(Tokens(2.0)));
+        assert_eq!(s.min, Some(Tokens(1.0)));
+        assert_eq!(s.p50, Some(Tokens(2.0)));
+        assert_eq!(s.max, Some(Tokens(3.0)));
+        let empty: Summary<Duration> = Summary::of(&mut []);
+        assert_eq!(empty.count, 0);
+        assert_eq!(empty.p99, None);
+        let json = serde_json::to_value(empty).unwrap();
+        assert!(json["p99"].is_null());
+    }
+
+    #[test]
+    fn ratio_refuses_zero_denominators() {
+        assert_eq!(ratio(1.0, 0.0), None);
+        assert_eq!(ratio(1.0, 4.0), Some(0.25));
+    }
+}
