@@ -167,10 +167,6 @@ struct Collected {
     missing: BTreeMap<&'static str, BTreeMap<&'static str, u64>>,
 }
 
-fn secs_between(a: Timestamp, b: Timestamp) -> Option<f64> {
-    b.since(a).map(|d| d.as_secs_f64())
-}
-
 impl Collected {
     fn new(n: usize) -> Collected {
         let v = || Vec::with_capacity(n);
@@ -200,52 +196,61 @@ impl Collected {
     fn add(&mut self, s: &SpanFacts) {
         let n = s.output_tokens;
         self.output_len.push(n as f64);
-        let Some(adm) = s.admitted_at else {
-            for m in ["t_queue", "t_first_token", "ttft_user", "t_stream", "t_in_flight", "t_post",
-                "stream_tps", "end_to_end_tps", "tpot", "decode_tps"] {
-                self.lack(m, missing::NOT_ADMITTED);
-            }
-            return;
-        };
-        self.t_queue.extend(secs_between(s.queued_at, adm));
-        let in_flight = secs_between(adm, s.released_at);
-        self.t_in_flight.extend(in_flight);
-        match in_flight {
-            Some(d) if d > 0.0 => self.end_to_end_tps.push(n as f64 / d),
-            _ => self.lack("end_to_end_tps", missing::ZERO_IN_FLIGHT_TIME),
-        }
-        let (Some(first), Some(last)) = (s.first_token_at, s.last_token_at) else {
-            for m in ["t_first_token", "ttft_user", "t_stream", "t_post", "stream_tps", "tpot", "decode_tps"] {
-                self.lack(m, missing::NO_FIRST_TOKEN);
-            }
-            self.lack("inter_token_latency", missing::NO_FIRST_TOKEN);
-            return;
-        };
-        self.t_first_token.extend(secs_between(adm, first));
-        self.ttft_user.extend(secs_between(s.queued_at, first));
-        self.t_post.extend(secs_between(last, s.released_at));
-        let stream = secs_between(first, last).unwrap_or(0.0);
-        self.t_stream.push(stream);
-        if stream > 0.0 {
-            let tps = n as f64 / stream;
-            self.stream_tps.push(tps);
-            let bucket = LENGTH_EDGES.iter().position(|e| n <= *e).unwrap_or(LENGTH_EDGES.len());
-            self.by_length[bucket].push(tps);
-        } else {
-            self.lack("stream_tps", missing::ZERO_STREAM_TIME);
-        }
-        if n <= 1 {
-            self.lack("tpot", missing::SINGLE_TOKEN);
-            self.lack("decode_tps", missing::SINGLE_TOKEN);
-        } else {
-            self.tpot.push(stream / (n - 1) as f64);
-            if stream > 0.0 {
-                self.decode_tps.push((n - 1) as f64 / stream);
+        let m = span_metrics(s);
+        let reason = |zero: &'static str| {
+            if s.admitted_at.is_none() {
+                missing::NOT_ADMITTED
+            } else if s.first_token_at.is_none() {
+                missing::NO_FIRST_TOKEN
             } else {
-                self.lack("decode_tps", missing::ZERO_STREAM_TIME);
+                zero
             }
+        };
+        let d = |v: Option<Duration>| v.map(|d| d.as_secs_f64());
+        let cols: [(&'static str, Option<f64>, &'static str); 10] = [
+            ("t_queue", d(m.t_queue), missing::NOT_ADMITTED),
+            ("t_first_token", d(m.t_first_token), missing::NO_FIRST_TOKEN),
+            ("ttft_user", d(m.ttft_user), missing::NO_FIRST_TOKEN),
+            ("t_stream", d(m.t_stream), missing::NO_FIRST_TOKEN),
+            ("t_in_flight", d(m.t_in_flight), missing::NOT_ADMITTED),
+            ("t_post", d(m.t_post), missing::NO_FIRST_TOKEN),
+            ("stream_tps", m.stream_tps.map(|r| r.0), missing::ZERO_STREAM_TIME),
+            ("end_to_end_tps", m.end_to_end_tps.map(|r| r.0), missing::ZERO_IN_FLIGHT_TIME),
+            ("tpot", d(m.tpot), missing::SINGLE_TOKEN),
+            ("decode_tps", m.decode_tps.map(|r| r.0), if n <= 1 { missing::SINGLE_TOKEN } else { missing::ZERO_STREAM_TIME }),
+        ];
+        for (i, (name, value, zero)) in cols.into_iter().enumerate() {
+            match value {
+                Some(v) => match i {
+                    0 => self.t_queue.push(v),
+                    1 => self.t_first_token.push(v),
+                    2 => self.ttft_user.push(v),
+                    3 => self.t_stream.push(v),
+                    4 => self.t_in_flight.push(v),
+                    5 => self.t_post.push(v),
+                    6 => self.stream_tps.push(v),
+                    7 => self.end_to_end_tps.push(v),
+                    8 => self.tpot.push(v),
+                    _ => self.decode_tps.push(v),
+                },
+                None => {
+                    let why = if name == "end_to_end_tps" && s.admitted_at.is_none() {
+                        missing::NOT_ADMITTED
+                    } else if matches!(name, "t_queue" | "t_in_flight" | "end_to_end_tps") {
+                        zero
+                    } else {
+                        reason(zero)
+                    };
+                    self.lack(name, why);
+                }
+            }
+        }
+        if let Some(tps) = m.stream_tps {
+            let bucket = LENGTH_EDGES.iter().position(|e| n <= *e).unwrap_or(LENGTH_EDGES.len());
+            self.by_length[bucket].push(tps.0);
         }
         match s.chunks.as_deref() {
+            _ if s.first_token_at.is_none() => self.lack("inter_token_latency", reason(missing::NO_FIRST_TOKEN)),
             Some(chunks) if chunks.len() > 1 => {
                 for w in chunks.windows(2) {
                     let gap = w[1].offset.saturating_sub(w[0].offset).as_secs_f64();
@@ -257,6 +262,57 @@ impl Collected {
             Some(_) => self.lack("inter_token_latency", missing::SINGLE_TOKEN),
             None => self.lack("inter_token_latency", missing::NO_CHUNKS_RECORDED),
         }
+    }
+}
+
+/// The derived metrics of one span (DESIGN.md §3); each is `None` when it cannot
+/// be computed for the span (missing instant, zero duration, too few tokens).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SpanMetrics {
+    /// admitted_at − queued_at.
+    pub t_queue: Option<Duration>,
+    /// first_token_at − admitted_at.
+    pub t_first_token: Option<Duration>,
+    /// first_token_at − queued_at.
+    pub ttft_user: Option<Duration>,
+    /// last_token_at − first_token_at.
+    pub t_stream: Option<Duration>,
+    /// released_at − admitted_at.
+    pub t_in_flight: Option<Duration>,
+    /// released_at − last_token_at.
+    pub t_post: Option<Duration>,
+    /// output_tokens / t_stream (t_stream > 0).
+    pub stream_tps: Option<TokensPerSecond>,
+    /// output_tokens / t_in_flight (t_in_flight > 0).
+    pub end_to_end_tps: Option<TokensPerSecond>,
+    /// t_stream / (output_tokens − 1) (at least 2 tokens).
+    pub tpot: Option<Duration>,
+    /// (output_tokens − 1) / t_stream (at least 2 tokens, t_stream > 0).
+    pub decode_tps: Option<TokensPerSecond>,
+}
+
+/// The derived metrics of one span. The one place they are computed.
+pub fn span_metrics(s: &SpanFacts) -> SpanMetrics {
+    let n = s.output_tokens;
+    let adm = s.admitted_at;
+    let first = s.first_token_at.filter(|_| adm.is_some());
+    let last = s.last_token_at.filter(|_| first.is_some());
+    let t_in_flight = adm.and_then(|a| s.released_at.since(a));
+    let t_stream = first.zip(last).and_then(|(f, l)| l.since(f));
+    let per_sec = |num: f64, d: Option<Duration>| {
+        d.filter(|d| !d.is_zero()).map(|d| TokensPerSecond(num / d.as_secs_f64()))
+    };
+    SpanMetrics {
+        t_queue: adm.and_then(|a| a.since(s.queued_at)),
+        t_first_token: adm.zip(first).and_then(|(a, f)| f.since(a)),
+        ttft_user: first.and_then(|f| f.since(s.queued_at)),
+        t_stream,
+        t_in_flight,
+        t_post: last.and_then(|l| s.released_at.since(l)),
+        stream_tps: per_sec(n as f64, t_stream),
+        end_to_end_tps: per_sec(n as f64, t_in_flight),
+        tpot: t_stream.filter(|_| n > 1).map(|d| d / (n - 1).min(u64::from(u32::MAX)) as u32),
+        decode_tps: per_sec(n.saturating_sub(1) as f64, t_stream).filter(|_| n > 1),
     }
 }
 

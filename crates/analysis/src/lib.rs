@@ -19,7 +19,7 @@ pub mod report;
 pub mod stats;
 pub mod sweep;
 
-pub use analyze::{Options, Prices, WindowSpec, analyze, steady_bounds};
+pub use analyze::{Options, Prices, SpanMetrics, WindowSpec, analyze, span_metrics, steady_bounds};
 pub use input::{RunInput, SampleFacts, SpanFacts};
 pub use report::{REPORT_SCHEMA, Report, RunReport, Window, WindowKind};
 pub use stats::{Summary, Tokens, TokensPerSecond};

@@ -1,1 +1,11 @@
-//! placeholder
+//! Span logs on disk (format `tpscope.spans/1`, DESIGN.md §8): a streaming reader
+//! that turns JSON Lines into per-run analysis inputs with errors naming the file,
+//! line and field, and a writer.
+
+pub mod reader;
+pub mod scalar;
+pub mod writer;
+
+pub use reader::{LoadedRun, LogError, LogSet, ReadOptions, Reader, read_paths};
+pub use scalar::TimeUnit;
+pub use writer::LogWriter;

@@ -95,7 +95,7 @@ fn truncate_for_message(s: &str) -> String {
 
 /// A timestamp text that is not RFC 3339.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("`{text}` is not an RFC 3339 timestamp (expected e.g. 2026-11-21T13:58:27.123456789Z)")]
+#[error("`{text}` is not an RFC 3339 timestamp between 1678 and 2262 (expected e.g. 2026-11-21T13:58:27.123456789Z)")]
 pub struct TimeParseError {
     /// The offending text (cut to 60 characters).
     pub text: String,

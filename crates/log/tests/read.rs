@@ -1,0 +1,211 @@
+//! The span-log reader: the golden file, every kind of bad input, and round trips
+//! through the writer.
+
+use std::io::Cursor;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tpscope_analysis::{Options, analyze};
+use tpscope_log::{LogError, LogSet, LogWriter, ReadOptions, Reader, TimeUnit, read_paths};
+use tpscope_model::{Record, RunRecord, SCHEMA, Span, Status, Timestamp};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+}
+
+fn read_text(text: &str, opts: ReadOptions) -> Result<LogSet, LogError> {
+    let mut r = Reader::new(opts);
+    r.read_from(Path::new("test.jsonl"), Cursor::new(text.as_bytes().to_vec()))?;
+    Ok(r.finish())
+}
+
+fn err_text(text: &str) -> String {
+    read_text(text, ReadOptions::default()).unwrap_err().to_string()
+}
+
+const RUN: &str = r#"{"kind":"run","run_id":"r","schema":"tpscope.spans/1","started_at":"2026-01-01T00:00:00Z","cap":2}"#;
+const SPAN: &str = r#"{"kind":"span","run_id":"r","span_id":"1","status":"ok","queued_at":"2026-01-01T00:00:00Z","admitted_at":"2026-01-01T00:00:00Z","first_token_at":"2026-01-01T00:00:01Z","last_token_at":"2026-01-01T00:00:02Z","released_at":"2026-01-01T00:00:02Z","output_tokens":4}"#;
+
+#[test]
+fn golden_file_gives_the_hand_computed_report() {
+    let set = read_paths(&[fixture("two_spans_cap1.jsonl")], ReadOptions::default()).unwrap();
+    assert_eq!(set.runs.len(), 1);
+    assert!(set.warnings.is_empty(), "{:?}", set.warnings);
+    let r = analyze(&set.runs[0].input, &Options::default());
+    // 15 tokens over 6.5 s; 2 ok of 3; 1 retry over 3 spans; 3 wasted tokens.
+    assert!((r.system_tps.unwrap().0 - 15.0 / 6.5).abs() < 1e-9);
+    assert!((r.success_rate.unwrap() - 2.0 / 3.0).abs() < 1e-12);
+    assert!((r.retry_rate.unwrap() - 1.0 / 3.0).abs() < 1e-12);
+    assert_eq!(r.counts.wasted_tokens, 3);
+    assert_eq!(r.counts.retries_by_cause["http_429"], 1);
+    assert_eq!(r.counts.errors_by_cause["disconnect"], 1);
+    assert_eq!(r.idle.backlog_time, Duration::from_secs(3));
+    assert_eq!(r.gap_fraction, Some(0.0));
+    assert_eq!(r.gap_fraction_sampled, Some(0.0));
+    assert_eq!(r.labels["case"], "two spans behind a cap of one");
+    assert!(r.complete);
+}
+
+#[test]
+fn malformed_json_names_file_and_line() {
+    let e = err_text(&format!("{RUN}\n{{\"kind\": \"span\",,}}\n"));
+    assert!(e.starts_with("test.jsonl:2: malformed JSON"), "{e}");
+}
+
+#[test]
+fn missing_required_field_is_named() {
+    let e = err_text(&format!("{RUN}\n{}\n", SPAN.replace(r#""queued_at":"2026-01-01T00:00:00Z","#, "")));
+    assert_eq!(e, "test.jsonl:2: field `queued_at`: missing (required)");
+}
+
+#[test]
+fn first_token_before_admission_is_rejected() {
+    let e = err_text(&format!("{RUN}\n{}\n", SPAN.replace(r#""first_token_at":"2026-01-01T00:00:01Z""#, r#""first_token_at":"2025-12-31T23:59:59Z""#)));
+    assert!(e.starts_with("test.jsonl:2: field `first_token_at`: "), "{e}");
+    assert!(e.contains("before admitted_at"), "{e}");
+}
+
+#[test]
+fn negative_and_absurd_values_are_rejected() {
+    let e = err_text(&format!("{RUN}\n{}\n", SPAN.replace(r#""output_tokens":4"#, r#""output_tokens":-4"#)));
+    assert_eq!(e, "test.jsonl:2: field `output_tokens`: expected a non-negative whole number, found the negative number -4");
+    let e = err_text(&format!("{RUN}\n{}\n", SPAN.replace(r#""output_tokens":4"#, r#""output_tokens":4000000000000"#)));
+    assert!(e.contains("field `output_tokens`") && e.contains("more than"), "{e}");
+    let e = err_text(&format!("{RUN}\n{}\n", SPAN.replace("2026-01-01T00:00:02Z\",\"output", "2201-01-01T00:00:02Z\",\"output")));
+    assert!(e.contains("field `released_at`") && e.contains("outside 2000..2200"), "{e}");
+    let e = err_text(&format!("{RUN}\n{}\n", SPAN.replace(r#""output_tokens":4"#, r#""output_tokens":"four""#)));
+    assert!(e.contains("field `output_tokens`: expected a non-negative whole number, found the string \"four\""), "{e}");
+}
+
+#[test]
+fn unknown_kind_is_rejected() {
+    let e = err_text(&format!("{RUN}\n{{\"kind\":\"spam\",\"run_id\":\"r\"}}\n"));
+    assert_eq!(e, "test.jsonl:2: field `kind`: unknown record kind `spam` (expected run, span, sample or end)");
+}
+
+#[test]
+fn duplicate_span_ids_are_rejected() {
+    let e = err_text(&format!("{RUN}\n{SPAN}\n{SPAN}\n"));
+    assert_eq!(e, "test.jsonl:3: field `span_id`: duplicate span id `1` in run `r`");
+}
+
+#[test]
+fn cut_off_last_line_is_accepted_with_a_warning() {
+    let cut = &SPAN[..SPAN.len() / 2];
+    let set = read_text(&format!("{RUN}\n{SPAN}\n{cut}"), ReadOptions::default()).unwrap();
+    assert_eq!(set.runs[0].input.spans.len(), 1);
+    assert!(set.warnings.iter().any(|w| w.starts_with("test.jsonl:3: the last line is cut off")), "{:?}", set.warnings);
+    // A complete last line without a newline is a normal record.
+    let set = read_text(&format!("{RUN}\n{SPAN}"), ReadOptions::default()).unwrap();
+    assert_eq!(set.runs[0].input.spans.len(), 1);
+    assert!(set.warnings.iter().all(|w| !w.contains("cut off")));
+}
+
+#[test]
+fn empty_and_binary_files_are_rejected() {
+    assert_eq!(err_text(""), "test.jsonl: the file is empty (expected a span log: JSON Lines, one record per line)");
+    assert_eq!(err_text("\n\n"), "test.jsonl: the file is empty (expected a span log: JSON Lines, one record per line)");
+    let mut r = Reader::new(ReadOptions::default());
+    let e = r.read_from(Path::new("x.bin"), Cursor::new(vec![0x1f, 0x8b, 0x08, 0x00, 0xff, 0xfe])).unwrap_err();
+    assert_eq!(e.to_string(), "x.bin:1: a NUL byte — this does not look like a span log (JSON Lines text)");
+    let mut r = Reader::new(ReadOptions::default());
+    let e = r.read_from(Path::new("x.bin"), Cursor::new(vec![0xff, 0xfe, b'a'])).unwrap_err();
+    assert!(e.to_string().contains("not UTF-8"), "{e}");
+}
+
+#[test]
+fn missing_file_names_the_file() {
+    let e = read_paths(&[PathBuf::from("/nonexistent/run.jsonl")], ReadOptions::default()).unwrap_err();
+    assert!(e.to_string().starts_with("/nonexistent/run.jsonl: "), "{e}");
+}
+
+#[test]
+fn skip_invalid_counts_reasons_and_keeps_the_rest() {
+    let bad_order = SPAN.replace(r#""span_id":"1""#, r#""span_id":"2""#).replace("00:00:01Z\",\"last", "2025-01-01T00:00:01Z\",\"last");
+    let text = format!("{RUN}\n{SPAN}\nnot json\n{SPAN}\n{bad_order}\n{{\"kind\":\"x\",\"run_id\":\"r\"}}\n");
+    let opts = ReadOptions { skip_invalid: true, ..ReadOptions::default() };
+    let set = read_text(&text, opts).unwrap();
+    assert_eq!(set.runs[0].input.spans.len(), 1);
+    assert_eq!(set.skipped["malformed_json"], 1);
+    assert_eq!(set.skipped["duplicate_span_id `span_id`"], 1);
+    assert_eq!(set.skipped["unknown_kind `kind`"], 1);
+    assert_eq!(set.skipped.values().sum::<u64>(), 4, "{:?}", set.skipped);
+}
+
+#[test]
+fn numeric_timestamps_need_a_unit() {
+    let span = r#"{"kind":"span","run_id":"r","span_id":"1","status":"ok","queued_at":1767225600.0,"admitted_at":1767225600.5,"first_token_at":1767225601,"last_token_at":1767225602,"released_at":1767225602,"output_tokens":4}"#;
+    let e = err_text(&format!("{RUN}\n{span}\n"));
+    assert!(e.contains("field `queued_at`") && e.contains("--time-unit"), "{e}");
+    let set = read_text(&format!("{RUN}\n{span}\n"), ReadOptions { time_unit: Some(TimeUnit::S), ..ReadOptions::default() }).unwrap();
+    let s = &set.runs[0].input.spans[0];
+    assert_eq!(s.admitted_at.unwrap().since(s.queued_at), Some(Duration::from_millis(500)));
+    // Milliseconds read as seconds land far in the future: rejected as implausible.
+    let ms = span.replace("1767225600.0", "1767225600000");
+    let e = read_text(&format!("{RUN}\n{ms}\n"), ReadOptions { time_unit: Some(TimeUnit::S), ..ReadOptions::default() }).unwrap_err();
+    assert!(e.to_string().contains("field `queued_at`"), "{e}");
+}
+
+#[test]
+fn runs_are_grouped_by_run_id_across_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.jsonl");
+    let b = dir.path().join("b.jsonl");
+    std::fs::write(&a, format!("{RUN}\n{SPAN}\n")).unwrap();
+    std::fs::write(&b, SPAN.replace(r#""span_id":"1""#, r#""span_id":"2""#)).unwrap();
+    let set = read_paths(&[a, b], ReadOptions::default()).unwrap();
+    assert_eq!(set.runs.len(), 1);
+    assert_eq!(set.runs[0].input.spans.len(), 2);
+    // no end record → warned by the analysis, not the reader.
+    let r = analyze(&set.runs[0].input, &Options::default());
+    assert!(!r.complete);
+}
+
+#[test]
+fn writer_output_reads_back_identically() {
+    let t = |s: i64| Timestamp::from_unix_nanos(1_767_225_600_000_000_000 + s * 1_000_000);
+    let run = RunRecord {
+        run_id: "w".into(),
+        schema: SCHEMA.into(),
+        tool: "test".into(),
+        started_at: t(0),
+        target: Default::default(),
+        cap: Some(3),
+        token_source: Some(tpscope_model::TokenSource::Usage),
+        tokenizer: None,
+        sample_interval: Some(Duration::from_millis(10)),
+        load: serde_json::json!({"concurrency": 3}),
+        labels: Default::default(),
+    };
+    let span = Span {
+        run_id: "w".into(),
+        span_id: "s1".into(),
+        request_id: None,
+        status: Status::Ok,
+        queued_at: t(0),
+        admitted_at: Some(t(1)),
+        first_token_at: Some(t(20)),
+        last_token_at: Some(t(120)),
+        released_at: t(121),
+        output_tokens: 7,
+        input_tokens: Some(12),
+        token_source: None,
+        retry_count: 0,
+        retry_causes: vec![],
+        attempts: vec![],
+        error: None,
+        chunks: None,
+    };
+    let mut w = LogWriter::new(Vec::new());
+    w.write(&Record::Run(run.clone())).unwrap();
+    w.write(&Record::Span(span.clone())).unwrap();
+    let text = String::from_utf8(w.into_inner()).unwrap();
+    // Every line is also a valid model::Record.
+    for line in text.lines() {
+        serde_json::from_str::<Record>(line).unwrap();
+    }
+    let set = read_text(&text, ReadOptions::default()).unwrap();
+    let input = &set.runs[0].input;
+    assert_eq!(input.run.as_ref().unwrap(), &run);
+    assert_eq!(input.spans[0], tpscope_analysis::SpanFacts::of(&span));
+}

@@ -1,0 +1,63 @@
+//! Number formatting shared by the text and markdown renderers.
+
+use std::time::Duration;
+
+use tpscope_analysis::Summary;
+use tpscope_analysis::stats::Quantity;
+
+/// A figure or an em dash when absent.
+pub fn or_dash(v: Option<String>) -> String {
+    v.unwrap_or_else(|| "—".to_string())
+}
+
+/// A rate with thousands separators and one decimal.
+pub fn rate(v: f64) -> String {
+    let whole = v.trunc() as u64;
+    let s = whole.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    format!("{out}.{}", ((v.fract() * 10.0).round() as u64).min(9))
+}
+
+/// A fraction as a percentage with two decimals.
+pub fn pct(v: f64) -> String {
+    format!("{:.2} %", v * 100.0)
+}
+
+/// A duration in seconds with three decimals.
+pub fn secs(d: Duration) -> String {
+    format!("{:.3} s", d.as_secs_f64())
+}
+
+/// Whether a duration distribution reads better in seconds (its max is ≥ 10 s).
+pub fn duration_unit(s: &Summary<Duration>) -> (&'static str, f64) {
+    match s.max {
+        Some(m) if m.as_secs_f64() >= 10.0 => ("s", 1.0),
+        _ => ("ms", 1000.0),
+    }
+}
+
+/// One distribution's cells: count, mean, min, p50, p90, p95, p99, p99.9, max,
+/// each value multiplied by `scale` and written with `decimals`.
+pub fn summary_cells<Q: Quantity>(s: &Summary<Q>, scale: f64, decimals: usize) -> Vec<String> {
+    let f = |v: Option<Q>| or_dash(v.map(|q| format!("{:.*}", decimals, q.to_f64() * scale)));
+    vec![
+        s.count.to_string(),
+        f(s.mean),
+        f(s.min),
+        f(s.p50),
+        f(s.p90),
+        f(s.p95),
+        f(s.p99),
+        f(s.p99_9),
+        f(s.max),
+    ]
+}
+
+/// Column heads of [`summary_cells`].
+pub const SUMMARY_HEADS: [&str; 9] = ["count", "mean", "min", "p50", "p90", "p95", "p99", "p99.9", "max"];

@@ -1,0 +1,141 @@
+//! The terminal summary of a report.
+
+use std::fmt::Write;
+
+use tpscope_analysis::Report;
+
+use crate::fmt::{SUMMARY_HEADS, summary_cells};
+use crate::rows::*;
+
+fn table(out: &mut String, heads: &[&str], rows: &[Vec<String>]) {
+    let mut width: Vec<usize> = heads.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            width[i] = width[i].max(c.chars().count());
+        }
+    }
+    let line = |out: &mut String, cells: &[String]| {
+        out.push_str("  ");
+        for (i, c) in cells.iter().enumerate() {
+            let pad = width[i] - c.chars().count();
+            if i == 0 {
+                let _ = write!(out, "{c}{}", " ".repeat(pad));
+            } else {
+                let _ = write!(out, "  {}{c}", " ".repeat(pad));
+            }
+        }
+        out.push('\n');
+    };
+    line(out, &heads.iter().map(|h| h.to_string()).collect::<Vec<_>>());
+    for r in rows {
+        line(out, r);
+    }
+}
+
+/// Renders the report as a terminal summary (plain text, no colour codes).
+pub fn render(report: &Report) -> Vec<u8> {
+    let mut o = String::new();
+    for (i, r) in report.runs.iter().enumerate() {
+        if i > 0 {
+            o.push('\n');
+        }
+        let _ = writeln!(o, "run {}{}", r.run_id, r.tool.as_ref().map(|t| format!(" ({t})")).unwrap_or_default());
+        let t = &r.target;
+        let _ = writeln!(
+            o,
+            "  target {} · model {} · api {} · cap {} · tokens from {}",
+            t.url.as_deref().unwrap_or("built-in simulator"),
+            t.model.as_deref().unwrap_or("?"),
+            t.api.as_deref().unwrap_or("?"),
+            r.cap.map_or("none".to_string(), |c| c.to_string()),
+            if r.token_sources.is_empty() {
+                "?".to_string()
+            } else {
+                r.token_sources.iter().map(|s| format!("{} ({})", s.source, s.spans)).collect::<Vec<_>>().join(", ")
+            }
+        );
+        if !r.labels.is_empty() {
+            let labels: Vec<String> = r.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let _ = writeln!(o, "  labels {}", labels.join(" "));
+        }
+        let _ = writeln!(o, "  {}{}", window_line(r), if r.complete { "" } else { " · INCOMPLETE (no end record)" });
+        let c = &r.counts;
+        let _ = writeln!(
+            o,
+            "  spans {}: ok {}, error {}, cancelled {} · failures by cause: {}",
+            c.spans,
+            c.ok,
+            c.error,
+            c.cancelled,
+            by_cause(&c.errors_by_cause)
+        );
+        let _ = writeln!(
+            o,
+            "  retries {} ({}) · wasted tokens {} · output tokens {} · input tokens {}",
+            c.retries,
+            by_cause(&c.retries_by_cause),
+            c.wasted_tokens,
+            c.output_tokens,
+            c.input_tokens
+        );
+        o.push('\n');
+        let heads = headline_rows(r);
+        let w = heads.iter().map(|h| h.0.len()).max().unwrap_or(0);
+        let vw = heads.iter().map(|h| h.1.chars().count()).max().unwrap_or(0);
+        for (label, value, why) in heads {
+            let _ = writeln!(o, "  {label:<w$}  {value:>vw$}   {why}", vw = vw);
+        }
+        o.push('\n');
+        let (main, conv) = distribution_rows(r);
+        let rows = |rs: &[DistRow]| -> Vec<Vec<String>> {
+            rs.iter()
+                .map(|d| {
+                    let mut v = vec![format!("{} ({})", d.name, d.unit)];
+                    v.extend(d.cells.iter().cloned());
+                    v
+                })
+                .collect()
+        };
+        let mut heads = vec!["ok spans"];
+        heads.extend(SUMMARY_HEADS);
+        table(&mut o, &heads, &rows(&main));
+        let _ = writeln!(o, "\n  conventional forms (as other tools print them):");
+        let mut heads = vec!["ok spans"];
+        heads.extend(SUMMARY_HEADS);
+        table(&mut o, &heads, &rows(&conv));
+        let _ = writeln!(o, "\n  stream_tps (tok/s) by output length:");
+        let len_rows: Vec<Vec<String>> = r
+            .stream_tps_by_output_length
+            .iter()
+            .map(|b| {
+                let mut v = vec![format!("{} tokens", length_label(b.min_tokens, b.max_tokens))];
+                v.extend(summary_cells(&b.stream_tps, 1.0, 1));
+                v
+            })
+            .collect();
+        let mut heads = vec!["output length"];
+        heads.extend(SUMMARY_HEADS);
+        table(&mut o, &heads, &len_rows);
+        let missing = missing_lines(r);
+        if !missing.is_empty() {
+            let _ = writeln!(o, "\n  ok spans lacking a metric:");
+            for m in missing {
+                let _ = writeln!(o, "    {m}");
+            }
+        }
+        for w in &r.warnings {
+            let _ = writeln!(o, "\n  warning: {w}");
+        }
+    }
+    if !report.skipped.is_empty() {
+        let total: u64 = report.skipped.values().sum();
+        let _ = writeln!(o, "\nskipped {total} invalid records:");
+        for (k, v) in &report.skipped {
+            let _ = writeln!(o, "  {v} {k}");
+        }
+    }
+    for w in &report.warnings {
+        let _ = writeln!(o, "\nwarning: {w}");
+    }
+    o.into_bytes()
+}
