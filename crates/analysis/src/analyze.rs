@@ -349,6 +349,25 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
     let win_ns = w1.signed_nanos_since(w0);
     let in_window = |s: &SpanFacts| s.released_at >= w0 && s.released_at <= w1;
 
+    // Everything that needs the sweep first, so its edges are freed before the
+    // per-metric vectors are built (peak memory stays near one copy of each).
+    let integrals = if window.is_some() { sweep.integrate(w0, w1) } else { Integrals::default() };
+    let time_series = match (opts.bucket, window) {
+        (Some(b), Some(w)) if !b.is_zero() => {
+            let n = (w.duration.as_nanos().div_ceil(b.as_nanos())).max(1) as u64;
+            if n > MAX_BUCKETS {
+                warnings.push(format!(
+                    "a {b:?} bucket would make {n} buckets (more than {MAX_BUCKETS}): no time series"
+                ));
+                None
+            } else {
+                Some(time_series(input, &sweep, w, b, n as usize))
+            }
+        }
+        _ => None,
+    };
+    drop(sweep);
+
     let mut counts = Counts::default();
     let mut collected = Collected::new(input.spans.len());
     let mut window_tokens = 0.0;
@@ -396,7 +415,6 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         }
     }
 
-    let integrals = if window.is_some() { sweep.integrate(w0, w1) } else { Integrals::default() };
     let win_s = win_ns as f64 / 1e9;
     let system_tps = ratio(window_tokens, win_s).map(TokensPerSecond);
     let gap_fraction = ratio(integrals.gap_ns as f64, win_ns as f64);
@@ -509,21 +527,6 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
             counts.ok_without_input_tokens
         ));
     }
-
-    let time_series = match (opts.bucket, window) {
-        (Some(b), Some(w)) if !b.is_zero() => {
-            let n = (w.duration.as_nanos().div_ceil(b.as_nanos())).max(1) as u64;
-            if n > MAX_BUCKETS {
-                warnings.push(format!(
-                    "a {b:?} bucket would make {n} buckets (more than {MAX_BUCKETS}): no time series"
-                ));
-                None
-            } else {
-                Some(time_series(input, &sweep, w, b, n as usize))
-            }
-        }
-        _ => None,
-    };
 
     RunReport {
         run_id: input.run_id.clone(),

@@ -127,11 +127,64 @@ fn ser_opt<Q: Quantity, S: Serializer>(v: &Option<Q>, s: S) -> Result<S::Ok, S::
     }
 }
 
+/// The quantiles `qs` (each in [0, 1]) of unsorted values, by the method in the
+/// module doc, in O(n) expected time per distinct rank (selection, not a full sort).
+/// Reorders `values`. `None` for each quantile when `values` is empty.
+pub fn quantiles(values: &mut [f64], qs: &[f64]) -> Vec<Option<f64>> {
+    let n = values.len();
+    if n == 0 {
+        return vec![None; qs.len()];
+    }
+    // Every rank the interpolation reads: ⌊h⌋ and ⌊h⌋ + 1 for each quantile.
+    let mut ranks: Vec<usize> = Vec::with_capacity(qs.len() * 2);
+    for q in qs {
+        let h = (n - 1) as f64 * q.clamp(0.0, 1.0);
+        ranks.push(h.floor() as usize);
+        ranks.push((h.floor() as usize + 1).min(n - 1));
+    }
+    ranks.sort_unstable();
+    ranks.dedup();
+    // Select ranks in ascending order, each in the part above the previous one.
+    let mut lo = 0;
+    for &r in &ranks {
+        if r >= lo {
+            values[lo..].select_nth_unstable_by(r - lo, f64::total_cmp);
+            lo = r + 1;
+        }
+    }
+    qs.iter()
+        .map(|q| {
+            if !(0.0..=1.0).contains(q) {
+                return None;
+            }
+            let h = (n - 1) as f64 * q;
+            let l = h.floor() as usize;
+            let u = (l + 1).min(n - 1);
+            Some(values[l] + (h - l as f64) * (values[u] - values[l]))
+        })
+        .collect()
+}
+
 impl<Q: Quantity> Summary<Q> {
-    /// Summarises values (in the quantity's base unit); sorts them in place.
+    /// Summarises values (in the quantity's base unit); reorders them.
     pub fn of(values: &mut [f64]) -> Summary<Q> {
-        sort_values(values);
-        Self::of_sorted(values)
+        if values.is_empty() {
+            return Self::of_sorted(&[]);
+        }
+        let q = quantiles(values, &[0.0, 0.5, 0.9, 0.95, 0.99, 0.999, 1.0]);
+        let mean = values.iter().sum::<f64>() / values.len() as f64;
+        let v = |i: usize| q[i].map(Q::from_f64);
+        Summary {
+            count: values.len() as u64,
+            mean: Some(Q::from_f64(mean)),
+            min: v(0),
+            p50: v(1),
+            p90: v(2),
+            p95: v(3),
+            p99: v(4),
+            p99_9: v(5),
+            max: v(6),
+        }
     }
 
     /// Summarises values already sorted ascending.
@@ -200,6 +253,20 @@ mod tests {
         assert_eq!(empty.p99, None);
         let json = serde_json::to_value(empty).unwrap();
         assert!(json["p99"].is_null());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn selection_quantiles_equal_sorted_quantiles(
+            mut v in proptest::collection::vec(-1e6f64..1e6, 1..200),
+            q in 0.0f64..=1.0,
+        ) {
+            let mut sorted = v.clone();
+            sort_values(&mut sorted);
+            let by_sort = quantile_sorted(&sorted, q).unwrap();
+            let by_select = quantiles(&mut v, &[q, 0.5, 0.999])[0].unwrap();
+            proptest::prop_assert_eq!(by_sort, by_select);
+        }
     }
 
     #[test]

@@ -1,0 +1,187 @@
+//! Benchmark of DESIGN.md §12 "analysis": a generated 1,000,000-span log (with
+//! samples every 10 ms) read from JSONL and fully analysed on one core.
+//! Prints spans per second of CPU time and peak memory per span.
+//!
+//! `cargo bench -p tpscope-log --bench read_analyze` (set `TPSCOPE_BENCH_SPANS` for
+//! another size). The measurement runs in a child process so that the generator's
+//! memory does not count toward the peak.
+
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use tpscope_analysis::{Options, analyze};
+use tpscope_log::{LogWriter, ReadOptions, read_paths};
+use tpscope_model::{
+    Attempt, Cause, Record, RunRecord, SCHEMA, SampleRecord, Span, SpanError, Status, Target, Timestamp,
+    TokenSource,
+};
+
+fn cpu_time() -> Duration {
+    // utime + stime of this process, in clock ticks (100 Hz on Linux).
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit_once(')').map(|x| x.1).unwrap_or("");
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let ticks: u64 = f.get(11).and_then(|v| v.parse().ok()).unwrap_or(0) + f.get(12).and_then(|v| v.parse().ok()).unwrap_or(0);
+    Duration::from_millis(ticks * 10)
+}
+
+fn peak_rss_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .unwrap_or(0)
+        * 1024
+}
+
+/// A closed-loop run with cap 64: realistic spans, 2 % with a retry, 1 % failing.
+fn generate(path: &PathBuf, n: u64) {
+    let origin = 1_767_225_600_000_000_000i64;
+    let t = |ns: i64| Timestamp::from_unix_nanos(origin + ns);
+    let mut w = LogWriter::new(BufWriter::with_capacity(1 << 20, std::fs::File::create(path).unwrap()));
+    w.write(&Record::Run(RunRecord {
+        run_id: "bench".into(),
+        schema: SCHEMA.into(),
+        tool: "tpscope bench-generator".into(),
+        started_at: t(0),
+        target: Target { url: None, model: Some("sim".into()), api: Some("chat".into()) },
+        cap: Some(64),
+        token_source: Some(TokenSource::Usage),
+        tokenizer: None,
+        sample_interval: Some(Duration::from_millis(10)),
+        load: serde_json::Value::Null,
+        labels: Default::default(),
+    }))
+    .unwrap();
+    let cap = 64i64;
+    let mut slot_free = vec![0i64; cap as usize];
+    let mut next_sample = 0i64;
+    let mut x = 0x2545F4914F6CDD1Du64;
+    let mut rnd = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for i in 0..n {
+        let slot = (i % cap as u64) as usize;
+        let queued = (i as i64) * 2_000_000; // arrivals every 2 ms
+        let admitted = queued.max(slot_free[slot]);
+        let ttft = 20_000_000 + (rnd() % 30_000_000) as i64;
+        let tokens = 50 + rnd() % 400;
+        let stream = tokens as i64 * 8_000_000;
+        let first = admitted + ttft;
+        let last = first + stream;
+        let released = last + 200_000;
+        slot_free[slot] = released;
+        while next_sample < queued {
+            w.write(&Record::Sample(SampleRecord {
+                run_id: "bench".into(),
+                at: t(next_sample),
+                in_flight: 64,
+                queue_depth: (rnd() % 3) as u32,
+                cap: None,
+            }))
+            .unwrap();
+            next_sample += 10_000_000;
+        }
+        let fail = rnd() % 100 == 0;
+        let retry = rnd() % 50 == 0;
+        let mut attempts = Vec::new();
+        if retry {
+            attempts.push(Attempt {
+                started_at: t(admitted),
+                first_byte_at: Some(t(admitted + 1_000_000)),
+                first_token_at: None,
+                ended_at: t(admitted + 1_000_000),
+                http_status: Some(429),
+                cause: Some(Cause::Http429),
+                tokens: 0,
+                connection_reused: Some(true),
+                connect_time: None,
+                backoff: Some(Duration::from_millis(5)),
+            });
+        }
+        attempts.push(Attempt {
+            started_at: t(admitted + if retry { 6_000_000 } else { 0 }),
+            first_byte_at: Some(t(first - 1_000_000)),
+            first_token_at: Some(t(first)),
+            ended_at: t(released),
+            http_status: Some(200),
+            cause: fail.then_some(Cause::Disconnect),
+            tokens,
+            connection_reused: Some(i >= cap as u64),
+            connect_time: (i < cap as u64).then(|| Duration::from_micros(150)),
+            backoff: None,
+        });
+        w.write(&Record::Span(Span {
+            run_id: "bench".into(),
+            span_id: i.to_string(),
+            request_id: Some(format!("chatcmpl-{i:x}")),
+            status: if fail { Status::Error } else { Status::Ok },
+            queued_at: t(queued),
+            admitted_at: Some(t(admitted)),
+            first_token_at: (!fail).then(|| t(first)),
+            last_token_at: (!fail).then(|| t(last)),
+            released_at: t(released),
+            output_tokens: if fail { 0 } else { tokens },
+            input_tokens: Some(200 + rnd() % 1000),
+            token_source: None,
+            retry_count: u32::from(retry),
+            retry_causes: if retry { vec![Cause::Http429] } else { vec![] },
+            attempts,
+            error: fail.then(|| SpanError { cause: Cause::Disconnect, message: "stream ended without [DONE]".into() }),
+            chunks: None,
+        }))
+        .unwrap();
+    }
+    w.into_inner().flush().unwrap();
+}
+
+fn measure(path: &PathBuf) {
+    let wall = Instant::now();
+    let cpu0 = cpu_time();
+    let set = read_paths(std::slice::from_ref(path), ReadOptions::default()).unwrap();
+    let read_cpu = cpu_time() - cpu0;
+    let opts = Options { bucket: Some(Duration::from_secs(1)), ..Options::default() };
+    let reports: Vec<_> = set.runs.iter().map(|r| analyze(&r.input, &opts)).collect();
+    let cpu = cpu_time() - cpu0;
+    let wall = wall.elapsed();
+    let spans: usize = set.runs.iter().map(|r| r.input.spans.len()).sum();
+    let samples: usize = set.runs.iter().map(|r| r.input.samples.len()).sum();
+    let peak = peak_rss_bytes();
+    let bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    println!("spans: {spans} (+{samples} samples), log size {:.1} MB", bytes as f64 / 1e6);
+    println!("read: {:.3} s CPU; read + analysis: {:.3} s CPU, {:.3} s wall", read_cpu.as_secs_f64(), cpu.as_secs_f64(), wall.as_secs_f64());
+    println!("throughput: {:.0} spans/s of CPU time (target ≥ 1,000,000)", spans as f64 / cpu.as_secs_f64().max(1e-9));
+    println!("peak memory: {:.1} MB = {:.0} bytes/span (target ≤ 300)", peak as f64 / 1e6, peak as f64 / spans.max(1) as f64);
+    println!("check: system_tps {:.1}, gap_fraction {:?}", reports[0].system_tps.map(|t| t.0).unwrap_or(0.0), reports[0].gap_fraction);
+}
+
+fn main() {
+    if let Ok(path) = std::env::var("TPSCOPE_BENCH_CHILD") {
+        measure(&PathBuf::from(path));
+        return;
+    }
+    let n: u64 = std::env::var("TPSCOPE_BENCH_SPANS").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
+    let dir = std::env::temp_dir().join(format!("tpscope-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("spans.jsonl");
+    let t0 = Instant::now();
+    generate(&path, n);
+    println!("generated {n} spans in {:.1} s", t0.elapsed().as_secs_f64());
+    let me = std::env::current_exe().unwrap();
+    // Pin to one core: the target is per core.
+    let status = Command::new("taskset")
+        .args(["-c", "0"])
+        .arg(&me)
+        .env("TPSCOPE_BENCH_CHILD", &path)
+        .status()
+        .or_else(|_| Command::new(&me).env("TPSCOPE_BENCH_CHILD", &path).status())
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    std::process::exit(status.code().unwrap_or(1));
+}
