@@ -135,7 +135,11 @@ fn tokens_in(span: &SpanFacts, a: i64, b: i64, closed_end: bool) -> f64 {
         let marked: u64 = chunks.iter().map(|c| u64::from(c.tokens)).sum();
         // Chunk counts may differ from the span's total (e.g. usage counts more):
         // scale so the span still contributes exactly its output tokens.
-        let scale = if marked > 0 { span.output_tokens as f64 / marked as f64 } else { 0.0 };
+        let scale = if marked > 0 {
+            span.output_tokens as f64 / marked as f64
+        } else {
+            0.0
+        };
         return chunks
             .iter()
             .filter(|c| point_in(f.saturating_add(c.offset.as_nanos() as i64)))
@@ -189,7 +193,12 @@ impl Collected {
     }
 
     fn lack(&mut self, metric: &'static str, reason: &'static str) {
-        *self.missing.entry(metric).or_default().entry(reason).or_default() += 1;
+        *self
+            .missing
+            .entry(metric)
+            .or_default()
+            .entry(reason)
+            .or_default() += 1;
     }
 
     /// Collects the metrics of one ok span, or the reason each is absent.
@@ -214,10 +223,26 @@ impl Collected {
             ("t_stream", d(m.t_stream), missing::NO_FIRST_TOKEN),
             ("t_in_flight", d(m.t_in_flight), missing::NOT_ADMITTED),
             ("t_post", d(m.t_post), missing::NO_FIRST_TOKEN),
-            ("stream_tps", m.stream_tps.map(|r| r.0), missing::ZERO_STREAM_TIME),
-            ("end_to_end_tps", m.end_to_end_tps.map(|r| r.0), missing::ZERO_IN_FLIGHT_TIME),
+            (
+                "stream_tps",
+                m.stream_tps.map(|r| r.0),
+                missing::ZERO_STREAM_TIME,
+            ),
+            (
+                "end_to_end_tps",
+                m.end_to_end_tps.map(|r| r.0),
+                missing::ZERO_IN_FLIGHT_TIME,
+            ),
             ("tpot", d(m.tpot), missing::SINGLE_TOKEN),
-            ("decode_tps", m.decode_tps.map(|r| r.0), if n <= 1 { missing::SINGLE_TOKEN } else { missing::ZERO_STREAM_TIME }),
+            (
+                "decode_tps",
+                m.decode_tps.map(|r| r.0),
+                if n <= 1 {
+                    missing::SINGLE_TOKEN
+                } else {
+                    missing::ZERO_STREAM_TIME
+                },
+            ),
         ];
         for (i, (name, value, zero)) in cols.into_iter().enumerate() {
             match value {
@@ -246,11 +271,16 @@ impl Collected {
             }
         }
         if let Some(tps) = m.stream_tps {
-            let bucket = LENGTH_EDGES.iter().position(|e| n <= *e).unwrap_or(LENGTH_EDGES.len());
+            let bucket = LENGTH_EDGES
+                .iter()
+                .position(|e| n <= *e)
+                .unwrap_or(LENGTH_EDGES.len());
             self.by_length[bucket].push(tps.0);
         }
         match s.chunks.as_deref() {
-            _ if s.first_token_at.is_none() => self.lack("inter_token_latency", reason(missing::NO_FIRST_TOKEN)),
+            _ if s.first_token_at.is_none() => {
+                self.lack("inter_token_latency", reason(missing::NO_FIRST_TOKEN))
+            }
             Some(chunks) if chunks.len() > 1 => {
                 for w in chunks.windows(2) {
                     let gap = w[1].offset.saturating_sub(w[0].offset).as_secs_f64();
@@ -300,7 +330,8 @@ pub fn span_metrics(s: &SpanFacts) -> SpanMetrics {
     let t_in_flight = adm.and_then(|a| s.released_at.since(a));
     let t_stream = first.zip(last).and_then(|(f, l)| l.since(f));
     let per_sec = |num: f64, d: Option<Duration>| {
-        d.filter(|d| !d.is_zero()).map(|d| TokensPerSecond(num / d.as_secs_f64()))
+        d.filter(|d| !d.is_zero())
+            .map(|d| TokensPerSecond(num / d.as_secs_f64()))
     };
     SpanMetrics {
         t_queue: adm.and_then(|a| a.since(s.queued_at)),
@@ -311,7 +342,9 @@ pub fn span_metrics(s: &SpanFacts) -> SpanMetrics {
         t_post: last.and_then(|l| s.released_at.since(l)),
         stream_tps: per_sec(n as f64, t_stream),
         end_to_end_tps: per_sec(n as f64, t_in_flight),
-        tpot: t_stream.filter(|_| n > 1).map(|d| d / (n - 1).min(u64::from(u32::MAX)) as u32),
+        tpot: t_stream
+            .filter(|_| n > 1)
+            .map(|d| d / (n - 1).min(u64::from(u32::MAX)) as u32),
         decode_tps: per_sec(n.saturating_sub(1) as f64, t_stream).filter(|_| n > 1),
     }
 }
@@ -323,7 +356,8 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
     let first_queued = input.spans.iter().map(|s| s.queued_at).min();
     let last_released = input.spans.iter().map(|s| s.released_at).max();
     let origin = input.origin().or(first_queued).unwrap_or_default();
-    let steady_window = steady_bounds(&sweep).map(|(s, e)| window_of(WindowKind::Steady, s, e, origin));
+    let steady_window =
+        steady_bounds(&sweep).map(|(s, e)| window_of(WindowKind::Steady, s, e, origin));
     let full = first_queued
         .zip(last_released)
         .map(|(s, e)| window_of(WindowKind::Full, s, e, origin));
@@ -340,9 +374,12 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
                 full
             }
         },
-        WindowSpec::Range { from, to } => {
-            Some(window_of(WindowKind::Range, origin.add(from), origin.add(to), origin))
-        }
+        WindowSpec::Range { from, to } => Some(window_of(
+            WindowKind::Range,
+            origin.after(from),
+            origin.after(to),
+            origin,
+        )),
     };
 
     let (w0, w1) = window.map(|w| (w.start, w.end)).unwrap_or_default();
@@ -351,7 +388,11 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
 
     // Everything that needs the sweep first, so its edges are freed before the
     // per-metric vectors are built (peak memory stays near one copy of each).
-    let integrals = if window.is_some() { sweep.integrate(w0, w1) } else { Integrals::default() };
+    let integrals = if window.is_some() {
+        sweep.integrate(w0, w1)
+    } else {
+        Integrals::default()
+    };
     let time_series = match (opts.bucket, window) {
         (Some(b), Some(w)) if !b.is_zero() => {
             let n = (w.duration.as_nanos().div_ceil(b.as_nanos())).max(1) as u64;
@@ -383,7 +424,10 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         counts.retries += u64::from(s.retry_count);
         counts.wasted_tokens += s.wasted_tokens;
         for c in &s.retry_causes {
-            *counts.retries_by_cause.entry(c.as_str().to_string()).or_default() += 1;
+            *counts
+                .retries_by_cause
+                .entry(c.as_str().to_string())
+                .or_default() += 1;
         }
         match s.status {
             Status::Ok => {
@@ -410,7 +454,10 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
                 } else {
                     Cause::Disconnect
                 });
-                *counts.errors_by_cause.entry(cause.as_str().to_string()).or_default() += 1;
+                *counts
+                    .errors_by_cause
+                    .entry(cause.as_str().to_string())
+                    .or_default() += 1;
             }
         }
     }
@@ -452,7 +499,9 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         ));
     }
     if input.run.is_none() {
-        warnings.push("no `run` record: the cap is unknown, so every queued moment counts as a gap".into());
+        warnings.push(
+            "no `run` record: the cap is unknown, so every queued moment counts as a gap".into(),
+        );
     } else if input.run_cap().is_none() && integrals.backlog_ns > 0 {
         warnings.push("the run has no cap: every queued moment counts as a gap".into());
     }
@@ -462,7 +511,10 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
     let sources = input.effective_token_sources();
     if sources.len() > 1 {
         let list: Vec<String> = sources.iter().map(|(s, n)| format!("{s} ({n})")).collect();
-        warnings.push(format!("spans count tokens from different sources: {}", list.join(", ")));
+        warnings.push(format!(
+            "spans count tokens from different sources: {}",
+            list.join(", ")
+        ));
     }
 
     let summ_d = |v: &mut Vec<f64>| Summary::<Duration>::of(v);
@@ -503,11 +555,12 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
     let cost = opts.prices.any().then(|| {
         let per_hour = opts.prices.per_hour;
         let hours = win_s / 3600.0;
-        let token_cost = (opts.prices.per_mtok_in.is_some() || opts.prices.per_mtok_out.is_some()).then(|| {
-            (in_cost as f64 * opts.prices.per_mtok_in.unwrap_or(0.0)
-                + out_cost_tokens as f64 * opts.prices.per_mtok_out.unwrap_or(0.0))
-                / 1e6
-        });
+        let token_cost = (opts.prices.per_mtok_in.is_some() || opts.prices.per_mtok_out.is_some())
+            .then(|| {
+                (in_cost as f64 * opts.prices.per_mtok_in.unwrap_or(0.0)
+                    + out_cost_tokens as f64 * opts.prices.per_mtok_out.unwrap_or(0.0))
+                    / 1e6
+            });
         Cost {
             price_per_hour: per_hour,
             per_million_output_tokens: per_hour
@@ -521,7 +574,9 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
             token_cost_per_completion: token_cost.and_then(|t| ratio(t, counts.ok as f64)),
         }
     });
-    if cost.as_ref().is_some_and(|c| c.price_per_mtok_in.is_some()) && counts.ok_without_input_tokens > 0 {
+    if cost.as_ref().is_some_and(|c| c.price_per_mtok_in.is_some())
+        && counts.ok_without_input_tokens > 0
+    {
         warnings.push(format!(
             "{} ok spans do not know their input tokens: the input part of the token cost leaves them out",
             counts.ok_without_input_tokens
@@ -530,13 +585,28 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
 
     RunReport {
         run_id: input.run_id.clone(),
-        tool: input.run.as_ref().map(|r| r.tool.clone()).filter(|t| !t.is_empty()),
-        target: input.run.as_ref().map(|r| r.target.clone()).unwrap_or_default(),
-        labels: input.run.as_ref().map(|r| r.labels.clone()).unwrap_or_default(),
+        tool: input
+            .run
+            .as_ref()
+            .map(|r| r.tool.clone())
+            .filter(|t| !t.is_empty()),
+        target: input
+            .run
+            .as_ref()
+            .map(|r| r.target.clone())
+            .unwrap_or_default(),
+        labels: input
+            .run
+            .as_ref()
+            .map(|r| r.labels.clone())
+            .unwrap_or_default(),
         cap: input.run_cap(),
         token_sources: sources
             .into_iter()
-            .map(|(s, n)| SourceCount { source: s.to_string(), spans: n })
+            .map(|(s, n)| SourceCount {
+                source: s.to_string(),
+                spans: n,
+            })
             .collect(),
         complete: input.end.is_some(),
         window,
@@ -567,7 +637,13 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
     }
 }
 
-fn time_series(input: &RunInput, sweep: &Sweep, w: Window, bucket: Duration, n: usize) -> TimeSeries {
+fn time_series(
+    input: &RunInput,
+    sweep: &Sweep,
+    w: Window,
+    bucket: Duration,
+    n: usize,
+) -> TimeSeries {
     let w0 = w.start.unix_nanos();
     let w1 = w.end.unix_nanos();
     let b = bucket.as_nanos() as i64;
@@ -576,7 +652,9 @@ fn time_series(input: &RunInput, sweep: &Sweep, w: Window, bucket: Duration, n: 
     let mut caps = vec![None; n];
     let idx = |t: i64| (((t - w0).max(0) / b) as usize).min(n - 1);
     for s in input.spans.iter().filter(|s| s.status == Status::Ok) {
-        let (Some(f), Some(l)) = (s.first_token_at, s.last_token_at) else { continue };
+        let (Some(f), Some(l)) = (s.first_token_at, s.last_token_at) else {
+            continue;
+        };
         let (f, l) = (f.unix_nanos().max(w0), l.unix_nanos().min(w1));
         if f > l {
             continue;
@@ -592,7 +670,12 @@ fn time_series(input: &RunInput, sweep: &Sweep, w: Window, bucket: Duration, n: 
         if e <= s {
             continue;
         }
-        for (i, slot) in integ.iter_mut().enumerate().take(idx(e - 1) + 1).skip(idx(s)) {
+        for (i, slot) in integ
+            .iter_mut()
+            .enumerate()
+            .take(idx(e - 1) + 1)
+            .skip(idx(s))
+        {
             let a = (w0 + i as i64 * b).max(s);
             let z = (w0 + (i as i64 + 1) * b).min(e);
             slot.add(&seg, z - a);

@@ -124,7 +124,11 @@ impl RunInput {
 
     /// Adds a span, counting the token source it names.
     pub fn push_span(&mut self, facts: SpanFacts, source: Option<&TokenSource>) {
-        match self.token_sources.iter_mut().find(|(s, _)| s.as_ref() == source) {
+        match self
+            .token_sources
+            .iter_mut()
+            .find(|(s, _)| s.as_ref() == source)
+        {
             Some((_, n)) => *n += 1,
             None => self.token_sources.push((source.cloned(), 1)),
         }
@@ -137,7 +141,9 @@ impl RunInput {
         let default = self.run.as_ref().and_then(|r| r.token_source.clone());
         let mut out: Vec<(TokenSource, u64)> = Vec::new();
         for (src, n) in &self.token_sources {
-            let Some(src) = src.clone().or_else(|| default.clone()) else { continue };
+            let Some(src) = src.clone().or_else(|| default.clone()) else {
+                continue;
+            };
             match out.iter_mut().find(|(s, _)| *s == src) {
                 Some((_, m)) => *m += n,
                 None => out.push((src, *n)),

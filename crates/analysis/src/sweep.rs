@@ -99,7 +99,11 @@ impl Sweep {
             .collect();
         // Stable: of two cap changes at one instant, the later sample wins.
         caps.sort_by_key(|e| e.t);
-        let edges = if caps.is_empty() { edges } else { merge_after_ties(edges, caps) };
+        let edges = if caps.is_empty() {
+            edges
+        } else {
+            merge_after_ties(edges, caps)
+        };
         Sweep {
             edges,
             base_cap: input.run_cap(),

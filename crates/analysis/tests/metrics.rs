@@ -16,7 +16,13 @@ fn secs(d: Option<Duration>) -> f64 {
 fn two_spans_behind_a_cap_of_one() {
     // A: queued 0, admitted 0, tokens 1 s..3 s, released 3 s, 10 tokens.
     // B: queued 0, waits for A's slot, admitted 3 s, tokens 4..5 s, released 6 s, 5 tokens.
-    let input = input(Some(1), vec![ok(0, 0, 1000, 3000, 3000, 10), ok(0, 3000, 4000, 5000, 6000, 5)]);
+    let input = input(
+        Some(1),
+        vec![
+            ok(0, 0, 1000, 3000, 3000, 10),
+            ok(0, 3000, 4000, 5000, 6000, 5),
+        ],
+    );
     let r = analyze(&input, &Options::default());
     let w = r.window.unwrap();
     assert_eq!(w.kind, WindowKind::Full);
@@ -56,7 +62,13 @@ fn two_spans_behind_a_cap_of_one() {
 fn free_slot_while_work_waits_is_a_gap() {
     // cap 2; A in flight 0..4 s; B queued at 1 s but admitted only at 3 s although
     // a slot was free: 2 s of gap in a 5 s window.
-    let input = input(Some(2), vec![ok(0, 0, 100, 4000, 4000, 40), ok(1000, 3000, 3100, 5000, 5000, 19)]);
+    let input = input(
+        Some(2),
+        vec![
+            ok(0, 0, 100, 4000, 4000, 40),
+            ok(1000, 3000, 3100, 5000, 5000, 19),
+        ],
+    );
     let r = analyze(&input, &Options::default());
     assert_eq!(r.idle.gap_time, Duration::from_secs(2));
     assert_eq!(r.idle.backlog_time, Duration::from_secs(2));
@@ -70,7 +82,10 @@ fn free_slot_while_work_waits_is_a_gap() {
 
 #[test]
 fn no_backlog_means_zero_gap_and_no_gap_of_backlog() {
-    let input = input(Some(4), vec![ok(0, 0, 10, 100, 100, 5), ok(50, 50, 60, 200, 200, 5)]);
+    let input = input(
+        Some(4),
+        vec![ok(0, 0, 10, 100, 100, 5), ok(50, 50, 60, 200, 200, 5)],
+    );
     let r = analyze(&input, &Options::default());
     assert_eq!(r.gap_fraction, Some(0.0));
     assert_eq!(r.gap_fraction_of_backlog, None);
@@ -82,7 +97,10 @@ fn never_admitted_span_waits_in_the_queue_until_released() {
     // cap 1, nothing in flight; a cancelled span sits queued 1..2 s: all gap.
     let input = input(
         Some(1),
-        vec![ok(0, 0, 100, 1000, 1000, 9), failed(1000, None, 2000, Status::Cancelled, Cause::Cancelled)],
+        vec![
+            ok(0, 0, 100, 1000, 1000, 9),
+            failed(1000, None, 2000, Status::Cancelled, Cause::Cancelled),
+        ],
     );
     let r = analyze(&input, &Options::default());
     assert_eq!(r.idle.gap_time, Duration::from_secs(1));
@@ -97,8 +115,18 @@ fn never_admitted_span_waits_in_the_queue_until_released() {
 fn cap_change_from_samples_turns_waiting_into_a_gap() {
     // run cap 1; A holds the slot 0..4 s; B queued from 0 to 4 s. A sample at 2 s
     // says the cap became 2: from then on B waits beside a free slot (gap 2 s).
-    let mut inp = input(Some(1), vec![ok(0, 0, 10, 4000, 4000, 10), ok(0, 4000, 4010, 5000, 5000, 10)]);
-    inp.samples = vec![sample(0, 1, 1, None), sample(2000, 1, 1, Some(2)), sample(3000, 1, 1, None)];
+    let mut inp = input(
+        Some(1),
+        vec![
+            ok(0, 0, 10, 4000, 4000, 10),
+            ok(0, 4000, 4010, 5000, 5000, 10),
+        ],
+    );
+    inp.samples = vec![
+        sample(0, 1, 1, None),
+        sample(2000, 1, 1, Some(2)),
+        sample(3000, 1, 1, None),
+    ];
     let r = analyze(&inp, &Options::default());
     assert_eq!(r.idle.gap_time, Duration::from_secs(2));
     assert_eq!(r.idle.backlog_time, Duration::from_secs(4));
@@ -106,7 +134,11 @@ fn cap_change_from_samples_turns_waiting_into_a_gap() {
     assert!(close(r.gap_fraction_sampled.unwrap(), 2.0 / 3.0));
     assert_eq!(r.idle.samples, 3);
     // exact 0.4 vs sampled 0.667: warned.
-    assert!(r.warnings.iter().any(|w| w.contains("sampled")), "{:?}", r.warnings);
+    assert!(
+        r.warnings.iter().any(|w| w.contains("sampled")),
+        "{:?}",
+        r.warnings
+    );
 }
 
 #[test]
@@ -119,7 +151,15 @@ fn counts_rates_retries_and_wasted_tokens() {
     let c = failed(0, Some(0), 30, Status::Error, Cause::TimeoutStall);
     let d = failed(0, Some(0), 30, Status::Cancelled, Cause::Cancelled);
     let r = analyze(&input(None, vec![a, b, c, d]), &Options::default());
-    assert_eq!((r.counts.spans, r.counts.ok, r.counts.error, r.counts.cancelled), (4, 1, 2, 1));
+    assert_eq!(
+        (
+            r.counts.spans,
+            r.counts.ok,
+            r.counts.error,
+            r.counts.cancelled
+        ),
+        (4, 1, 2, 1)
+    );
     assert!(close(r.success_rate.unwrap(), 1.0 / 3.0));
     assert!(close(r.retry_rate.unwrap(), 0.5));
     assert_eq!(r.counts.retries_by_cause["http_429"], 1);
@@ -156,9 +196,18 @@ fn inter_token_latency_splits_multi_token_chunks() {
     // chunks at +0 (1 token), +100 ms (1 token), +300 ms (2 tokens).
     s.chunks = Some(
         vec![
-            ChunkMark { offset: Duration::ZERO, tokens: 1 },
-            ChunkMark { offset: Duration::from_millis(100), tokens: 1 },
-            ChunkMark { offset: Duration::from_millis(300), tokens: 2 },
+            ChunkMark {
+                offset: Duration::ZERO,
+                tokens: 1,
+            },
+            ChunkMark {
+                offset: Duration::from_millis(100),
+                tokens: 1,
+            },
+            ChunkMark {
+                offset: Duration::from_millis(300),
+                tokens: 2,
+            },
         ]
         .into_boxed_slice(),
     );
@@ -188,13 +237,20 @@ fn cost_from_hourly_and_token_prices() {
     // 3600 tokens over 1 s? Use 36 tokens over a 10 s window: 3.6 tok/s.
     let s = ok(0, 0, 0, 10_000, 10_000, 36);
     let opts = Options {
-        prices: Prices { per_hour: Some(2.0), per_mtok_in: Some(1.0), per_mtok_out: Some(10.0) },
+        prices: Prices {
+            per_hour: Some(2.0),
+            per_mtok_in: Some(1.0),
+            per_mtok_out: Some(10.0),
+        },
         ..Options::default()
     };
     let r = analyze(&input(Some(1), vec![s]), &opts);
     let c = r.cost.unwrap();
     // 2 / (3.6 × 3600) × 1e6 = 154.32…
-    assert!(close(c.per_million_output_tokens.unwrap(), 2.0 / (3.6 * 3600.0) * 1e6));
+    assert!(close(
+        c.per_million_output_tokens.unwrap(),
+        2.0 / (3.6 * 3600.0) * 1e6
+    ));
     // one completion in 10 s → 360 per hour → 2/360.
     assert!(close(c.per_completion.unwrap(), 2.0 / 360.0));
     // 100 input × 1/1e6 + 36 output × 10/1e6.
@@ -210,7 +266,13 @@ fn steady_and_range_windows() {
         ok(0, 4000, 4000, 6000, 6000, 20),
     ];
     let inp = input(Some(1), spans);
-    let steady = analyze(&inp, &Options { window: WindowSpec::Steady, ..Options::default() });
+    let steady = analyze(
+        &inp,
+        &Options {
+            window: WindowSpec::Steady,
+            ..Options::default()
+        },
+    );
     let w = steady.window.unwrap();
     assert_eq!(w.kind, WindowKind::Steady);
     // in-flight reaches the cap at 0; the backlog last empties at 4 s.
@@ -219,7 +281,13 @@ fn steady_and_range_windows() {
     assert!(close(steady.system_tps.unwrap().0, 10.0));
     let range = analyze(
         &inp,
-        &Options { window: WindowSpec::Range { from: Duration::from_secs(1), to: Duration::from_secs(3) }, ..Options::default() },
+        &Options {
+            window: WindowSpec::Range {
+                from: Duration::from_secs(1),
+                to: Duration::from_secs(3),
+            },
+            ..Options::default()
+        },
     );
     // tokens in [1, 3] s: 10 + 10 = 20 over 2 s.
     assert!(close(range.system_tps.unwrap().0, 10.0));
@@ -229,12 +297,27 @@ fn steady_and_range_windows() {
 
 #[test]
 fn time_series_spreads_tokens_and_idle_time_over_buckets() {
-    let inp = input(Some(2), vec![ok(0, 0, 0, 2000, 2000, 20), ok(1000, 1500, 1500, 2500, 2500, 10)]);
-    let r = analyze(&inp, &Options { bucket: Some(Duration::from_secs(1)), ..Options::default() });
+    let inp = input(
+        Some(2),
+        vec![
+            ok(0, 0, 0, 2000, 2000, 20),
+            ok(1000, 1500, 1500, 2500, 2500, 10),
+        ],
+    );
+    let r = analyze(
+        &inp,
+        &Options {
+            bucket: Some(Duration::from_secs(1)),
+            ..Options::default()
+        },
+    );
     let ts = r.time_series.unwrap();
     assert_eq!(ts.buckets.len(), 3);
     let tok: Vec<f64> = ts.buckets.iter().map(|b| b.tokens).collect();
-    assert!(close(tok[0], 10.0) && close(tok[1], 15.0) && close(tok[2], 5.0), "{tok:?}");
+    assert!(
+        close(tok[0], 10.0) && close(tok[1], 15.0) && close(tok[2], 5.0),
+        "{tok:?}"
+    );
     // B waited 1.0..1.5 s with a free slot: 0.5 s gap in bucket 1.
     assert_eq!(ts.buckets[1].gap, Duration::from_millis(500));
     assert!(close(ts.buckets[1].in_flight, 1.5));

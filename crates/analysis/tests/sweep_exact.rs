@@ -13,7 +13,10 @@ fn brute(input: &RunInput, w0: i64, w1: i64) -> (i64, i64, i64) {
     let mut caps: Vec<(i64, u32)> = input
         .samples
         .iter()
-        .filter_map(|s| s.cap.map(|c| ((s.at.unix_nanos() - ORIGIN_NS) / 1_000_000, c)))
+        .filter_map(|s| {
+            s.cap
+                .map(|c| ((s.at.unix_nanos() - ORIGIN_NS) / 1_000_000, c))
+        })
         .collect();
     caps.sort_by_key(|c| c.0);
     let (mut gap, mut backlog, mut in_flight_ms) = (0, 0, 0);
@@ -33,7 +36,12 @@ fn brute(input: &RunInput, w0: i64, w1: i64) -> (i64, i64, i64) {
                 f += 1;
             }
         }
-        let cap = caps.iter().rev().find(|c| c.0 <= ms).map(|c| c.1).or(input.run_cap());
+        let cap = caps
+            .iter()
+            .rev()
+            .find(|c| c.0 <= ms)
+            .map(|c| c.1)
+            .or(input.run_cap());
         if q > 0 && cap.is_none_or(|c| f < c) {
             gap += 1;
         }
@@ -46,15 +54,21 @@ fn brute(input: &RunInput, w0: i64, w1: i64) -> (i64, i64, i64) {
 }
 
 fn arb_span() -> impl Strategy<Value = tpscope_analysis::SpanFacts> {
-    (0i64..60, 0i64..20, 0i64..30, any::<bool>(), any::<bool>()).prop_map(|(q, wait, hold, admitted, ok_status)| {
-        if admitted {
-            let a = q + wait;
-            let r = a + hold;
-            if ok_status { ok(q, a, a, r, r, 3) } else { failed(q, Some(a), r, Status::Error, Cause::Http5xx) }
-        } else {
-            failed(q, None, q + wait, Status::Cancelled, Cause::Cancelled)
-        }
-    })
+    (0i64..60, 0i64..20, 0i64..30, any::<bool>(), any::<bool>()).prop_map(
+        |(q, wait, hold, admitted, ok_status)| {
+            if admitted {
+                let a = q + wait;
+                let r = a + hold;
+                if ok_status {
+                    ok(q, a, a, r, r, 3)
+                } else {
+                    failed(q, Some(a), r, Status::Error, Cause::Http5xx)
+                }
+            } else {
+                failed(q, None, q + wait, Status::Cancelled, Cause::Cancelled)
+            }
+        },
+    )
 }
 
 proptest! {
@@ -82,7 +96,14 @@ proptest! {
 fn ties_and_zero_length_spans_do_not_count() {
     // A releases at 10 ms exactly when B is admitted: no gap at the tie. C is
     // queued and admitted at the same instant, and holds its slot for 0 ms.
-    let inp = input(Some(1), vec![ok(0, 0, 0, 10, 10, 1), ok(0, 10, 10, 20, 20, 1), ok(20, 20, 20, 20, 20, 1)]);
+    let inp = input(
+        Some(1),
+        vec![
+            ok(0, 0, 0, 10, 10, 1),
+            ok(0, 10, 10, 20, 20, 1),
+            ok(20, 20, 20, 20, 20, 1),
+        ],
+    );
     let i = Sweep::new(&inp).integrate(t(0), t(20));
     assert_eq!(i.gap_ns, 0);
     assert_eq!(i.backlog_ns, 10_000_000);

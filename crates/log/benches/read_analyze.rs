@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use tpscope_analysis::{Options, analyze};
 use tpscope_log::{LogWriter, ReadOptions, read_paths};
 use tpscope_model::{
-    Attempt, Cause, Record, RunRecord, SCHEMA, SampleRecord, Span, SpanError, Status, Target, Timestamp,
-    TokenSource,
+    Attempt, Cause, Record, RunRecord, SCHEMA, SampleRecord, Span, SpanError, Status, Target,
+    Timestamp, TokenSource,
 };
 
 fn cpu_time() -> Duration {
@@ -23,7 +23,8 @@ fn cpu_time() -> Duration {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
     let after = stat.rsplit_once(')').map(|x| x.1).unwrap_or("");
     let f: Vec<&str> = after.split_whitespace().collect();
-    let ticks: u64 = f.get(11).and_then(|v| v.parse().ok()).unwrap_or(0) + f.get(12).and_then(|v| v.parse().ok()).unwrap_or(0);
+    let ticks: u64 = f.get(11).and_then(|v| v.parse().ok()).unwrap_or(0)
+        + f.get(12).and_then(|v| v.parse().ok()).unwrap_or(0);
     Duration::from_millis(ticks * 10)
 }
 
@@ -41,13 +42,20 @@ fn peak_rss_bytes() -> u64 {
 fn generate(path: &PathBuf, n: u64) {
     let origin = 1_767_225_600_000_000_000i64;
     let t = |ns: i64| Timestamp::from_unix_nanos(origin + ns);
-    let mut w = LogWriter::new(BufWriter::with_capacity(1 << 20, std::fs::File::create(path).unwrap()));
+    let mut w = LogWriter::new(BufWriter::with_capacity(
+        1 << 20,
+        std::fs::File::create(path).unwrap(),
+    ));
     w.write(&Record::Run(RunRecord {
         run_id: "bench".into(),
         schema: SCHEMA.into(),
         tool: "tpscope bench-generator".into(),
         started_at: t(0),
-        target: Target { url: None, model: Some("sim".into()), api: Some("chat".into()) },
+        target: Target {
+            url: None,
+            model: Some("sim".into()),
+            api: Some("chat".into()),
+        },
         cap: Some(64),
         token_source: Some(TokenSource::Usage),
         tokenizer: None,
@@ -133,7 +141,10 @@ fn generate(path: &PathBuf, n: u64) {
             retry_count: u32::from(retry),
             retry_causes: if retry { vec![Cause::Http429] } else { vec![] },
             attempts,
-            error: fail.then(|| SpanError { cause: Cause::Disconnect, message: "stream ended without [DONE]".into() }),
+            error: fail.then(|| SpanError {
+                cause: Cause::Disconnect,
+                message: "stream ended without [DONE]".into(),
+            }),
             chunks: None,
         }))
         .unwrap();
@@ -146,7 +157,10 @@ fn measure(path: &PathBuf) {
     let cpu0 = cpu_time();
     let set = read_paths(std::slice::from_ref(path), ReadOptions::default()).unwrap();
     let read_cpu = cpu_time() - cpu0;
-    let opts = Options { bucket: Some(Duration::from_secs(1)), ..Options::default() };
+    let opts = Options {
+        bucket: Some(Duration::from_secs(1)),
+        ..Options::default()
+    };
     let reports: Vec<_> = set.runs.iter().map(|r| analyze(&r.input, &opts)).collect();
     let cpu = cpu_time() - cpu0;
     let wall = wall.elapsed();
@@ -154,11 +168,30 @@ fn measure(path: &PathBuf) {
     let samples: usize = set.runs.iter().map(|r| r.input.samples.len()).sum();
     let peak = peak_rss_bytes();
     let bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    println!("spans: {spans} (+{samples} samples), log size {:.1} MB", bytes as f64 / 1e6);
-    println!("read: {:.3} s CPU; read + analysis: {:.3} s CPU, {:.3} s wall", read_cpu.as_secs_f64(), cpu.as_secs_f64(), wall.as_secs_f64());
-    println!("throughput: {:.0} spans/s of CPU time (target ≥ 1,000,000)", spans as f64 / cpu.as_secs_f64().max(1e-9));
-    println!("peak memory: {:.1} MB = {:.0} bytes/span (target ≤ 300)", peak as f64 / 1e6, peak as f64 / spans.max(1) as f64);
-    println!("check: system_tps {:.1}, gap_fraction {:?}", reports[0].system_tps.map(|t| t.0).unwrap_or(0.0), reports[0].gap_fraction);
+    println!(
+        "spans: {spans} (+{samples} samples), log size {:.1} MB",
+        bytes as f64 / 1e6
+    );
+    println!(
+        "read: {:.3} s CPU; read + analysis: {:.3} s CPU, {:.3} s wall",
+        read_cpu.as_secs_f64(),
+        cpu.as_secs_f64(),
+        wall.as_secs_f64()
+    );
+    println!(
+        "throughput: {:.0} spans/s of CPU time (target ≥ 1,000,000)",
+        spans as f64 / cpu.as_secs_f64().max(1e-9)
+    );
+    println!(
+        "peak memory: {:.1} MB = {:.0} bytes/span (target ≤ 300)",
+        peak as f64 / 1e6,
+        peak as f64 / spans.max(1) as f64
+    );
+    println!(
+        "check: system_tps {:.1}, gap_fraction {:?}",
+        reports[0].system_tps.map(|t| t.0).unwrap_or(0.0),
+        reports[0].gap_fraction
+    );
 }
 
 fn main() {
@@ -166,7 +199,10 @@ fn main() {
         measure(&PathBuf::from(path));
         return;
     }
-    let n: u64 = std::env::var("TPSCOPE_BENCH_SPANS").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
+    let n: u64 = std::env::var("TPSCOPE_BENCH_SPANS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
     let dir = std::env::temp_dir().join(format!("tpscope-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("spans.jsonl");

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use tpscope_analysis::{RunInput, SampleFacts, SpanFacts};
 use tpscope_model::{
-    Cause, EndRecord, RunRecord, Status, Target, Timestamp, TokenSource, check_lifecycle,
+    Cause, EndRecord, Lifecycle, RunRecord, Status, Target, Timestamp, TokenSource, check_lifecycle,
 };
 
 use crate::scalar::*;
@@ -198,15 +198,26 @@ enum Parsed {
     End(EndRecord),
 }
 
-fn parse_json<'a, T: Deserialize<'a>>(field: &str, raw: &'a RawValue, expected: &str) -> FieldResult<T> {
-    serde_json::from_str(raw.get()).map_err(|e| problem(field, "wrong_type", format!("expected {expected} ({e})")))
+fn parse_json<'a, T: Deserialize<'a>>(
+    field: &str,
+    raw: &'a RawValue,
+    expected: &str,
+) -> FieldResult<T> {
+    serde_json::from_str(raw.get())
+        .map_err(|e| problem(field, "wrong_type", format!("expected {expected} ({e})")))
 }
 
 fn cause_of(field: &str, v: &Scalar<'_>) -> FieldResult<Cause> {
-    as_str(field, v)?.parse::<Cause>().map_err(|e| problem(field, "unknown_value", e.to_string()))
+    as_str(field, v)?
+        .parse::<Cause>()
+        .map_err(|e| problem(field, "unknown_value", e.to_string()))
 }
 
-fn opt_time(field: &str, v: &Option<Scalar<'_>>, unit: Option<TimeUnit>) -> FieldResult<Option<Timestamp>> {
+fn opt_time(
+    field: &str,
+    v: &Option<Scalar<'_>>,
+    unit: Option<TimeUnit>,
+) -> FieldResult<Option<Timestamp>> {
     present(v).map(|s| as_time(field, s, unit)).transpose()
 }
 
@@ -218,11 +229,19 @@ fn plausible(field: &str, t: Timestamp) -> FieldResult<Timestamp> {
     if t.is_plausible() {
         Ok(t)
     } else {
-        Err(problem(field, "implausible", format!("{t} is outside 2000..2200 (a number in the wrong --time-unit?)")))
+        Err(problem(
+            field,
+            "implausible",
+            format!("{t} is outside 2000..2200 (a number in the wrong --time-unit?)"),
+        ))
     }
 }
 
-fn parse_line(line: &Line<'_>, kind: &str, unit: Option<TimeUnit>) -> FieldResult<(String, Parsed)> {
+fn parse_line(
+    line: &Line<'_>,
+    kind: &str,
+    unit: Option<TimeUnit>,
+) -> FieldResult<(String, Parsed)> {
     let run_id = as_str("run_id", required("run_id", &line.run_id)?)?.to_string();
     if run_id.is_empty() {
         return Err(problem("run_id", "missing_field", "empty"));
@@ -237,9 +256,13 @@ fn parse_line(line: &Line<'_>, kind: &str, unit: Option<TimeUnit>) -> FieldResul
         }),
         "run" => parse_run(line, &run_id, unit)?,
         "end" => {
-            let count = |field: &str, v: &Option<Scalar<'_>>| present(v).map(|s| as_u64(field, s)).transpose();
+            let count = |field: &str, v: &Option<Scalar<'_>>| {
+                present(v).map(|s| as_u64(field, s)).transpose()
+            };
             let error = match line.error {
-                Some(raw) => parse_json::<Option<u64>>("error", raw, "a count of error spans")?.unwrap_or(0),
+                Some(raw) => {
+                    parse_json::<Option<u64>>("error", raw, "a count of error spans")?.unwrap_or(0)
+                }
                 None => 0,
             };
             Parsed::End(EndRecord {
@@ -266,23 +289,36 @@ fn parse_line(line: &Line<'_>, kind: &str, unit: Option<TimeUnit>) -> FieldResul
 fn parse_run(line: &Line<'_>, run_id: &str, unit: Option<TimeUnit>) -> FieldResult<Parsed> {
     let schema = as_str("schema", required("schema", &line.schema)?)?;
     if !schema.starts_with("tpscope.spans/") {
-        return Err(problem("schema", "unknown_value", format!("`{schema}` is not a tpscope span log schema")));
+        return Err(problem(
+            "schema",
+            "unknown_value",
+            format!("`{schema}` is not a tpscope span log schema"),
+        ));
     }
     if schema != tpscope_model::SCHEMA {
         return Err(problem(
             "schema",
             "unknown_value",
-            format!("`{schema}` is newer than this tpscope reads ({})", tpscope_model::SCHEMA),
+            format!(
+                "`{schema}` is newer than this tpscope reads ({})",
+                tpscope_model::SCHEMA
+            ),
         ));
     }
     let opt_str = |field: &str, v: &Option<Scalar<'_>>| -> FieldResult<Option<String>> {
-        present(v).map(|s| as_str(field, s).map(str::to_string)).transpose()
+        present(v)
+            .map(|s| as_str(field, s).map(str::to_string))
+            .transpose()
     };
     let sample_interval = match present(&line.sample_interval_s) {
         Some(v) => {
             let s = as_f64("sample_interval_s", v)?;
             Some(Duration::try_from_secs_f64(s).map_err(|_| {
-                problem("sample_interval_s", "implausible", format!("{s} is not a non-negative number of seconds"))
+                problem(
+                    "sample_interval_s",
+                    "implausible",
+                    format!("{s} is not a non-negative number of seconds"),
+                )
             })?)
         }
         None => None,
@@ -291,9 +327,15 @@ fn parse_run(line: &Line<'_>, run_id: &str, unit: Option<TimeUnit>) -> FieldResu
         run_id: run_id.to_string(),
         schema: schema.to_string(),
         tool: opt_str("tool", &line.tool)?.unwrap_or_default(),
-        started_at: plausible("started_at", req_time("started_at", &line.started_at, unit)?)?,
+        started_at: plausible(
+            "started_at",
+            req_time("started_at", &line.started_at, unit)?,
+        )?,
         target: match line.target {
-            Some(raw) => parse_json::<Option<Target>>("target", raw, "an object {url, model, api}")?.unwrap_or_default(),
+            Some(raw) => {
+                parse_json::<Option<Target>>("target", raw, "an object {url, model, api}")?
+                    .unwrap_or_default()
+            }
             None => Target::default(),
         },
         cap: present(&line.cap).map(|v| as_u32("cap", v)).transpose()?,
@@ -311,8 +353,12 @@ fn parse_run(line: &Line<'_>, run_id: &str, unit: Option<TimeUnit>) -> FieldResu
             None => serde_json::Value::Null,
         },
         labels: match line.labels {
-            Some(raw) => parse_json::<Option<BTreeMap<String, String>>>("labels", raw, "an object of strings")?
-                .unwrap_or_default(),
+            Some(raw) => parse_json::<Option<BTreeMap<String, String>>>(
+                "labels",
+                raw,
+                "an object of strings",
+            )?
+            .unwrap_or_default(),
             None => BTreeMap::new(),
         },
     }))
@@ -323,7 +369,11 @@ fn parse_span(line: &Line<'_>, unit: Option<TimeUnit>) -> FieldResult<Parsed> {
         Scalar::Str(s) if !s.is_empty() => s.as_ref().into(),
         Scalar::U(n) => n.to_string().into(),
         other => {
-            return Err(problem("span_id", "wrong_type", format!("expected a non-empty string, found {}", other.describe())));
+            return Err(problem(
+                "span_id",
+                "wrong_type",
+                format!("expected a non-empty string, found {}", other.describe()),
+            ));
         }
     };
     let status = match as_str("status", required("status", &line.status)?)? {
@@ -331,7 +381,11 @@ fn parse_span(line: &Line<'_>, unit: Option<TimeUnit>) -> FieldResult<Parsed> {
         "error" => Status::Error,
         "cancelled" => Status::Cancelled,
         other => {
-            return Err(problem("status", "unknown_value", format!("unknown status `{other}` (expected ok, error or cancelled)")));
+            return Err(problem(
+                "status",
+                "unknown_value",
+                format!("unknown status `{other}` (expected ok, error or cancelled)"),
+            ));
         }
     };
     let queued_at = req_time("queued_at", &line.queued_at, unit)?;
@@ -339,16 +393,23 @@ fn parse_span(line: &Line<'_>, unit: Option<TimeUnit>) -> FieldResult<Parsed> {
     let first_token_at = opt_time("first_token_at", &line.first_token_at, unit)?;
     let last_token_at = opt_time("last_token_at", &line.last_token_at, unit)?;
     let released_at = req_time("released_at", &line.released_at, unit)?;
-    let output_tokens = as_u64("output_tokens", required("output_tokens", &line.output_tokens)?)?;
-    let input_tokens = present(&line.input_tokens).map(|v| as_u64("input_tokens", v)).transpose()?;
+    let output_tokens = as_u64(
+        "output_tokens",
+        required("output_tokens", &line.output_tokens)?,
+    )?;
+    let input_tokens = present(&line.input_tokens)
+        .map(|v| as_u64("input_tokens", v))
+        .transpose()?;
     let error_cause = match line.error {
-        Some(raw) => match parse_json::<Option<RawError<'_>>>("error", raw, "an object {cause, message}")? {
-            Some(e) => Some(cause_of("error.cause", required("error.cause", &e.cause)?)?),
-            None => None,
-        },
+        Some(raw) => {
+            match parse_json::<Option<RawError<'_>>>("error", raw, "an object {cause, message}")? {
+                Some(e) => Some(cause_of("error.cause", required("error.cause", &e.cause)?)?),
+                None => None,
+            }
+        }
         None => None,
     };
-    check_lifecycle(
+    check_lifecycle(Lifecycle {
         status,
         queued_at,
         admitted_at,
@@ -356,23 +417,41 @@ fn parse_span(line: &Line<'_>, unit: Option<TimeUnit>) -> FieldResult<Parsed> {
         last_token_at,
         released_at,
         output_tokens,
-        error_cause.is_some(),
-    )
+        has_error: error_cause.is_some(),
+    })
     .map_err(|e| {
-        let category = if e.problem.contains(" before ") { "out_of_order" } else { "implausible" };
+        let category = if e.problem.contains(" before ") {
+            "out_of_order"
+        } else {
+            "implausible"
+        };
         problem(e.field, category, e.problem)
     })?;
     if let Some(n) = input_tokens
         && n > tpscope_model::MAX_PLAUSIBLE_TOKENS
     {
-        return Err(problem("input_tokens", "implausible", format!("{n} tokens is implausible")));
+        return Err(problem(
+            "input_tokens",
+            "implausible",
+            format!("{n} tokens is implausible"),
+        ));
     }
-    let retry_count = present(&line.retry_count).map(|v| as_u32("retry_count", v)).transpose()?.unwrap_or(0);
+    let retry_count = present(&line.retry_count)
+        .map(|v| as_u32("retry_count", v))
+        .transpose()?
+        .unwrap_or(0);
     let retry_causes = match line.retry_causes {
         Some(raw) => {
-            let list = parse_json::<Option<Vec<Scalar<'_>>>>("retry_causes", raw, "an array of cause names")?
-                .unwrap_or_default();
-            let causes = list.iter().map(|c| cause_of("retry_causes", c)).collect::<FieldResult<Vec<_>>>()?;
+            let list = parse_json::<Option<Vec<Scalar<'_>>>>(
+                "retry_causes",
+                raw,
+                "an array of cause names",
+            )?
+            .unwrap_or_default();
+            let causes = list
+                .iter()
+                .map(|c| cause_of("retry_causes", c))
+                .collect::<FieldResult<Vec<_>>>()?;
             if !causes.is_empty() && causes.len() != retry_count as usize {
                 return Err(problem(
                     "retry_causes",
@@ -386,8 +465,12 @@ fn parse_span(line: &Line<'_>, unit: Option<TimeUnit>) -> FieldResult<Parsed> {
     };
     let mut wasted_tokens = 0;
     if let Some(raw) = line.attempts {
-        let attempts = parse_json::<Option<Vec<RawAttempt<'_>>>>("attempts", raw, "an array of attempt objects")?
-            .unwrap_or_default();
+        let attempts = parse_json::<Option<Vec<RawAttempt<'_>>>>(
+            "attempts",
+            raw,
+            "an array of attempt objects",
+        )?
+        .unwrap_or_default();
         for (i, a) in attempts.iter().enumerate() {
             let f = |name: &str| format!("attempts[{i}].{name}");
             let start = opt_time(&f("started_at"), &a.started_at, unit)?;
@@ -395,10 +478,21 @@ fn parse_span(line: &Line<'_>, unit: Option<TimeUnit>) -> FieldResult<Parsed> {
             if let (Some(s), Some(e)) = (start, end)
                 && e < s
             {
-                return Err(problem(f("ended_at"), "out_of_order", format!("{e} is before started_at ({s})")));
+                return Err(problem(
+                    f("ended_at"),
+                    "out_of_order",
+                    format!("{e} is before started_at ({s})"),
+                ));
             }
-            let tokens = present(&a.tokens).map(|v| as_u64(&f("tokens"), v)).transpose()?.unwrap_or(0);
-            if present(&a.cause).map(|c| cause_of(&f("cause"), c)).transpose()?.is_some() {
+            let tokens = present(&a.tokens)
+                .map(|v| as_u64(&f("tokens"), v))
+                .transpose()?
+                .unwrap_or(0);
+            if present(&a.cause)
+                .map(|c| cause_of(&f("cause"), c))
+                .transpose()?
+                .is_some()
+            {
                 wasted_tokens += tokens;
             }
         }
@@ -468,7 +562,10 @@ impl Reader {
 
     /// Reads one file.
     pub fn read_path(&mut self, path: &Path) -> Result<(), LogError> {
-        let file = File::open(path).map_err(|source| LogError::Io { file: path.to_path_buf(), source })?;
+        let file = File::open(path).map_err(|source| LogError::Io {
+            file: path.to_path_buf(),
+            source,
+        })?;
         self.read_from(path, file)
     }
 
@@ -478,7 +575,10 @@ impl Reader {
         let mut buf = Vec::with_capacity(4096);
         let mut line_no = 0u64;
         let mut records_here = 0u64;
-        let io = |source| LogError::Io { file: name.to_path_buf(), source };
+        let io = |source| LogError::Io {
+            file: name.to_path_buf(),
+            source,
+        };
         loop {
             buf.clear();
             let n = r.read_until(b'\n', &mut buf).map_err(io)?;
@@ -492,7 +592,11 @@ impl Reader {
                 bytes = rest;
             }
             if bytes.contains(&0) {
-                return Err(LogError::Binary { file: name.to_path_buf(), line: line_no, what: "a NUL byte" });
+                return Err(LogError::Binary {
+                    file: name.to_path_buf(),
+                    line: line_no,
+                    what: "a NUL byte",
+                });
             }
             if bytes.iter().all(u8::is_ascii_whitespace) {
                 continue;
@@ -500,10 +604,18 @@ impl Reader {
             let text = match std::str::from_utf8(bytes) {
                 Ok(t) => t,
                 Err(_) if line_no == 1 => {
-                    return Err(LogError::Binary { file: name.to_path_buf(), line: line_no, what: "bytes that are not UTF-8" });
+                    return Err(LogError::Binary {
+                        file: name.to_path_buf(),
+                        line: line_no,
+                        what: "bytes that are not UTF-8",
+                    });
                 }
                 Err(e) => {
-                    let p = problem("", "not_utf8", format!("not UTF-8 text at byte {}", e.valid_up_to()));
+                    let p = problem(
+                        "",
+                        "not_utf8",
+                        format!("not UTF-8 text at byte {}", e.valid_up_to()),
+                    );
                     self.reject(name, line_no, None, p)?;
                     continue;
                 }
@@ -529,47 +641,88 @@ impl Reader {
             }
         }
         if records_here == 0 && line_no == 0 {
-            return Err(LogError::Empty { file: name.to_path_buf() });
+            return Err(LogError::Empty {
+                file: name.to_path_buf(),
+            });
         }
         if records_here == 0 && !self.opts.skip_invalid && self.set.warnings.is_empty() {
-            return Err(LogError::Empty { file: name.to_path_buf() });
+            return Err(LogError::Empty {
+                file: name.to_path_buf(),
+            });
         }
         Ok(())
     }
 
-    fn reject(&mut self, name: &Path, line: u64, field: Option<String>, p: FieldProblem) -> Result<(), LogError> {
+    fn reject(
+        &mut self,
+        name: &Path,
+        line: u64,
+        field: Option<String>,
+        p: FieldProblem,
+    ) -> Result<(), LogError> {
         if self.opts.skip_invalid {
-            let key = if p.field.is_empty() { p.category.to_string() } else { format!("{} `{}`", p.category, p.field) };
+            let key = if p.field.is_empty() {
+                p.category.to_string()
+            } else {
+                format!("{} `{}`", p.category, p.field)
+            };
             *self.set.skipped.entry(key).or_default() += 1;
             Ok(())
         } else {
-            Err(LogError::Record { file: name.to_path_buf(), line, field, problem: p.problem })
+            Err(LogError::Record {
+                file: name.to_path_buf(),
+                line,
+                field,
+                problem: p.problem,
+            })
         }
     }
 
     /// Parses and files one record. The flag says whether the JSON itself is broken.
     fn record(&mut self, text: &str) -> Result<(), (bool, FieldProblem)> {
         let line: Line<'_> = serde_json::from_str(text).map_err(|e| {
-            let what = if e.is_eof() { "the JSON ends early" } else { "malformed JSON" };
+            let what = if e.is_eof() {
+                "the JSON ends early"
+            } else {
+                "malformed JSON"
+            };
             (true, problem("", "malformed_json", format!("{what}: {e}")))
         })?;
         let kind = match line.kind.as_ref() {
             Some(Scalar::Str(k)) => k.as_ref(),
             Some(other) => {
-                return Err((false, problem("kind", "wrong_type", format!("expected a string, found {}", other.describe()))));
+                return Err((
+                    false,
+                    problem(
+                        "kind",
+                        "wrong_type",
+                        format!("expected a string, found {}", other.describe()),
+                    ),
+                ));
             }
             None => {
-                return Err((false, problem("kind", "missing_field", "missing (expected run, span, sample or end)")));
+                return Err((
+                    false,
+                    problem(
+                        "kind",
+                        "missing_field",
+                        "missing (expected run, span, sample or end)",
+                    ),
+                ));
             }
         };
-        let (run_id, parsed) = parse_line(&line, kind, self.opts.time_unit).map_err(|p| (false, p))?;
+        let (run_id, parsed) =
+            parse_line(&line, kind, self.opts.time_unit).map_err(|p| (false, p))?;
         let idx = match self.index.get(&run_id) {
             Some(i) => *i,
             None => {
                 self.index.insert(run_id.clone(), self.accs.len());
                 self.accs.push(RunAcc {
                     run: LoadedRun {
-                        input: RunInput { run_id: run_id.clone(), ..RunInput::default() },
+                        input: RunInput {
+                            run_id: run_id.clone(),
+                            ..RunInput::default()
+                        },
                         span_ids: Vec::new(),
                     },
                     ids: HashSet::new(),
@@ -580,7 +733,11 @@ impl Reader {
         let keys = &self.hash_keys;
         let acc = &mut self.accs[idx];
         match parsed {
-            Parsed::Span { facts, source, span_id } => {
+            Parsed::Span {
+                facts,
+                source,
+                span_id,
+            } => {
                 let mut h1 = keys.0.build_hasher();
                 let mut h2 = keys.1.build_hasher();
                 h1.write(span_id.as_bytes());
@@ -589,7 +746,11 @@ impl Reader {
                 if !acc.ids.insert(key) {
                     return Err((
                         false,
-                        problem("span_id", "duplicate_span_id", format!("duplicate span id `{span_id}` in run `{run_id}`")),
+                        problem(
+                            "span_id",
+                            "duplicate_span_id",
+                            format!("duplicate span id `{span_id}` in run `{run_id}`"),
+                        ),
                     ));
                 }
                 acc.run.input.push_span(facts, source.as_ref());
@@ -600,7 +761,14 @@ impl Reader {
             Parsed::Sample(s) => acc.run.input.samples.push(s),
             Parsed::Run(r) => {
                 if acc.run.input.run.is_some() {
-                    return Err((false, problem("run_id", "duplicate_run", format!("a second `run` record for run `{run_id}`"))));
+                    return Err((
+                        false,
+                        problem(
+                            "run_id",
+                            "duplicate_run",
+                            format!("a second `run` record for run `{run_id}`"),
+                        ),
+                    ));
                 }
                 acc.run.input.run = Some(r);
             }
@@ -614,7 +782,10 @@ impl Reader {
         for acc in self.accs {
             let i = &acc.run.input;
             if i.run.is_none() {
-                self.set.warnings.push(format!("run `{}` has no `run` record (its cap and settings are unknown)", i.run_id));
+                self.set.warnings.push(format!(
+                    "run `{}` has no `run` record (its cap and settings are unknown)",
+                    i.run_id
+                ));
             }
             if let Some(end) = &i.end
                 && end.spans != i.spans.len() as u64

@@ -47,7 +47,11 @@ impl<'de: 'a, 'a> Deserialize<'de> for Scalar<'a> {
                 Ok(Scalar::U(v))
             }
             fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
-                Ok(if v >= 0 { Scalar::U(v as u64) } else { Scalar::I(v) })
+                Ok(if v >= 0 {
+                    Scalar::U(v as u64)
+                } else {
+                    Scalar::I(v)
+                })
             }
             fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
                 Ok(Scalar::F(v))
@@ -123,7 +127,9 @@ impl std::str::FromStr for TimeUnit {
             "ms" => Ok(TimeUnit::Ms),
             "us" | "µs" => Ok(TimeUnit::Us),
             "ns" => Ok(TimeUnit::Ns),
-            _ => Err(format!("unknown time unit `{s}` (expected s, ms, us or ns)")),
+            _ => Err(format!(
+                "unknown time unit `{s}` (expected s, ms, us or ns)"
+            )),
         }
     }
 }
@@ -139,7 +145,11 @@ pub struct FieldProblem {
     pub category: &'static str,
 }
 
-pub(crate) fn problem(field: impl Into<String>, category: &'static str, problem: impl Into<String>) -> FieldProblem {
+pub(crate) fn problem(
+    field: impl Into<String>,
+    category: &'static str,
+    problem: impl Into<String>,
+) -> FieldProblem {
     FieldProblem {
         field: field.into(),
         problem: problem.into(),
@@ -149,7 +159,10 @@ pub(crate) fn problem(field: impl Into<String>, category: &'static str, problem:
 
 pub(crate) type FieldResult<T> = Result<T, FieldProblem>;
 
-pub(crate) fn required<'a, 'b>(field: &str, v: &'b Option<Scalar<'a>>) -> FieldResult<&'b Scalar<'a>> {
+pub(crate) fn required<'a, 'b>(
+    field: &str,
+    v: &'b Option<Scalar<'a>>,
+) -> FieldResult<&'b Scalar<'a>> {
     match v {
         None | Some(Scalar::Null) => Err(problem(field, "missing_field", "missing (required)")),
         Some(s) => Ok(s),
@@ -163,7 +176,11 @@ pub(crate) fn present<'a, 'b>(v: &'b Option<Scalar<'a>>) -> Option<&'b Scalar<'a
 pub(crate) fn as_str<'b>(field: &str, v: &'b Scalar<'_>) -> FieldResult<&'b str> {
     match v {
         Scalar::Str(s) => Ok(s),
-        other => Err(problem(field, "wrong_type", format!("expected a string, found {}", other.describe()))),
+        other => Err(problem(
+            field,
+            "wrong_type",
+            format!("expected a string, found {}", other.describe()),
+        )),
     }
 }
 
@@ -174,14 +191,23 @@ pub(crate) fn as_u64(field: &str, v: &Scalar<'_>) -> FieldResult<u64> {
         other => Err(problem(
             field,
             "wrong_type",
-            format!("expected a non-negative whole number, found {}", other.describe()),
+            format!(
+                "expected a non-negative whole number, found {}",
+                other.describe()
+            ),
         )),
     }
 }
 
 pub(crate) fn as_u32(field: &str, v: &Scalar<'_>) -> FieldResult<u32> {
     let n = as_u64(field, v)?;
-    u32::try_from(n).map_err(|_| problem(field, "implausible", format!("{n} is too large (at most {})", u32::MAX)))
+    u32::try_from(n).map_err(|_| {
+        problem(
+            field,
+            "implausible",
+            format!("{n} is too large (at most {})", u32::MAX),
+        )
+    })
 }
 
 pub(crate) fn as_f64(field: &str, v: &Scalar<'_>) -> FieldResult<f64> {
@@ -189,24 +215,43 @@ pub(crate) fn as_f64(field: &str, v: &Scalar<'_>) -> FieldResult<f64> {
         Scalar::U(n) => Ok(*n as f64),
         Scalar::I(n) => Ok(*n as f64),
         Scalar::F(f) => Ok(*f),
-        other => Err(problem(field, "wrong_type", format!("expected a number, found {}", other.describe()))),
+        other => Err(problem(
+            field,
+            "wrong_type",
+            format!("expected a number, found {}", other.describe()),
+        )),
     }
 }
 
 /// A timestamp: an RFC 3339 string, or a number in `unit` since the Unix epoch.
-pub(crate) fn as_time(field: &str, v: &Scalar<'_>, unit: Option<TimeUnit>) -> FieldResult<Timestamp> {
+pub(crate) fn as_time(
+    field: &str,
+    v: &Scalar<'_>,
+    unit: Option<TimeUnit>,
+) -> FieldResult<Timestamp> {
     let numeric = |unit: Option<TimeUnit>| {
         unit.ok_or_else(|| {
             problem(
                 field,
                 "wrong_type",
-                format!("{} is a number, but no --time-unit was given (s, ms, us or ns)", v.describe()),
+                format!(
+                    "{} is a number, but no --time-unit was given (s, ms, us or ns)",
+                    v.describe()
+                ),
             )
         })
     };
-    let out_of_range = || problem(field, "implausible", format!("{} is out of range", v.describe()));
+    let out_of_range = || {
+        problem(
+            field,
+            "implausible",
+            format!("{} is out of range", v.describe()),
+        )
+    };
     match v {
-        Scalar::Str(s) => Timestamp::parse_rfc3339(s).map_err(|e| problem(field, "bad_timestamp", e.to_string())),
+        Scalar::Str(s) => {
+            Timestamp::parse_rfc3339(s).map_err(|e| problem(field, "bad_timestamp", e.to_string()))
+        }
         Scalar::U(n) => {
             let u = numeric(unit)?;
             i64::try_from(*n)
@@ -217,7 +262,9 @@ pub(crate) fn as_time(field: &str, v: &Scalar<'_>, unit: Option<TimeUnit>) -> Fi
         }
         Scalar::I(n) => {
             let u = numeric(unit)?;
-            n.checked_mul(u.nanos()).map(Timestamp::from_unix_nanos).ok_or_else(out_of_range)
+            n.checked_mul(u.nanos())
+                .map(Timestamp::from_unix_nanos)
+                .ok_or_else(out_of_range)
         }
         Scalar::F(f) => {
             let u = numeric(unit)?;
@@ -231,7 +278,10 @@ pub(crate) fn as_time(field: &str, v: &Scalar<'_>, unit: Option<TimeUnit>) -> Fi
         other => Err(problem(
             field,
             "wrong_type",
-            format!("expected an RFC 3339 timestamp string, found {}", other.describe()),
+            format!(
+                "expected an RFC 3339 timestamp string, found {}",
+                other.describe()
+            ),
         )),
     }
 }

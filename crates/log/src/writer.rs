@@ -15,7 +15,10 @@ pub struct LogWriter<W: Write> {
 impl<W: Write> LogWriter<W> {
     /// A writer over `out`.
     pub fn new(out: W) -> Self {
-        LogWriter { out, line: Vec::with_capacity(1024) }
+        LogWriter {
+            out,
+            line: Vec::with_capacity(1024),
+        }
     }
 
     /// Writes one record as one line.

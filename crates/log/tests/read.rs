@@ -10,17 +10,24 @@ use tpscope_log::{LogError, LogSet, LogWriter, ReadOptions, Reader, TimeUnit, re
 use tpscope_model::{Record, RunRecord, SCHEMA, Span, Status, Timestamp};
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
 }
 
 fn read_text(text: &str, opts: ReadOptions) -> Result<LogSet, LogError> {
     let mut r = Reader::new(opts);
-    r.read_from(Path::new("test.jsonl"), Cursor::new(text.as_bytes().to_vec()))?;
+    r.read_from(
+        Path::new("test.jsonl"),
+        Cursor::new(text.as_bytes().to_vec()),
+    )?;
     Ok(r.finish())
 }
 
 fn err_text(text: &str) -> String {
-    read_text(text, ReadOptions::default()).unwrap_err().to_string()
+    read_text(text, ReadOptions::default())
+        .unwrap_err()
+        .to_string()
 }
 
 const RUN: &str = r#"{"kind":"run","run_id":"r","schema":"tpscope.spans/1","started_at":"2026-01-01T00:00:00Z","cap":2}"#;
@@ -54,39 +61,86 @@ fn malformed_json_names_file_and_line() {
 
 #[test]
 fn missing_required_field_is_named() {
-    let e = err_text(&format!("{RUN}\n{}\n", SPAN.replace(r#""queued_at":"2026-01-01T00:00:00Z","#, "")));
+    let e = err_text(&format!(
+        "{RUN}\n{}\n",
+        SPAN.replace(r#""queued_at":"2026-01-01T00:00:00Z","#, "")
+    ));
     assert_eq!(e, "test.jsonl:2: field `queued_at`: missing (required)");
 }
 
 #[test]
 fn first_token_before_admission_is_rejected() {
-    let e = err_text(&format!("{RUN}\n{}\n", SPAN.replace(r#""first_token_at":"2026-01-01T00:00:01Z""#, r#""first_token_at":"2025-12-31T23:59:59Z""#)));
-    assert!(e.starts_with("test.jsonl:2: field `first_token_at`: "), "{e}");
+    let e = err_text(&format!(
+        "{RUN}\n{}\n",
+        SPAN.replace(
+            r#""first_token_at":"2026-01-01T00:00:01Z""#,
+            r#""first_token_at":"2025-12-31T23:59:59Z""#
+        )
+    ));
+    assert!(
+        e.starts_with("test.jsonl:2: field `first_token_at`: "),
+        "{e}"
+    );
     assert!(e.contains("before admitted_at"), "{e}");
 }
 
 #[test]
 fn negative_and_absurd_values_are_rejected() {
-    let e = err_text(&format!("{RUN}\n{}\n", SPAN.replace(r#""output_tokens":4"#, r#""output_tokens":-4"#)));
-    assert_eq!(e, "test.jsonl:2: field `output_tokens`: expected a non-negative whole number, found the negative number -4");
-    let e = err_text(&format!("{RUN}\n{}\n", SPAN.replace(r#""output_tokens":4"#, r#""output_tokens":4000000000000"#)));
-    assert!(e.contains("field `output_tokens`") && e.contains("more than"), "{e}");
-    let e = err_text(&format!("{RUN}\n{}\n", SPAN.replace("2026-01-01T00:00:02Z\",\"output", "2201-01-01T00:00:02Z\",\"output")));
-    assert!(e.contains("field `released_at`") && e.contains("outside 2000..2200"), "{e}");
-    let e = err_text(&format!("{RUN}\n{}\n", SPAN.replace(r#""output_tokens":4"#, r#""output_tokens":"four""#)));
-    assert!(e.contains("field `output_tokens`: expected a non-negative whole number, found the string \"four\""), "{e}");
+    let e = err_text(&format!(
+        "{RUN}\n{}\n",
+        SPAN.replace(r#""output_tokens":4"#, r#""output_tokens":-4"#)
+    ));
+    assert_eq!(
+        e,
+        "test.jsonl:2: field `output_tokens`: expected a non-negative whole number, found the negative number -4"
+    );
+    let e = err_text(&format!(
+        "{RUN}\n{}\n",
+        SPAN.replace(r#""output_tokens":4"#, r#""output_tokens":4000000000000"#)
+    ));
+    assert!(
+        e.contains("field `output_tokens`") && e.contains("more than"),
+        "{e}"
+    );
+    let e = err_text(&format!(
+        "{RUN}\n{}\n",
+        SPAN.replace(
+            "2026-01-01T00:00:02Z\",\"output",
+            "2201-01-01T00:00:02Z\",\"output"
+        )
+    ));
+    assert!(
+        e.contains("field `released_at`") && e.contains("outside 2000..2200"),
+        "{e}"
+    );
+    let e = err_text(&format!(
+        "{RUN}\n{}\n",
+        SPAN.replace(r#""output_tokens":4"#, r#""output_tokens":"four""#)
+    ));
+    assert!(
+        e.contains(
+            "field `output_tokens`: expected a non-negative whole number, found the string \"four\""
+        ),
+        "{e}"
+    );
 }
 
 #[test]
 fn unknown_kind_is_rejected() {
     let e = err_text(&format!("{RUN}\n{{\"kind\":\"spam\",\"run_id\":\"r\"}}\n"));
-    assert_eq!(e, "test.jsonl:2: field `kind`: unknown record kind `spam` (expected run, span, sample or end)");
+    assert_eq!(
+        e,
+        "test.jsonl:2: field `kind`: unknown record kind `spam` (expected run, span, sample or end)"
+    );
 }
 
 #[test]
 fn duplicate_span_ids_are_rejected() {
     let e = err_text(&format!("{RUN}\n{SPAN}\n{SPAN}\n"));
-    assert_eq!(e, "test.jsonl:3: field `span_id`: duplicate span id `1` in run `r`");
+    assert_eq!(
+        e,
+        "test.jsonl:3: field `span_id`: duplicate span id `1` in run `r`"
+    );
 }
 
 #[test]
@@ -94,7 +148,13 @@ fn cut_off_last_line_is_accepted_with_a_warning() {
     let cut = &SPAN[..SPAN.len() / 2];
     let set = read_text(&format!("{RUN}\n{SPAN}\n{cut}"), ReadOptions::default()).unwrap();
     assert_eq!(set.runs[0].input.spans.len(), 1);
-    assert!(set.warnings.iter().any(|w| w.starts_with("test.jsonl:3: the last line is cut off")), "{:?}", set.warnings);
+    assert!(
+        set.warnings
+            .iter()
+            .any(|w| w.starts_with("test.jsonl:3: the last line is cut off")),
+        "{:?}",
+        set.warnings
+    );
     // A complete last line without a newline is a normal record.
     let set = read_text(&format!("{RUN}\n{SPAN}"), ReadOptions::default()).unwrap();
     assert_eq!(set.runs[0].input.spans.len(), 1);
@@ -103,27 +163,54 @@ fn cut_off_last_line_is_accepted_with_a_warning() {
 
 #[test]
 fn empty_and_binary_files_are_rejected() {
-    assert_eq!(err_text(""), "test.jsonl: the file is empty (expected a span log: JSON Lines, one record per line)");
-    assert_eq!(err_text("\n\n"), "test.jsonl: the file is empty (expected a span log: JSON Lines, one record per line)");
+    assert_eq!(
+        err_text(""),
+        "test.jsonl: the file is empty (expected a span log: JSON Lines, one record per line)"
+    );
+    assert_eq!(
+        err_text("\n\n"),
+        "test.jsonl: the file is empty (expected a span log: JSON Lines, one record per line)"
+    );
     let mut r = Reader::new(ReadOptions::default());
-    let e = r.read_from(Path::new("x.bin"), Cursor::new(vec![0x1f, 0x8b, 0x08, 0x00, 0xff, 0xfe])).unwrap_err();
-    assert_eq!(e.to_string(), "x.bin:1: a NUL byte — this does not look like a span log (JSON Lines text)");
+    let e = r
+        .read_from(
+            Path::new("x.bin"),
+            Cursor::new(vec![0x1f, 0x8b, 0x08, 0x00, 0xff, 0xfe]),
+        )
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "x.bin:1: a NUL byte — this does not look like a span log (JSON Lines text)"
+    );
     let mut r = Reader::new(ReadOptions::default());
-    let e = r.read_from(Path::new("x.bin"), Cursor::new(vec![0xff, 0xfe, b'a'])).unwrap_err();
+    let e = r
+        .read_from(Path::new("x.bin"), Cursor::new(vec![0xff, 0xfe, b'a']))
+        .unwrap_err();
     assert!(e.to_string().contains("not UTF-8"), "{e}");
 }
 
 #[test]
 fn missing_file_names_the_file() {
-    let e = read_paths(&[PathBuf::from("/nonexistent/run.jsonl")], ReadOptions::default()).unwrap_err();
+    let e = read_paths(
+        &[PathBuf::from("/nonexistent/run.jsonl")],
+        ReadOptions::default(),
+    )
+    .unwrap_err();
     assert!(e.to_string().starts_with("/nonexistent/run.jsonl: "), "{e}");
 }
 
 #[test]
 fn skip_invalid_counts_reasons_and_keeps_the_rest() {
-    let bad_order = SPAN.replace(r#""span_id":"1""#, r#""span_id":"2""#).replace("00:00:01Z\",\"last", "2025-01-01T00:00:01Z\",\"last");
-    let text = format!("{RUN}\n{SPAN}\nnot json\n{SPAN}\n{bad_order}\n{{\"kind\":\"x\",\"run_id\":\"r\"}}\n");
-    let opts = ReadOptions { skip_invalid: true, ..ReadOptions::default() };
+    let bad_order = SPAN
+        .replace(r#""span_id":"1""#, r#""span_id":"2""#)
+        .replace("00:00:01Z\",\"last", "2025-01-01T00:00:01Z\",\"last");
+    let text = format!(
+        "{RUN}\n{SPAN}\nnot json\n{SPAN}\n{bad_order}\n{{\"kind\":\"x\",\"run_id\":\"r\"}}\n"
+    );
+    let opts = ReadOptions {
+        skip_invalid: true,
+        ..ReadOptions::default()
+    };
     let set = read_text(&text, opts).unwrap();
     assert_eq!(set.runs[0].input.spans.len(), 1);
     assert_eq!(set.skipped["malformed_json"], 1);
@@ -136,13 +223,33 @@ fn skip_invalid_counts_reasons_and_keeps_the_rest() {
 fn numeric_timestamps_need_a_unit() {
     let span = r#"{"kind":"span","run_id":"r","span_id":"1","status":"ok","queued_at":1767225600.0,"admitted_at":1767225600.5,"first_token_at":1767225601,"last_token_at":1767225602,"released_at":1767225602,"output_tokens":4}"#;
     let e = err_text(&format!("{RUN}\n{span}\n"));
-    assert!(e.contains("field `queued_at`") && e.contains("--time-unit"), "{e}");
-    let set = read_text(&format!("{RUN}\n{span}\n"), ReadOptions { time_unit: Some(TimeUnit::S), ..ReadOptions::default() }).unwrap();
+    assert!(
+        e.contains("field `queued_at`") && e.contains("--time-unit"),
+        "{e}"
+    );
+    let set = read_text(
+        &format!("{RUN}\n{span}\n"),
+        ReadOptions {
+            time_unit: Some(TimeUnit::S),
+            ..ReadOptions::default()
+        },
+    )
+    .unwrap();
     let s = &set.runs[0].input.spans[0];
-    assert_eq!(s.admitted_at.unwrap().since(s.queued_at), Some(Duration::from_millis(500)));
+    assert_eq!(
+        s.admitted_at.unwrap().since(s.queued_at),
+        Some(Duration::from_millis(500))
+    );
     // Milliseconds read as seconds land far in the future: rejected as implausible.
     let ms = span.replace("1767225600.0", "1767225600000");
-    let e = read_text(&format!("{RUN}\n{ms}\n"), ReadOptions { time_unit: Some(TimeUnit::S), ..ReadOptions::default() }).unwrap_err();
+    let e = read_text(
+        &format!("{RUN}\n{ms}\n"),
+        ReadOptions {
+            time_unit: Some(TimeUnit::S),
+            ..ReadOptions::default()
+        },
+    )
+    .unwrap_err();
     assert!(e.to_string().contains("field `queued_at`"), "{e}");
 }
 

@@ -101,7 +101,9 @@ impl fmt::Display for Cause {
 
 /// A cause name that is not on the closed list.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown failure cause `{0}` (expected one of: http_429, http_4xx, http_5xx, connect, timeout_connect, timeout_first_token, timeout_stall, timeout_total, disconnect, malformed, cancelled)")]
+#[error(
+    "unknown failure cause `{0}` (expected one of: http_429, http_4xx, http_5xx, connect, timeout_connect, timeout_first_token, timeout_stall, timeout_total, disconnect, malformed, cancelled)"
+)]
 pub struct UnknownCause(pub String);
 
 impl FromStr for Cause {

@@ -10,7 +10,7 @@ pub mod time;
 pub use cause::{Cause, Status, UnknownCause};
 pub use record::{EndRecord, Record, RunRecord, SCHEMA, SampleRecord, Target};
 pub use span::{
-    Attempt, ChunkMark, Invalid, MAX_PLAUSIBLE_SPAN, MAX_PLAUSIBLE_TOKENS, Span, SpanError,
-    TokenSource, check_lifecycle,
+    Attempt, ChunkMark, Invalid, Lifecycle, MAX_PLAUSIBLE_SPAN, MAX_PLAUSIBLE_TOKENS, Span,
+    SpanError, TokenSource, check_lifecycle,
 };
 pub use time::{RunClock, TimeParseError, Timestamp};

@@ -229,18 +229,40 @@ fn invalid(field: &'static str, problem: impl Into<String>) -> Invalid {
     }
 }
 
+/// The instants and counts of a span that [`check_lifecycle`] checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lifecycle {
+    /// How the request ended.
+    pub status: Status,
+    /// Entered the queue.
+    pub queued_at: Timestamp,
+    /// Took a slot.
+    pub admitted_at: Option<Timestamp>,
+    /// First output chunk.
+    pub first_token_at: Option<Timestamp>,
+    /// Last output chunk.
+    pub last_token_at: Option<Timestamp>,
+    /// Gave the slot back.
+    pub released_at: Timestamp,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// Whether the span carries an `error`.
+    pub has_error: bool,
+}
+
 /// Checks the lifecycle order and plausibility of a span's timestamps and counts.
 /// Shared by [`Span::validate`] and readers that never build a full [`Span`].
-pub fn check_lifecycle(
-    status: Status,
-    queued_at: Timestamp,
-    admitted_at: Option<Timestamp>,
-    first_token_at: Option<Timestamp>,
-    last_token_at: Option<Timestamp>,
-    released_at: Timestamp,
-    output_tokens: u64,
-    has_error: bool,
-) -> Result<(), Invalid> {
+pub fn check_lifecycle(l: Lifecycle) -> Result<(), Invalid> {
+    let Lifecycle {
+        status,
+        queued_at,
+        admitted_at,
+        first_token_at,
+        last_token_at,
+        released_at,
+        output_tokens,
+        has_error,
+    } = l;
     for (field, t) in [
         ("queued_at", Some(queued_at)),
         ("admitted_at", admitted_at),
@@ -276,15 +298,28 @@ pub fn check_lifecycle(
     }
     if first_token_at.is_some() != last_token_at.is_some() {
         return Err(invalid(
-            if first_token_at.is_some() { "last_token_at" } else { "first_token_at" },
+            if first_token_at.is_some() {
+                "last_token_at"
+            } else {
+                "first_token_at"
+            },
             "first_token_at and last_token_at must be both present or both absent",
         ));
     }
     if first_token_at.is_some() && admitted_at.is_none() {
-        return Err(invalid("admitted_at", "missing, but the span has a first token"));
+        return Err(invalid(
+            "admitted_at",
+            "missing, but the span has a first token",
+        ));
     }
-    if released_at.since(queued_at).is_some_and(|d| d > MAX_PLAUSIBLE_SPAN) {
-        return Err(invalid("released_at", "the span lasts more than 30 days from queued_at"));
+    if released_at
+        .since(queued_at)
+        .is_some_and(|d| d > MAX_PLAUSIBLE_SPAN)
+    {
+        return Err(invalid(
+            "released_at",
+            "the span lasts more than 30 days from queued_at",
+        ));
     }
     if output_tokens > MAX_PLAUSIBLE_TOKENS {
         return Err(invalid(
@@ -293,13 +328,19 @@ pub fn check_lifecycle(
         ));
     }
     if output_tokens > 0 && first_token_at.is_none() && status == Status::Ok {
-        return Err(invalid("first_token_at", "missing, but the ok span has output tokens"));
+        return Err(invalid(
+            "first_token_at",
+            "missing, but the ok span has output tokens",
+        ));
     }
     if status == Status::Ok && admitted_at.is_none() {
         return Err(invalid("admitted_at", "missing, but the span is ok"));
     }
     if status != Status::Ok && !has_error {
-        return Err(invalid("error", format!("missing for a span with status {status}")));
+        return Err(invalid(
+            "error",
+            format!("missing for a span with status {status}"),
+        ));
     }
     Ok(())
 }
@@ -314,33 +355,49 @@ impl Span {
         if self.span_id.is_empty() {
             return Err(invalid("span_id", "empty"));
         }
-        check_lifecycle(
-            self.status,
-            self.queued_at,
-            self.admitted_at,
-            self.first_token_at,
-            self.last_token_at,
-            self.released_at,
-            self.output_tokens,
-            self.error.is_some(),
-        )?;
+        check_lifecycle(Lifecycle {
+            status: self.status,
+            queued_at: self.queued_at,
+            admitted_at: self.admitted_at,
+            first_token_at: self.first_token_at,
+            last_token_at: self.last_token_at,
+            released_at: self.released_at,
+            output_tokens: self.output_tokens,
+            has_error: self.error.is_some(),
+        })?;
         if let Some(n) = self.input_tokens
             && n > MAX_PLAUSIBLE_TOKENS
         {
-            return Err(invalid("input_tokens", format!("{n} is more than {MAX_PLAUSIBLE_TOKENS} tokens")));
+            return Err(invalid(
+                "input_tokens",
+                format!("{n} is more than {MAX_PLAUSIBLE_TOKENS} tokens"),
+            ));
         }
         if !self.retry_causes.is_empty() && self.retry_causes.len() != self.retry_count as usize {
             return Err(invalid(
                 "retry_causes",
-                format!("{} causes for retry_count {}", self.retry_causes.len(), self.retry_count),
+                format!(
+                    "{} causes for retry_count {}",
+                    self.retry_causes.len(),
+                    self.retry_count
+                ),
             ));
         }
         for a in &self.attempts {
             if a.ended_at < a.started_at {
-                return Err(invalid("attempts", format!("an attempt ends ({}) before it starts ({})", a.ended_at, a.started_at)));
+                return Err(invalid(
+                    "attempts",
+                    format!(
+                        "an attempt ends ({}) before it starts ({})",
+                        a.ended_at, a.started_at
+                    ),
+                ));
             }
             if a.tokens > MAX_PLAUSIBLE_TOKENS {
-                return Err(invalid("attempts", format!("an attempt claims {} tokens", a.tokens)));
+                return Err(invalid(
+                    "attempts",
+                    format!("an attempt claims {} tokens", a.tokens),
+                ));
             }
         }
         Ok(())
@@ -413,7 +470,13 @@ mod tests {
 
     #[test]
     fn token_source_text_forms() {
-        assert_eq!("tokenizer:o200k_base".parse::<TokenSource>().unwrap().to_string(), "tokenizer:o200k_base");
+        assert_eq!(
+            "tokenizer:o200k_base"
+                .parse::<TokenSource>()
+                .unwrap()
+                .to_string(),
+            "tokenizer:o200k_base"
+        );
         assert!("tokenizer:".parse::<TokenSource>().is_err());
         assert!("words".parse::<TokenSource>().is_err());
     }

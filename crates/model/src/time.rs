@@ -56,13 +56,19 @@ impl Timestamp {
     }
 
     /// The instant `d` later (saturating at the end of the representable range).
-    pub fn add(self, d: Duration) -> Timestamp {
-        Timestamp(self.0.saturating_add(d.as_nanos().min(i64::MAX as u128) as i64))
+    pub fn after(self, d: Duration) -> Timestamp {
+        Timestamp(
+            self.0
+                .saturating_add(d.as_nanos().min(i64::MAX as u128) as i64),
+        )
     }
 
     /// The instant `d` earlier (saturating).
-    pub fn sub(self, d: Duration) -> Timestamp {
-        Timestamp(self.0.saturating_sub(d.as_nanos().min(i64::MAX as u128) as i64))
+    pub fn before(self, d: Duration) -> Timestamp {
+        Timestamp(
+            self.0
+                .saturating_sub(d.as_nanos().min(i64::MAX as u128) as i64),
+        )
     }
 
     /// Whether the instant lies in [2000-01-01, 2200-01-01), the range a span log
@@ -95,7 +101,9 @@ fn truncate_for_message(s: &str) -> String {
 
 /// A timestamp text that is not RFC 3339.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("`{text}` is not an RFC 3339 timestamp between 1678 and 2262 (expected e.g. 2026-11-21T13:58:27.123456789Z)")]
+#[error(
+    "`{text}` is not an RFC 3339 timestamp between 1678 and 2262 (expected e.g. 2026-11-21T13:58:27.123456789Z)"
+)]
 pub struct TimeParseError {
     /// The offending text (cut to 60 characters).
     pub text: String,
@@ -251,8 +259,9 @@ pub mod duration_secs {
     /// Reads non-negative, finite fractional seconds.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         let v = f64::deserialize(d)?;
-        Duration::try_from_secs_f64(v)
-            .map_err(|_| serde::de::Error::custom(format!("{v} is not a non-negative number of seconds")))
+        Duration::try_from_secs_f64(v).map_err(|_| {
+            serde::de::Error::custom(format!("{v} is not a non-negative number of seconds"))
+        })
     }
 
     /// The same for `Option<Duration>`.
@@ -299,7 +308,10 @@ impl RunClock {
 
     /// Anchors a clock at a given pair (for tests and replays).
     pub fn anchored(anchor_wall: Timestamp, anchor_mono: Instant) -> Self {
-        RunClock { anchor_wall, anchor_mono }
+        RunClock {
+            anchor_wall,
+            anchor_mono,
+        }
     }
 
     /// The wall-clock instant of the anchor.
@@ -316,8 +328,8 @@ impl RunClock {
     /// before the anchor's wall time, too).
     pub fn at(&self, mono: Instant) -> Timestamp {
         match mono.checked_duration_since(self.anchor_mono) {
-            Some(d) => self.anchor_wall.add(d),
-            None => self.anchor_wall.sub(self.anchor_mono - mono),
+            Some(d) => self.anchor_wall.after(d),
+            None => self.anchor_wall.before(self.anchor_mono - mono),
         }
     }
 
@@ -375,7 +387,10 @@ mod tests {
     fn run_clock_is_monotonic_from_its_anchor() {
         let mono = Instant::now();
         let clock = RunClock::anchored(Timestamp(1_000_000_000), mono);
-        assert_eq!(clock.at(mono + Duration::from_millis(5)).unix_nanos(), 1_005_000_000);
+        assert_eq!(
+            clock.at(mono + Duration::from_millis(5)).unix_nanos(),
+            1_005_000_000
+        );
         assert_eq!(clock.at(mono).unix_nanos(), 1_000_000_000);
     }
 }

@@ -4,10 +4,28 @@ use tpscope_analysis::{RunInput, SpanMetrics, span_metrics};
 
 /// The header of the per-span CSV.
 pub const HEADER: [&str; 22] = [
-    "run_id", "span_id", "status", "error_cause", "queued_at", "admitted_at", "first_token_at",
-    "last_token_at", "released_at", "output_tokens", "input_tokens", "retry_count", "t_queue_s",
-    "t_first_token_s", "ttft_user_s", "t_stream_s", "t_in_flight_s", "t_post_s", "stream_tps",
-    "end_to_end_tps", "tpot_s", "decode_tps",
+    "run_id",
+    "span_id",
+    "status",
+    "error_cause",
+    "queued_at",
+    "admitted_at",
+    "first_token_at",
+    "last_token_at",
+    "released_at",
+    "output_tokens",
+    "input_tokens",
+    "retry_count",
+    "t_queue_s",
+    "t_first_token_s",
+    "ttft_user_s",
+    "t_stream_s",
+    "t_in_flight_s",
+    "t_post_s",
+    "stream_tps",
+    "end_to_end_tps",
+    "tpot_s",
+    "decode_tps",
 ];
 
 /// Renders the spans of runs as CSV: `runs` pairs each run's input with its span
@@ -19,8 +37,11 @@ pub fn render(runs: &[(&RunInput, &[Box<str>])]) -> Vec<u8> {
     for (input, ids) in runs {
         for (i, s) in input.spans.iter().enumerate() {
             let m: SpanMetrics = span_metrics(s);
-            let d = |v: Option<std::time::Duration>| opt(v.map(|d| format!("{:.9}", d.as_secs_f64())));
-            let r = |v: Option<tpscope_analysis::TokensPerSecond>| opt(v.map(|r| format!("{:.6}", r.0)));
+            let d =
+                |v: Option<std::time::Duration>| opt(v.map(|d| format!("{:.9}", d.as_secs_f64())));
+            let r = |v: Option<tpscope_analysis::TokensPerSecond>| {
+                opt(v.map(|r| format!("{:.6}", r.0)))
+            };
             let t = |v: Option<tpscope_model::Timestamp>| opt(v.map(|t| t.to_string()));
             let row = [
                 input.run_id.clone(),

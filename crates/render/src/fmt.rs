@@ -60,4 +60,6 @@ pub fn summary_cells<Q: Quantity>(s: &Summary<Q>, scale: f64, decimals: usize) -
 }
 
 /// Column heads of [`summary_cells`].
-pub const SUMMARY_HEADS: [&str; 9] = ["count", "mean", "min", "p50", "p90", "p95", "p99", "p99.9", "max"];
+pub const SUMMARY_HEADS: [&str; 9] = [
+    "count", "mean", "min", "p50", "p90", "p95", "p99", "p99.9", "max",
+];

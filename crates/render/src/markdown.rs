@@ -9,7 +9,15 @@ use crate::rows::*;
 
 fn md_table(o: &mut String, heads: &[&str], rows: &[Vec<String>]) {
     let _ = writeln!(o, "| {} |", heads.join(" | "));
-    let _ = writeln!(o, "|{}", heads.iter().enumerate().map(|(i, _)| if i == 0 { "---|" } else { "---:|" }).collect::<String>());
+    let _ = writeln!(
+        o,
+        "|{}",
+        heads
+            .iter()
+            .enumerate()
+            .map(|(i, _)| if i == 0 { "---|" } else { "---:|" })
+            .collect::<String>()
+    );
     for r in rows {
         let _ = writeln!(o, "| {} |", r.join(" | "));
     }
@@ -28,7 +36,11 @@ pub fn render(report: &Report) -> Vec<u8> {
             t.model.as_deref().unwrap_or("?"),
             r.cap.map_or("none".to_string(), |c| c.to_string()),
             window_line(r),
-            if r.complete { "" } else { " · **incomplete** (no end record)" }
+            if r.complete {
+                ""
+            } else {
+                " · **incomplete** (no end record)"
+            }
         );
         let c = &r.counts;
         let _ = writeln!(
@@ -87,7 +99,11 @@ pub fn render(report: &Report) -> Vec<u8> {
         o.push('\n');
     }
     if !report.skipped.is_empty() {
-        let list: Vec<String> = report.skipped.iter().map(|(k, v)| format!("{v} {k}")).collect();
+        let list: Vec<String> = report
+            .skipped
+            .iter()
+            .map(|(k, v)| format!("{v} {k}"))
+            .collect();
         let _ = writeln!(o, "Skipped invalid records: {}.\n", list.join(", "));
     }
     for w in &report.warnings {

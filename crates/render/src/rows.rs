@@ -20,7 +20,11 @@ pub struct DistRow {
 
 fn dur_row(name: &'static str, s: &Summary<Duration>) -> DistRow {
     let (unit, scale) = duration_unit(s);
-    DistRow { name, unit, cells: summary_cells(s, scale, if unit == "s" { 3 } else { 1 }) }
+    DistRow {
+        name,
+        unit,
+        cells: summary_cells(s, scale, if unit == "s" { 3 } else { 1 }),
+    }
 }
 
 /// The distribution rows of a run: the derived metrics, then the conventional forms.
@@ -33,14 +37,30 @@ pub fn distribution_rows(r: &RunReport) -> (Vec<DistRow>, Vec<DistRow>) {
         dur_row("t_stream", &d.t_stream),
         dur_row("t_in_flight", &d.t_in_flight),
         dur_row("t_post", &d.t_post),
-        DistRow { name: "stream_tps", unit: "tok/s", cells: summary_cells(&d.stream_tps, 1.0, 1) },
-        DistRow { name: "end_to_end_tps", unit: "tok/s", cells: summary_cells(&d.end_to_end_tps, 1.0, 1) },
-        DistRow { name: "output_length", unit: "tokens", cells: summary_cells(&r.output_length, 1.0, 0) },
+        DistRow {
+            name: "stream_tps",
+            unit: "tok/s",
+            cells: summary_cells(&d.stream_tps, 1.0, 1),
+        },
+        DistRow {
+            name: "end_to_end_tps",
+            unit: "tok/s",
+            cells: summary_cells(&d.end_to_end_tps, 1.0, 1),
+        },
+        DistRow {
+            name: "output_length",
+            unit: "tokens",
+            cells: summary_cells(&r.output_length, 1.0, 0),
+        },
     ];
     let c = &r.conventional;
     let conv = vec![
         dur_row("tpot", &c.tpot),
-        DistRow { name: "decode_tps", unit: "tok/s", cells: summary_cells(&c.decode_tps, 1.0, 1) },
+        DistRow {
+            name: "decode_tps",
+            unit: "tok/s",
+            cells: summary_cells(&c.decode_tps, 1.0, 1),
+        },
         dur_row("inter_token_latency", &c.inter_token_latency),
     ];
     (main, conv)
@@ -50,27 +70,79 @@ pub fn distribution_rows(r: &RunReport) -> (Vec<DistRow>, Vec<DistRow>) {
 pub fn headline_rows(r: &RunReport) -> Vec<(&'static str, String, &'static str)> {
     let f = |v: Option<f64>, g: fn(f64) -> String| or_dash(v.map(g));
     let mut rows = vec![
-        ("system_tps", or_dash(r.system_tps.map(|t| format!("{} tok/s", rate(t.0)))), "output tokens of ok spans / window"),
+        (
+            "system_tps",
+            or_dash(r.system_tps.map(|t| format!("{} tok/s", rate(t.0)))),
+            "output tokens of ok spans / window",
+        ),
         ("success_rate", f(r.success_rate, pct), "ok / (ok + error)"),
-        ("retry_rate", f(r.retry_rate, |v| format!("{v:.4} per span")), "retries / spans"),
-        ("gap_fraction", f(r.gap_fraction, pct), "queue > 0 and in-flight < cap, exact"),
-        ("gap_fraction_sampled", f(r.gap_fraction_sampled, pct), "the same from samples"),
-        ("gap_time", secs(r.idle.gap_time), "time work waited beside a free slot"),
-        ("backlog_time", secs(r.idle.backlog_time), "time work waited at all"),
-        ("gap_fraction_of_backlog", f(r.gap_fraction_of_backlog, pct), "gap time / backlog time"),
+        (
+            "retry_rate",
+            f(r.retry_rate, |v| format!("{v:.4} per span")),
+            "retries / spans",
+        ),
+        (
+            "gap_fraction",
+            f(r.gap_fraction, pct),
+            "queue > 0 and in-flight < cap, exact",
+        ),
+        (
+            "gap_fraction_sampled",
+            f(r.gap_fraction_sampled, pct),
+            "the same from samples",
+        ),
+        (
+            "gap_time",
+            secs(r.idle.gap_time),
+            "time work waited beside a free slot",
+        ),
+        (
+            "backlog_time",
+            secs(r.idle.backlog_time),
+            "time work waited at all",
+        ),
+        (
+            "gap_fraction_of_backlog",
+            f(r.gap_fraction_of_backlog, pct),
+            "gap time / backlog time",
+        ),
         ("utilization", f(r.utilization, pct), "∫ in-flight / ∫ cap"),
-        ("mean_in_flight", f(r.mean_in_flight, |v| format!("{v:.2}")), "time-weighted"),
-        ("mean_queue_depth", f(r.mean_queue_depth, |v| format!("{v:.2}")), "time-weighted"),
+        (
+            "mean_in_flight",
+            f(r.mean_in_flight, |v| format!("{v:.2}")),
+            "time-weighted",
+        ),
+        (
+            "mean_queue_depth",
+            f(r.mean_queue_depth, |v| format!("{v:.2}")),
+            "time-weighted",
+        ),
     ];
     if let Some(c) = &r.cost {
         let money = |v: f64| format!("{v:.4}");
         if c.price_per_hour.is_some() {
-            rows.push(("cost_per_million_output_tokens", f(c.per_million_output_tokens, money), "price per hour / (system TPS × 3600) × 10⁶"));
-            rows.push(("cost_per_completion", f(c.per_completion, money), "price per hour / ok completions per hour"));
+            rows.push((
+                "cost_per_million_output_tokens",
+                f(c.per_million_output_tokens, money),
+                "price per hour / (system TPS × 3600) × 10⁶",
+            ));
+            rows.push((
+                "cost_per_completion",
+                f(c.per_completion, money),
+                "price per hour / ok completions per hour",
+            ));
         }
         if c.token_cost_total.is_some() {
-            rows.push(("token_cost_total", f(c.token_cost_total, money), "ok spans' tokens at the per-token prices"));
-            rows.push(("token_cost_per_completion", f(c.token_cost_per_completion, money), "token cost / ok spans"));
+            rows.push((
+                "token_cost_total",
+                f(c.token_cost_total, money),
+                "ok spans' tokens at the per-token prices",
+            ));
+            rows.push((
+                "token_cost_per_completion",
+                f(c.token_cost_per_completion, money),
+                "token cost / ok spans",
+            ));
         }
     }
     rows
@@ -81,7 +153,10 @@ pub fn by_cause(m: &std::collections::BTreeMap<String, u64>) -> String {
     if m.is_empty() {
         return "none".to_string();
     }
-    m.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ")
+    m.iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The one-line description of a run's window.

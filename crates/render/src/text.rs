@@ -26,7 +26,10 @@ fn table(out: &mut String, heads: &[&str], rows: &[Vec<String>]) {
         }
         out.push('\n');
     };
-    line(out, &heads.iter().map(|h| h.to_string()).collect::<Vec<_>>());
+    line(
+        out,
+        &heads.iter().map(|h| h.to_string()).collect::<Vec<_>>(),
+    );
     for r in rows {
         line(out, r);
     }
@@ -39,7 +42,15 @@ pub fn render(report: &Report) -> Vec<u8> {
         if i > 0 {
             o.push('\n');
         }
-        let _ = writeln!(o, "run {}{}", r.run_id, r.tool.as_ref().map(|t| format!(" ({t})")).unwrap_or_default());
+        let _ = writeln!(
+            o,
+            "run {}{}",
+            r.run_id,
+            r.tool
+                .as_ref()
+                .map(|t| format!(" ({t})"))
+                .unwrap_or_default()
+        );
         let t = &r.target;
         let _ = writeln!(
             o,
@@ -51,14 +62,27 @@ pub fn render(report: &Report) -> Vec<u8> {
             if r.token_sources.is_empty() {
                 "?".to_string()
             } else {
-                r.token_sources.iter().map(|s| format!("{} ({})", s.source, s.spans)).collect::<Vec<_>>().join(", ")
+                r.token_sources
+                    .iter()
+                    .map(|s| format!("{} ({})", s.source, s.spans))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             }
         );
         if !r.labels.is_empty() {
             let labels: Vec<String> = r.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
             let _ = writeln!(o, "  labels {}", labels.join(" "));
         }
-        let _ = writeln!(o, "  {}{}", window_line(r), if r.complete { "" } else { " · INCOMPLETE (no end record)" });
+        let _ = writeln!(
+            o,
+            "  {}{}",
+            window_line(r),
+            if r.complete {
+                ""
+            } else {
+                " · INCOMPLETE (no end record)"
+            }
+        );
         let c = &r.counts;
         let _ = writeln!(
             o,
@@ -108,7 +132,10 @@ pub fn render(report: &Report) -> Vec<u8> {
             .stream_tps_by_output_length
             .iter()
             .map(|b| {
-                let mut v = vec![format!("{} tokens", length_label(b.min_tokens, b.max_tokens))];
+                let mut v = vec![format!(
+                    "{} tokens",
+                    length_label(b.min_tokens, b.max_tokens)
+                )];
                 v.extend(summary_cells(&b.stream_tps, 1.0, 1));
                 v
             })

@@ -43,16 +43,15 @@ impl fmt::Display for Tokenizer {
 /// Common English words; those that are one token with a leading space under a
 /// tokenizer form its word list (checked at first use, not assumed).
 const WORDS: &[&str] = &[
-    "the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "was", "with", "be",
-    "by", "on", "not", "he", "this", "are", "or", "his", "from", "at", "which", "but",
-    "have", "an", "had", "they", "you", "were", "their", "one", "all", "we", "can", "her",
-    "has", "there", "been", "if", "more", "when", "will", "would", "who", "so", "no",
-    "model", "token", "time", "system", "data", "value", "stream", "server", "request",
-    "first", "last", "queue", "batch", "cache", "memory", "speed", "light", "water",
-    "river", "stone", "green", "house", "world", "people", "story", "number", "answer",
-    "question", "small", "large", "quick", "brown", "fox", "jumps", "over", "lazy", "dog",
-    "morning", "evening", "night", "day", "year", "city", "road", "music", "paper",
-    "table", "window", "garden", "market", "energy", "power", "signal", "engine",
+    "the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "was", "with", "be", "by",
+    "on", "not", "he", "this", "are", "or", "his", "from", "at", "which", "but", "have", "an",
+    "had", "they", "you", "were", "their", "one", "all", "we", "can", "her", "has", "there",
+    "been", "if", "more", "when", "will", "would", "who", "so", "no", "model", "token", "time",
+    "system", "data", "value", "stream", "server", "request", "first", "last", "queue", "batch",
+    "cache", "memory", "speed", "light", "water", "river", "stone", "green", "house", "world",
+    "people", "story", "number", "answer", "question", "small", "large", "quick", "brown", "fox",
+    "jumps", "over", "lazy", "dog", "morning", "evening", "night", "day", "year", "city", "road",
+    "music", "paper", "table", "window", "garden", "market", "energy", "power", "signal", "engine",
 ];
 
 /// The words that encode as exactly one token each (with a leading space).
@@ -146,7 +145,10 @@ mod tests {
     #[test]
     fn synthetic_text_has_the_exact_token_count() {
         for t in [Tokenizer::O200kBase, Tokenizer::Cl100kBase] {
-            assert!(loaded(t).words.len() > 50, "{t}: too few single-token words");
+            assert!(
+                loaded(t).words.len() > 50,
+                "{t}: too few single-token words"
+            );
             for n in [0, 1, 2, 7, 100, 1000, 4096] {
                 for seed in [0, 1, 42] {
                     let text = t.text_with_tokens(n, seed);
@@ -158,8 +160,14 @@ mod tests {
 
     #[test]
     fn names_parse() {
-        assert_eq!("o200k_base".parse::<Tokenizer>().unwrap(), Tokenizer::O200kBase);
-        assert_eq!("cl100k_base".parse::<Tokenizer>().unwrap(), Tokenizer::Cl100kBase);
+        assert_eq!(
+            "o200k_base".parse::<Tokenizer>().unwrap(),
+            Tokenizer::O200kBase
+        );
+        assert_eq!(
+            "cl100k_base".parse::<Tokenizer>().unwrap(),
+            Tokenizer::Cl100kBase
+        );
         assert!("gpt2".parse::<Tokenizer>().is_err());
     }
 }
