@@ -94,8 +94,13 @@ fn parse_window(text: &str) -> anyhow::Result<WindowSpec> {
                 format!("--window: `{text}` is not full, steady or FROM..TO (seconds from the run's start, e.g. 10..70)")
             })?;
             let secs = |s: &str| -> anyhow::Result<Duration> {
-                let v: f64 = s.trim().parse().with_context(|| format!("--window: `{s}` is not a number of seconds"))?;
-                Duration::try_from_secs_f64(v).map_err(|_| anyhow::anyhow!("--window: `{s}` is not a non-negative number of seconds"))
+                let v: f64 = s
+                    .trim()
+                    .parse()
+                    .with_context(|| format!("--window: `{s}` is not a number of seconds"))?;
+                Duration::try_from_secs_f64(v).map_err(|_| {
+                    anyhow::anyhow!("--window: `{s}` is not a non-negative number of seconds")
+                })
             };
             let (from, to) = (secs(a)?, secs(b)?);
             if to <= from {
@@ -119,14 +124,22 @@ impl ReportConfig {
         let time_unit = a
             .time_unit
             .as_deref()
-            .map(|u| u.parse::<TimeUnit>().map_err(|e| anyhow::anyhow!("--time-unit: {e}")))
+            .map(|u| {
+                u.parse::<TimeUnit>()
+                    .map_err(|e| anyhow::anyhow!("--time-unit: {e}"))
+            })
             .transpose()?;
-        let bucket = tpscope_load::units::parse_duration(&a.bucket).map_err(|e| anyhow::anyhow!("--bucket: {e}"))?;
+        let bucket = tpscope_load::units::parse_duration(&a.bucket)
+            .map_err(|e| anyhow::anyhow!("--bucket: {e}"))?;
         if bucket.is_zero() {
             bail!("--bucket: the bucket must be longer than 0");
         }
         Ok(ReportConfig {
-            read: ReadOptions { time_unit, skip_invalid: a.skip_invalid, keep_span_ids: a.format == Format::Csv },
+            read: ReadOptions {
+                time_unit,
+                skip_invalid: a.skip_invalid,
+                keep_span_ids: a.format == Format::Csv,
+            },
             analysis: Options {
                 window: parse_window(&a.window)?,
                 bucket: Some(bucket),
@@ -163,7 +176,11 @@ pub fn render(report: &Report, set: &LogSet, format: Format) -> Vec<u8> {
         Format::Json => tpscope_render::json(report),
         Format::Markdown => tpscope_render::markdown::render(report),
         Format::Csv => {
-            let runs: Vec<_> = set.runs.iter().map(|r| (&r.input, r.span_ids.as_slice())).collect();
+            let runs: Vec<_> = set
+                .runs
+                .iter()
+                .map(|r| (&r.input, r.span_ids.as_slice()))
+                .collect();
             tpscope_render::csv_out::render(&runs)
         }
     }
@@ -176,7 +193,9 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let report = build_report(&set, &cfg.analysis);
     let bytes = render(&report, &set, args.format);
     match &args.output {
-        Some(path) => std::fs::write(path, &bytes).with_context(|| format!("writing {}", path.display()))?,
+        Some(path) => {
+            std::fs::write(path, &bytes).with_context(|| format!("writing {}", path.display()))?
+        }
         None => {
             let mut out = std::io::stdout().lock();
             out.write_all(&bytes)?;
