@@ -1,12 +1,375 @@
-//! `tpscope compare`: placeholder until its issue lands.
+//! `tpscope compare`: read a baseline and a candidate run (two files, or two runs of
+//! one file), judge the acceptance criteria with bootstrap intervals, and print the
+//! verdicts; optionally write the HTML page. Exit 0 all pass, 1 any fail, 3
+//! inconclusive, 2 bad input.
 
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use anyhow::{Context, bail};
+use clap::ValueEnum;
+use tpscope_analysis::compare::{CompareConfig, RunRef, Thresholds, compare};
+use tpscope_analysis::detail::detail;
+use tpscope_analysis::stats::bootstrap::BootstrapConfig;
+use tpscope_log::{LoadedRun, LogSet};
+
+use crate::report_cmd::{self, ReportArgs, ReportConfig};
+
+/// Output formats of `tpscope compare`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    /// A terminal table.
+    Text,
+    /// The comparison as JSON (schema tpscope.compare/1).
+    Json,
+    /// Markdown for a pull-request comment.
+    Markdown,
+}
+
 /// Flags of `tpscope compare`.
-#[derive(clap::Args, Debug)]
-pub struct CompareArgs {}
+#[derive(clap::Args, Debug, Clone)]
+pub struct CompareArgs {
+    /// BASELINE and CANDIDATE span logs; or one log holding both runs, chosen with --baseline-run and --candidate-run.
+    #[arg(required = true, num_args = 1..=2, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// The baseline's run_id (needed when its file holds several runs).
+    #[arg(long, value_name = "RUN_ID")]
+    pub baseline_run: Option<String>,
+    /// The candidate's run_id (needed when its file holds several runs).
+    #[arg(long, value_name = "RUN_ID")]
+    pub candidate_run: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: CompareFormat,
+    /// Also write a self-contained HTML page with the verdicts and both runs' charts overlaid.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Write the comparison to FILE instead of standard output.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Bootstrap resamples per run and criterion.
+    #[arg(long, default_value_t = 2000, value_name = "N")]
+    pub resamples: usize,
+    /// Seed of the bootstrap (the same seed gives the same intervals).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub seed: u64,
+    /// Coverage of the confidence intervals, e.g. 0.95 or 95%.
+    #[arg(long, default_value = "95%", value_name = "LEVEL")]
+    pub confidence: String,
+    /// System TPS must rise by more than this share of the baseline, e.g. 0, 5% or 0.05 (negative: tolerate a loss).
+    #[arg(
+        long,
+        default_value = "0%",
+        value_name = "SHARE",
+        allow_hyphen_values = true
+    )]
+    pub min_tps_gain: String,
+    /// Success rate may fall by at most this much (absolute), e.g. 1% or 0.01.
+    #[arg(long, default_value = "1%", value_name = "SHARE")]
+    pub max_success_drop: String,
+    /// Gap fraction must fall by more than this much (absolute share of the window), e.g. 0, 2% or 0.02.
+    #[arg(
+        long,
+        default_value = "0%",
+        value_name = "SHARE",
+        allow_hyphen_values = true
+    )]
+    pub min_gap_drop: String,
+    /// Retry rate (retries per span) may rise by at most this much.
+    #[arg(long, default_value_t = 0.01, value_name = "N")]
+    pub max_retry_rise: f64,
+    /// Compare even when the runs' token source, tokenizer or model differ.
+    #[arg(long)]
+    pub allow_mismatch: bool,
+    /// The window both runs' figures cover: full, steady, or FROM..TO in seconds from each run's start.
+    #[arg(long, default_value = "full", value_name = "full|steady|FROM..TO")]
+    pub window: String,
+    /// Unit of timestamps written as numbers (since the Unix epoch).
+    #[arg(long, value_name = "s|ms|us|ns")]
+    pub time_unit: Option<String>,
+    /// Skip invalid records (counted and reported by reason) instead of stopping at the first.
+    #[arg(long)]
+    pub skip_invalid: bool,
+    /// Price of the deployment per hour (cost per million output tokens and per completion, side by side).
+    #[arg(long, value_name = "PRICE")]
+    pub price_per_hour: Option<f64>,
+    /// Price per million input tokens (API pricing).
+    #[arg(long, value_name = "PRICE")]
+    pub price_per_mtok_in: Option<f64>,
+    /// Price per million output tokens (API pricing).
+    #[arg(long, value_name = "PRICE")]
+    pub price_per_mtok_out: Option<f64>,
+}
+
+/// A share written as `5%` or `0.05`.
+fn share(flag: &str, text: &str) -> anyhow::Result<f64> {
+    let t = text.trim();
+    let v = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
+        None => t.parse::<f64>(),
+    }
+    .map_err(|_| anyhow::anyhow!("{flag}: `{text}` is not a share (expected e.g. 5% or 0.05)"))?;
+    if !v.is_finite() {
+        bail!("{flag}: `{text}` is not a finite number");
+    }
+    Ok(v)
+}
+
+/// The comparison settings of a command line, validated.
+fn config(a: &CompareArgs) -> anyhow::Result<CompareConfig> {
+    let level = share("--confidence", &a.confidence)?;
+    if !(level > 0.0 && level < 1.0) {
+        bail!(
+            "--confidence: {} is not between 0 and 100% (exclusive)",
+            a.confidence
+        );
+    }
+    if a.resamples == 0 || a.resamples > 1_000_000 {
+        bail!("--resamples: {} is not between 1 and 1000000", a.resamples);
+    }
+    let min_tps_gain = share("--min-tps-gain", &a.min_tps_gain)?;
+    if min_tps_gain <= -1.0 {
+        bail!(
+            "--min-tps-gain: {} would accept any loss (must be above -100%)",
+            a.min_tps_gain
+        );
+    }
+    let max_success_drop = share("--max-success-drop", &a.max_success_drop)?;
+    if !(0.0..=1.0).contains(&max_success_drop) {
+        bail!(
+            "--max-success-drop: {} is not between 0 and 100%",
+            a.max_success_drop
+        );
+    }
+    let min_gap_drop = share("--min-gap-drop", &a.min_gap_drop)?;
+    if !(-1.0..=1.0).contains(&min_gap_drop) {
+        bail!(
+            "--min-gap-drop: {} is not between -100% and 100%",
+            a.min_gap_drop
+        );
+    }
+    if !a.max_retry_rise.is_finite() || a.max_retry_rise < 0.0 {
+        bail!(
+            "--max-retry-rise: {} is not a non-negative number of retries per span",
+            a.max_retry_rise
+        );
+    }
+    Ok(CompareConfig {
+        thresholds: Thresholds {
+            min_tps_gain,
+            max_success_drop,
+            min_gap_drop,
+            max_retry_rise: a.max_retry_rise,
+        },
+        bootstrap: BootstrapConfig {
+            resamples: a.resamples,
+            seed: a.seed,
+            level,
+        },
+        allow_mismatch: a.allow_mismatch,
+    })
+}
+
+/// The `report` flags that reading and analysing share with `compare`.
+fn report_args(a: &CompareArgs) -> ReportArgs {
+    ReportArgs {
+        window: a.window.clone(),
+        time_unit: a.time_unit.clone(),
+        skip_invalid: a.skip_invalid,
+        price_per_hour: a.price_per_hour,
+        price_per_mtok_in: a.price_per_mtok_in,
+        price_per_mtok_out: a.price_per_mtok_out,
+        ..ReportArgs::for_file(&a.files[0])
+    }
+}
+
+/// One side's run, taken out of its file's log set.
+struct Chosen {
+    run: LoadedRun,
+    source: String,
+    warnings: Vec<String>,
+}
+
+fn run_ids(set: &LogSet) -> String {
+    set.runs
+        .iter()
+        .map(|r| r.input.run_id.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn choose(
+    set: &LogSet,
+    file: &Path,
+    run: Option<&str>,
+    side: &str,
+    flag: &str,
+) -> anyhow::Result<Chosen> {
+    let found = match run {
+        Some(id) => set
+            .runs
+            .iter()
+            .find(|r| r.input.run_id == id)
+            .with_context(|| {
+                format!(
+                    "{flag}: {} has no run `{id}` (its runs: {})",
+                    file.display(),
+                    if set.runs.is_empty() {
+                        "none".to_string()
+                    } else {
+                        run_ids(set)
+                    }
+                )
+            })?,
+        None => match set.runs.as_slice() {
+            [one] => one,
+            [] => bail!("{}: no runs in the file (the {side})", file.display()),
+            _ => bail!(
+                "{}: the file holds {} runs ({}); choose the {side} with {flag}",
+                file.display(),
+                set.runs.len(),
+                run_ids(set)
+            ),
+        },
+    };
+    let mut warnings: Vec<String> = set
+        .warnings
+        .iter()
+        .map(|w| format!("{side}: {w}"))
+        .collect();
+    if !set.skipped.is_empty() {
+        let list: Vec<String> = set
+            .skipped
+            .iter()
+            .map(|(k, v)| format!("{v} {k}"))
+            .collect();
+        warnings.push(format!(
+            "{side}: skipped invalid records: {}",
+            list.join(", ")
+        ));
+    }
+    let source = match run {
+        Some(id) => format!("{}#{id}", file.display()),
+        None => file.display().to_string(),
+    };
+    Ok(Chosen {
+        run: found.clone(),
+        source,
+        warnings,
+    })
+}
+
+fn load_sides(a: &CompareArgs, rc: &ReportConfig) -> anyhow::Result<(Chosen, Chosen)> {
+    match a.files.as_slice() {
+        [one] => {
+            let (Some(b), Some(c)) = (&a.baseline_run, &a.candidate_run) else {
+                bail!(
+                    "compare needs two files (BASELINE CANDIDATE), or one file with --baseline-run and --candidate-run"
+                );
+            };
+            if b == c {
+                bail!("--baseline-run and --candidate-run name the same run `{b}`");
+            }
+            let set = report_cmd::load(std::slice::from_ref(one), rc.read)?;
+            Ok((
+                choose(&set, one, Some(b), "baseline", "--baseline-run")?,
+                choose(&set, one, Some(c), "candidate", "--candidate-run")?,
+            ))
+        }
+        [bf, cf] => {
+            // Read apart: a run id that appears in both files is two runs here.
+            let bs = report_cmd::load(std::slice::from_ref(bf), rc.read)?;
+            let cs = report_cmd::load(std::slice::from_ref(cf), rc.read)?;
+            Ok((
+                choose(
+                    &bs,
+                    bf,
+                    a.baseline_run.as_deref(),
+                    "baseline",
+                    "--baseline-run",
+                )?,
+                choose(
+                    &cs,
+                    cf,
+                    a.candidate_run.as_deref(),
+                    "candidate",
+                    "--candidate-run",
+                )?,
+            ))
+        }
+        _ => bail!("compare takes one or two files, not {}", a.files.len()),
+    }
+}
 
 /// Runs `tpscope compare`.
-pub fn run(_args: CompareArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("tpscope compare is not built yet")
+pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
+    let cfg = config(&args)?;
+    let rc = ReportConfig::from_args(&report_args(&args))?;
+    let (base, cand) = load_sides(&args, &rc)?;
+    let mut compared = compare(
+        RunRef {
+            input: &base.run.input,
+            source: &base.source,
+        },
+        RunRef {
+            input: &cand.run.input,
+            source: &cand.source,
+        },
+        &rc.analysis,
+        &cfg,
+    )
+    .with_context(|| format!("comparing {} with {}", base.source, cand.source))
+    .map_err(|e| {
+        if args.allow_mismatch {
+            e
+        } else {
+            e.context("pass --allow-mismatch to compare them anyway")
+        }
+    })?;
+    let mut reader_warnings = base.warnings;
+    reader_warnings.extend(cand.warnings);
+    reader_warnings.append(&mut compared.comparison.warnings);
+    compared.comparison.warnings = reader_warnings;
+
+    let c = &compared.comparison;
+    let bytes = match args.format {
+        CompareFormat::Text => tpscope_render::compare::text(c),
+        CompareFormat::Json => tpscope_render::compare::json(c),
+        CompareFormat::Markdown => tpscope_render::compare::markdown(c),
+    };
+    if let Some(path) = &args.html {
+        let db = detail(&base.run.input, &compared.baseline);
+        let dc = detail(&cand.run.input, &compared.candidate);
+        let page = tpscope_render::html::compare(&compared, &db, &dc);
+        std::fs::write(path, page)
+            .with_context(|| format!("--html: writing {}", path.display()))?;
+    }
+    match &args.output {
+        Some(path) => std::fs::write(path, &bytes)
+            .with_context(|| format!("--output: writing {}", path.display()))?,
+        None => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(&bytes)?;
+            out.flush()?;
+        }
+    }
+    Ok(ExitCode::from(tpscope_render::compare::exit_code(
+        c.overall,
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_take_percent_or_fraction_and_name_the_flag() {
+        assert_eq!(share("--x", "5%").unwrap(), 0.05);
+        assert_eq!(share("--x", "0.05").unwrap(), 0.05);
+        assert_eq!(share("--x", "-2 %").unwrap(), -0.02);
+        let e = share("--min-tps-gain", "lots").unwrap_err().to_string();
+        assert!(e.contains("--min-tps-gain") && e.contains("lots"), "{e}");
+        assert!(share("--x", "inf").is_err());
+    }
 }

@@ -53,6 +53,9 @@ pub struct ReportArgs {
     /// Price per million output tokens (API pricing).
     #[arg(long, value_name = "PRICE")]
     pub price_per_mtok_out: Option<f64>,
+    /// Also write a self-contained HTML page with charts to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// Write the report to FILE instead of standard output.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -71,6 +74,7 @@ impl ReportArgs {
             price_per_hour: None,
             price_per_mtok_in: None,
             price_per_mtok_out: None,
+            html: None,
             output: None,
         }
     }
@@ -192,6 +196,16 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let set = load(&args.files, cfg.read)?;
     let report = build_report(&set, &cfg.analysis);
     let bytes = render(&report, &set, args.format);
+    if let Some(path) = &args.html {
+        let details: Vec<_> = set
+            .runs
+            .iter()
+            .zip(&report.runs)
+            .map(|(r, rep)| tpscope_analysis::detail::detail(&r.input, rep))
+            .collect();
+        std::fs::write(path, tpscope_render::html::report(&report, &details))
+            .with_context(|| format!("--html: writing {}", path.display()))?;
+    }
     match &args.output {
         Some(path) => {
             std::fs::write(path, &bytes).with_context(|| format!("writing {}", path.display()))?

@@ -10,18 +10,29 @@ pub fn or_dash(v: Option<String>) -> String {
     v.unwrap_or_else(|| "—".to_string())
 }
 
-/// A rate with thousands separators and one decimal.
+/// A rate with thousands separators and one decimal (rounded, e.g. 2.97 → 3.0).
 pub fn rate(v: f64) -> String {
-    let whole = v.trunc() as u64;
-    let s = whole.to_string();
+    let fixed = format!("{:.1}", v.abs());
+    let (whole, frac) = fixed.split_once('.').unwrap_or((&fixed, "0"));
     let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+    for (i, c) in whole.chars().enumerate() {
+        if i > 0 && (whole.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
     }
-    format!("{out}.{}", ((v.fract() * 10.0).round() as u64).min(9))
+    format!("{}{out}.{frac}", if v < 0.0 { "-" } else { "" })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn rate_rounds_and_groups_thousands() {
+        assert_eq!(super::rate(2.97), "3.0");
+        assert_eq!(super::rate(1234567.25), "1,234,567.2");
+        assert_eq!(super::rate(999.96), "1,000.0");
+        assert_eq!(super::rate(0.0), "0.0");
+    }
 }
 
 /// A fraction as a percentage with two decimals.

@@ -1,0 +1,342 @@
+//! Renderers of a comparison (`tpscope compare`): terminal text, JSON (schema
+//! `tpscope.compare/1`) and markdown for a pull-request comment. The cell formatting
+//! here is shared with the HTML page, so every format shows the same figures.
+
+use std::fmt::Write as _;
+
+use tpscope_analysis::compare::{
+    ChangeKind, Comparison, Criterion, CriterionResult, HeadlineRow, MetricUnit, Side, Verdict,
+};
+
+use crate::fmt::{or_dash, rate};
+
+/// The exit status `tpscope compare` gives for an overall verdict: 0 pass, 1 fail,
+/// 3 inconclusive.
+pub fn exit_code(overall: Verdict) -> u8 {
+    match overall {
+        Verdict::Pass | Verdict::Skipped => 0,
+        Verdict::Fail => 1,
+        Verdict::Inconclusive => 3,
+    }
+}
+
+/// A criterion's name as a reader says it.
+pub fn criterion_label(c: Criterion) -> &'static str {
+    c.demand()
+}
+
+/// A criterion's value (baseline or candidate) with its unit.
+pub fn criterion_value(c: Criterion, v: Option<f64>) -> String {
+    or_dash(v.map(|v| match c {
+        Criterion::SystemTps => format!("{} tok/s", rate(v)),
+        Criterion::SuccessRate | Criterion::GapFraction => format!("{:.2} %", v * 100.0),
+        Criterion::RetryRate => format!("{v:.4} /span"),
+    }))
+}
+
+/// A change (or an interval bound, or a threshold) in the criterion's terms:
+/// relative changes in signed percent, fractions in signed percentage points,
+/// retries per span as a signed number.
+pub fn criterion_change(c: Criterion, kind: ChangeKind, v: f64) -> String {
+    // −0.0 prints as +0.00, not −0.00.
+    let v = if v == 0.0 { 0.0 } else { v };
+    let s = match (kind, c) {
+        (ChangeKind::Relative, _) => format!("{:+.2} %", v * 100.0),
+        (ChangeKind::Absolute, Criterion::SuccessRate | Criterion::GapFraction) => {
+            format!("{:+.2} pp", v * 100.0)
+        }
+        (ChangeKind::Absolute, _) => format!("{v:+.4}"),
+    };
+    s.replace('-', "−")
+}
+
+/// The interval as `[low, high]`, or a dash.
+pub fn criterion_interval(r: &CriterionResult) -> String {
+    or_dash(r.interval.map(|iv| {
+        format!(
+            "[{}, {}]",
+            criterion_change(r.criterion, r.change_kind, iv.low),
+            criterion_change(r.criterion, r.change_kind, iv.high)
+        )
+    }))
+}
+
+/// What the interval is held against, e.g. `> +0.00 %` or `≥ −1.00 pp`.
+pub fn criterion_threshold(r: &CriterionResult) -> String {
+    let op = match r.criterion {
+        Criterion::SystemTps => ">",
+        Criterion::SuccessRate => "≥",
+        Criterion::GapFraction => "<",
+        Criterion::RetryRate => "≤",
+    };
+    format!(
+        "{op} {}",
+        criterion_change(r.criterion, r.change_kind, r.threshold)
+    )
+}
+
+/// The cells of one criterion: name, baseline, candidate, change, interval,
+/// threshold, verdict.
+pub fn criterion_cells(r: &CriterionResult) -> Vec<String> {
+    vec![
+        criterion_label(r.criterion).to_string(),
+        criterion_value(r.criterion, r.baseline),
+        criterion_value(r.criterion, r.candidate),
+        or_dash(
+            r.change
+                .map(|v| criterion_change(r.criterion, r.change_kind, v)),
+        ),
+        criterion_interval(r),
+        criterion_threshold(r),
+        r.verdict.to_string(),
+    ]
+}
+
+/// Column heads of [`criterion_cells`], with the interval's level.
+pub fn criterion_heads(level: f64) -> Vec<String> {
+    vec![
+        "criterion".into(),
+        "baseline".into(),
+        "candidate".into(),
+        "change".into(),
+        format!("{}% CI", trim_num(level * 100.0)),
+        "threshold".into(),
+        "verdict".into(),
+    ]
+}
+
+fn trim_num(v: f64) -> String {
+    let s = format!("{v:.1}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// A headline metric's value with its unit.
+pub fn headline_value(unit: MetricUnit, v: Option<f64>) -> String {
+    or_dash(v.map(|v| match unit {
+        MetricUnit::TokensPerSecond => format!("{} tok/s", rate(v)),
+        MetricUnit::Seconds if v < 10.0 => format!("{:.1} ms", v * 1000.0),
+        MetricUnit::Seconds => format!("{v:.3} s"),
+        MetricUnit::Fraction => format!("{:.2} %", v * 100.0),
+        MetricUnit::PerSpan => format!("{v:.4} /span"),
+        MetricUnit::Money => format!("{v:.4}"),
+    }))
+}
+
+/// A headline row's cells: metric, baseline, candidate, change (in percentage
+/// points for fractions, relative for everything else).
+pub fn headline_cells(r: &HeadlineRow) -> Vec<String> {
+    let signed = |v: f64, scale: f64, unit: &str| {
+        let v = if v == 0.0 { 0.0 } else { v };
+        format!("{:+.2} {unit}", v * scale).replace('-', "−")
+    };
+    let change = match r.unit {
+        MetricUnit::Fraction => r.change.map(|v| signed(v, 100.0, "pp")),
+        _ => r.relative_change.map(|v| signed(v, 100.0, "%")),
+    };
+    vec![
+        r.metric.clone(),
+        headline_value(r.unit, r.baseline),
+        headline_value(r.unit, r.candidate),
+        or_dash(change),
+    ]
+}
+
+/// One line about a side: source, run id, model, token source, window, spans.
+pub fn side_line(s: &Side) -> String {
+    format!(
+        "{} · run {} · model {} · tokens from {} · window {} · {} spans",
+        s.source,
+        s.run_id,
+        s.model.as_deref().unwrap_or("?"),
+        if s.token_sources.is_empty() {
+            "?".to_string()
+        } else {
+            s.token_sources.join(", ")
+        },
+        or_dash(s.window.map(|w| format!("{:.3} s", w.as_secs_f64()))),
+        s.spans
+    )
+}
+
+/// How the intervals were made, in one line.
+pub fn method_line(c: &Comparison) -> String {
+    let b = &c.bootstrap;
+    let blocks = |s: &Side| {
+        format!(
+            "{} buckets of {} in blocks of {}",
+            s.buckets,
+            or_dash(s.bucket.map(|d| format!("{:.3} s", d.as_secs_f64()))),
+            s.block_len
+        )
+    };
+    format!(
+        "{}% intervals from {} bootstrap resamples (seed {}); system TPS and gap fraction by block bootstrap over time buckets (baseline {}, candidate {}); rates over spans",
+        trim_num(b.level * 100.0),
+        b.resamples,
+        b.seed,
+        blocks(&c.baseline),
+        blocks(&c.candidate)
+    )
+}
+
+fn table(out: &mut String, heads: &[String], rows: &[Vec<String>]) {
+    let mut width: Vec<usize> = heads.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            width[i] = width[i].max(c.chars().count());
+        }
+    }
+    let line = |out: &mut String, cells: &[String]| {
+        out.push_str("  ");
+        for (i, c) in cells.iter().enumerate() {
+            let pad = width[i] - c.chars().count();
+            if i == 0 {
+                let _ = write!(out, "{c}{}", " ".repeat(pad));
+            } else {
+                let _ = write!(out, "  {}{c}", " ".repeat(pad));
+            }
+        }
+        // No trailing spaces.
+        while out.ends_with(' ') {
+            out.pop();
+        }
+        out.push('\n');
+    };
+    line(out, heads);
+    for r in rows {
+        line(out, r);
+    }
+}
+
+/// The comparison as plain terminal text (no colour codes).
+pub fn text(c: &Comparison) -> Vec<u8> {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "tpscope compare: {} (exit {})",
+        c.overall.as_str().to_uppercase(),
+        exit_code(c.overall)
+    );
+    let _ = writeln!(o, "  baseline   {}", side_line(&c.baseline));
+    let _ = writeln!(o, "  candidate  {}", side_line(&c.candidate));
+    o.push('\n');
+    let rows: Vec<Vec<String>> = c.criteria.iter().map(criterion_cells).collect();
+    table(&mut o, &criterion_heads(c.bootstrap.level), &rows);
+    o.push('\n');
+    for r in &c.criteria {
+        let _ = writeln!(
+            o,
+            "  {}: {} — {}",
+            criterion_label(r.criterion),
+            r.verdict,
+            r.reason
+        );
+    }
+    o.push('\n');
+    let heads: Vec<String> = ["metric", "baseline", "candidate", "change"]
+        .map(String::from)
+        .to_vec();
+    let rows: Vec<Vec<String>> = c.headline.iter().map(headline_cells).collect();
+    table(&mut o, &heads, &rows);
+    o.push('\n');
+    let _ = writeln!(o, "  {}", method_line(c));
+    if !c.warnings.is_empty() {
+        o.push('\n');
+        o.push_str("warnings:\n");
+        for w in &c.warnings {
+            let _ = writeln!(o, "  - {w}");
+        }
+    }
+    o.into_bytes()
+}
+
+/// The comparison as pretty JSON (schema `tpscope.compare/1`), ending with a newline.
+pub fn json(c: &Comparison) -> Vec<u8> {
+    let mut v = serde_json::to_vec_pretty(c).unwrap_or_default();
+    v.push(b'\n');
+    v
+}
+
+fn verdict_badge(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Pass => "✅ pass",
+        Verdict::Fail => "❌ fail",
+        Verdict::Inconclusive => "❔ inconclusive",
+        Verdict::Skipped => "⏭️ skipped",
+    }
+}
+
+/// Escapes text for a markdown table cell.
+fn md(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('|', "\\|")
+        .replace('\n', " ")
+}
+
+fn md_table(out: &mut String, heads: &[String], rows: &[Vec<String>]) {
+    let _ = writeln!(
+        out,
+        "| {} |",
+        heads.iter().map(|h| md(h)).collect::<Vec<_>>().join(" | ")
+    );
+    let _ = writeln!(
+        out,
+        "|{}",
+        heads
+            .iter()
+            .enumerate()
+            .map(|(i, _)| if i == 0 { "---|" } else { "---:|" })
+            .collect::<String>()
+    );
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "| {} |",
+            r.iter().map(|c| md(c)).collect::<Vec<_>>().join(" | ")
+        );
+    }
+}
+
+/// The comparison as markdown for a pull-request comment: the verdict up front, the
+/// criteria table, and the details folded.
+pub fn markdown(c: &Comparison) -> Vec<u8> {
+    let mut o = String::new();
+    let _ = writeln!(o, "### tpscope compare: {}\n", verdict_badge(c.overall));
+    let _ = writeln!(o, "- **baseline:** {}", md(&side_line(&c.baseline)));
+    let _ = writeln!(o, "- **candidate:** {}\n", md(&side_line(&c.candidate)));
+    let rows: Vec<Vec<String>> = c
+        .criteria
+        .iter()
+        .map(|r| {
+            let mut cells = criterion_cells(r);
+            if let Some(last) = cells.last_mut() {
+                *last = verdict_badge(r.verdict).to_string();
+            }
+            cells
+        })
+        .collect();
+    md_table(&mut o, &criterion_heads(c.bootstrap.level), &rows);
+    o.push('\n');
+    for r in &c.criteria {
+        let _ = writeln!(
+            o,
+            "- *{}*: {}",
+            md(criterion_label(r.criterion)),
+            md(&r.reason)
+        );
+    }
+    if !c.warnings.is_empty() {
+        o.push('\n');
+        for w in &c.warnings {
+            let _ = writeln!(o, "> ⚠️ {}", md(w));
+        }
+    }
+    o.push_str("\n<details><summary>Headline metrics</summary>\n\n");
+    let heads: Vec<String> = ["metric", "baseline", "candidate", "change"]
+        .map(String::from)
+        .to_vec();
+    let rows: Vec<Vec<String>> = c.headline.iter().map(headline_cells).collect();
+    md_table(&mut o, &heads, &rows);
+    let _ = writeln!(o, "\n{}\n\n</details>", md(&method_line(c)));
+    o.into_bytes()
+}
