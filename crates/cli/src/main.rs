@@ -3,6 +3,7 @@
 
 mod bench_cmd;
 mod compare_cmd;
+mod progress;
 mod report_cmd;
 mod sim_cmd;
 

@@ -1,0 +1,179 @@
+//! Shared helpers of the `tpscope bench` end-to-end tests: run the binary (bounded
+//! in time) and read its span log back.
+#![allow(dead_code)]
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use tpscope_model::{EndRecord, Record, RunRecord, SampleRecord, Span};
+
+/// The longest any one bench invocation in these tests may take.
+pub const LIMIT: Duration = Duration::from_secs(120);
+
+/// One finished invocation.
+pub struct Run {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+    pub out: PathBuf,
+}
+
+pub fn tpscope() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tpscope"))
+}
+
+/// Spawns `tpscope bench ARGS --out DIR/NAME` with piped output.
+pub fn spawn(dir: &Path, name: &str, args: &[&str]) -> (Child, PathBuf) {
+    let out = dir.join(name);
+    let child = tpscope()
+        .arg("bench")
+        .args(args)
+        .arg("--out")
+        .arg(&out)
+        .env_remove("OPENAI_API_KEY")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start tpscope");
+    (child, out)
+}
+
+/// Waits for a child, killing it after [`LIMIT`].
+pub fn wait(mut child: Child, out: PathBuf) -> Run {
+    let deadline = Instant::now() + LIMIT;
+    // Drain the pipes on threads so a chatty child cannot block.
+    let mut so = child.stdout.take().unwrap();
+    let mut se = child.stderr.take().unwrap();
+    let t1 = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = so.read_to_string(&mut s);
+        s
+    });
+    let t2 = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = se.read_to_string(&mut s);
+        s
+    });
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("tpscope bench ran longer than {LIMIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Run {
+        status,
+        stdout: t1.join().unwrap(),
+        stderr: t2.join().unwrap(),
+        out,
+    }
+}
+
+/// Runs `tpscope bench ARGS --out DIR/NAME` to the end.
+pub fn bench(dir: &Path, name: &str, args: &[&str]) -> Run {
+    let (c, out) = spawn(dir, name, args);
+    wait(c, out)
+}
+
+/// Every record of a span log, each line parsed strictly.
+pub fn records(path: &Path) -> Vec<Record> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            serde_json::from_str(l).unwrap_or_else(|e| panic!("{}:{}: {e}", path.display(), i + 1))
+        })
+        .collect()
+}
+
+pub fn spans(recs: &[Record]) -> Vec<Span> {
+    recs.iter()
+        .filter_map(|r| {
+            if let Record::Span(s) = r {
+                Some(s.clone())
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+pub fn runs(recs: &[Record]) -> Vec<RunRecord> {
+    recs.iter()
+        .filter_map(|r| {
+            if let Record::Run(s) = r {
+                Some(s.clone())
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+pub fn ends(recs: &[Record]) -> Vec<EndRecord> {
+    recs.iter()
+        .filter_map(|r| {
+            if let Record::End(s) = r {
+                Some(s.clone())
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+pub fn samples(recs: &[Record]) -> Vec<SampleRecord> {
+    recs.iter()
+        .filter_map(|r| {
+            if let Record::Sample(s) = r {
+                Some(s.clone())
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+/// The analysis crate's report of every run in the file.
+pub fn analyze(path: &Path) -> Vec<tpscope_analysis::RunReport> {
+    let set = tpscope_log::read_paths(&[path.to_path_buf()], tpscope_log::ReadOptions::default())
+        .unwrap();
+    set.runs
+        .iter()
+        .map(|r| tpscope_analysis::analyze(&r.input, &tpscope_analysis::Options::default()))
+        .collect()
+}
+
+/// Checks what every bench log must satisfy: a run record first, an end record
+/// last whose counts match the spans, every span valid.
+pub fn check_log(path: &Path) -> (Vec<Span>, EndRecord) {
+    let recs = records(path);
+    assert!(
+        matches!(recs.first(), Some(Record::Run(_))),
+        "the first record is a run record"
+    );
+    assert!(
+        matches!(recs.last(), Some(Record::End(_))),
+        "the last record is an end record"
+    );
+    let spans = spans(&recs);
+    for s in &spans {
+        s.validate()
+            .unwrap_or_else(|e| panic!("span {}: {e}", s.span_id));
+    }
+    let end = ends(&recs).pop().unwrap();
+    let count = |st: tpscope_model::Status| spans.iter().filter(|s| s.status == st).count() as u64;
+    assert_eq!(end.spans, spans.len() as u64);
+    assert_eq!(end.ok, count(tpscope_model::Status::Ok));
+    assert_eq!(end.error, count(tpscope_model::Status::Error));
+    assert_eq!(end.cancelled, count(tpscope_model::Status::Cancelled));
+    assert_eq!(end.spans, end.ok + end.error + end.cancelled);
+    (spans, end)
+}

@@ -1,0 +1,338 @@
+//! End to end: flags are validated (bad values name their flag), vLLM's flag names
+//! work, every workload source runs, warm-up requests are not written, sweeps write
+//! one run per level and print the table, and Ctrl-C stops cleanly.
+
+mod bench_support;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use bench_support::{bench, check_log, records, runs, spawn, tpscope, wait};
+use tpscope_model::Status;
+
+fn fixture(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../load/tests/fixtures")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+fn rejected(args: &[&str], needle: &str) {
+    let out = tpscope()
+        .arg("bench")
+        .args(args)
+        .arg("--out")
+        .arg("/nonexistent/never-written.jsonl")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{args:?} accepted");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(needle), "{args:?}: {err}");
+}
+
+#[test]
+fn bad_values_are_rejected_naming_the_flag() {
+    rejected(&["--concurrency", "0"], "--concurrency");
+    rejected(&["--output-tokens", "normal:5"], "--output-tokens");
+    rejected(&["--input-tokens", "uniform:9..1"], "--input-tokens");
+    rejected(&["--rate", "fast"], "--rate");
+    rejected(&["--arrival", "gamma:0"], "--arrival");
+    rejected(&["--dispatch", "eager"], "--dispatch");
+    rejected(&["--extra-body", "[1]"], "--extra-body");
+    rejected(&["--header", "nocolon"], "--header");
+    rejected(&["--duration", "5 parsecs"], "--duration");
+    rejected(&["--warmup", "soon"], "--warmup");
+    rejected(&["--trace", "nope:x"], "--trace");
+    rejected(&["--url", "ftp://x"], "--url");
+    rejected(
+        &["--rate", "1", "--concurrency", "1,2", "--rate", "1,2"],
+        "--rate",
+    );
+    rejected(&["--arrival", "poisson"], "--rate");
+    rejected(&["--dispatch", "waves", "--rate", "2"], "--concurrency");
+    rejected(&["--sim-fault", "418=0.1"], "--sim-fault");
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.jsonl");
+    std::fs::write(&bad, "{\"prompt\": \"ok\"}\n{\"prompt\": 3}\n").unwrap();
+    rejected(
+        &["--dataset", bad.to_str().unwrap()],
+        "bad.jsonl:2: field `prompt`",
+    );
+}
+
+#[test]
+fn vllm_flag_names_are_accepted_with_the_same_meaning() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = bench(
+        dir.path(),
+        "v.jsonl",
+        &[
+            "--max-concurrency",
+            "4",
+            "--num-prompts",
+            "12",
+            "--random-input-len",
+            "32",
+            "--random-output-len",
+            "8",
+            "--request-rate",
+            "inf",
+            "--seed",
+            "5",
+            "--sim-speed",
+            "20",
+            "-q",
+        ],
+    );
+    assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
+    let (spans, _) = check_log(&run.out);
+    assert_eq!(spans.len(), 12);
+    assert!(spans.iter().all(|s| s.input_tokens.is_some()));
+    let r = &runs(&records(&run.out))[0];
+    assert_eq!(r.cap, Some(4));
+    assert_eq!(r.load["workload"]["input_tokens"], "32");
+    assert_eq!(r.load["seed"], 5);
+}
+
+#[test]
+fn every_workload_source_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let ds = dir.path().join("prompts.jsonl");
+    std::fs::write(
+        &ds,
+        "\"Say hi\"\n{\"messages\": [{\"role\": \"system\", \"content\": \"Be brief.\"}, {\"role\": \"user\", \"content\": \"Hi\"}], \"max_tokens\": 5}\n",
+    )
+    .unwrap();
+    let sharegpt = fixture("sharegpt_20.json");
+    let mooncake = format!("mooncake:{}", fixture("mooncake_200.jsonl"));
+    let azure = format!("azure:{}", fixture("azure_conv_200.csv"));
+    for (name, args, n) in [
+        (
+            "ds",
+            vec![
+                "--dataset",
+                ds.to_str().unwrap(),
+                "--requests",
+                "6",
+                "--output-tokens",
+                "8",
+            ],
+            6,
+        ),
+        (
+            "sg",
+            vec![
+                "--sharegpt",
+                sharegpt.as_str(),
+                "--requests",
+                "10",
+                "--output-tokens",
+                "uniform:4..16",
+            ],
+            10,
+        ),
+        (
+            "mc",
+            vec![
+                "--trace",
+                mooncake.as_str(),
+                "--requests",
+                "6",
+                "--time-scale",
+                "0.001",
+            ],
+            6,
+        ),
+        (
+            "az",
+            vec![
+                "--trace",
+                azure.as_str(),
+                "--requests",
+                "30",
+                "--time-scale",
+                "0.01",
+            ],
+            30,
+        ),
+        (
+            "open",
+            vec![
+                "--rate",
+                "50",
+                "--arrival",
+                "gamma:0.5",
+                "--requests",
+                "20",
+                "--output-tokens",
+                "8",
+            ],
+            20,
+        ),
+    ] {
+        let mut a = args.clone();
+        a.extend(["--sim-speed", "50", "-q"]);
+        let run = bench(dir.path(), &format!("{name}.jsonl"), &a);
+        assert_eq!(run.status.code(), Some(0), "{name}: {}", run.stderr);
+        let (spans, end) = check_log(&run.out);
+        assert_eq!((spans.len(), end.ok), (n, n as u64), "{name}");
+    }
+    // A trace replays its own arrival times (scaled).
+    let recs = records(&dir.path().join("az.jsonl"));
+    let spans = bench_support::spans(&recs);
+    let t0 = spans.iter().map(|s| s.queued_at).min().unwrap();
+    let last = spans.iter().map(|s| s.queued_at).max().unwrap();
+    assert!(
+        last.since(t0).unwrap() > Duration::from_millis(50),
+        "arrivals are spread by the trace"
+    );
+}
+
+#[test]
+fn warm_up_requests_are_not_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = bench(
+        dir.path(),
+        "w.jsonl",
+        &[
+            "--warmup",
+            "8",
+            "--requests",
+            "10",
+            "--concurrency",
+            "4",
+            "--output-tokens",
+            "8",
+            "--sim-speed",
+            "20",
+            "-q",
+        ],
+    );
+    assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
+    let (spans, _) = check_log(&run.out);
+    assert_eq!(spans.len(), 10);
+    let r = &runs(&records(&run.out))[0];
+    assert_eq!(r.load["warmup"]["written"], false);
+}
+
+#[test]
+fn a_concurrency_sweep_writes_one_run_per_level_and_prints_the_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = bench(
+        dir.path(),
+        "s.jsonl",
+        &[
+            "--concurrency",
+            "1,4,16",
+            "--requests",
+            "24",
+            "--output-tokens",
+            "32",
+            "--input-tokens",
+            "64",
+            "--sim-speed",
+            "20",
+        ],
+    );
+    assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
+    let recs = records(&run.out);
+    let rs = runs(&recs);
+    assert_eq!(
+        rs.iter().map(|r| r.cap).collect::<Vec<_>>(),
+        vec![Some(1), Some(4), Some(16)]
+    );
+    assert_eq!(bench_support::ends(&recs).len(), 3);
+    assert!(
+        run.stdout.contains("Sweep of concurrency"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("knee:"), "{}", run.stdout);
+    assert_eq!(
+        run.stdout.lines().filter(|l| l.contains("24/24")).count(),
+        3,
+        "{}",
+        run.stdout
+    );
+}
+
+fn interrupt(pid: u32) {
+    let ok = Command::new("kill")
+        .arg("-INT")
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
+    assert!(ok.success());
+}
+
+#[test]
+fn ctrl_c_once_stops_admitting_and_lets_in_flight_requests_finish() {
+    let dir = tempfile::tempdir().unwrap();
+    let (child, out) = spawn(
+        dir.path(),
+        "i.jsonl",
+        &[
+            "--concurrency",
+            "4",
+            "--requests",
+            "400",
+            "--output-tokens",
+            "64",
+        ],
+    );
+    std::thread::sleep(Duration::from_millis(2500));
+    interrupt(child.id());
+    let run = wait(child, out);
+    assert_eq!(run.status.code(), Some(130), "{}", run.stderr);
+    let (spans, end) = check_log(&run.out);
+    assert_eq!(end.spans, 400, "every ready request is a span");
+    assert!(end.ok >= 4, "{end:?}");
+    assert_eq!(
+        spans
+            .iter()
+            .filter(|s| s.status == Status::Cancelled && s.admitted_at.is_some())
+            .count(),
+        0
+    );
+    assert!(run.stdout.contains("system_tps"), "the report is printed");
+}
+
+#[test]
+fn ctrl_c_twice_cancels_in_flight_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let (child, out) = spawn(
+        dir.path(),
+        "ii.jsonl",
+        &[
+            "--concurrency",
+            "4",
+            "--requests",
+            "40",
+            "--output-tokens",
+            "100000",
+            "--extra-body",
+            "{\"ignore_eos\": true}",
+        ],
+    );
+    std::thread::sleep(Duration::from_millis(2500));
+    interrupt(child.id());
+    std::thread::sleep(Duration::from_millis(300));
+    interrupt(child.id());
+    let run = wait(child, out);
+    assert_eq!(run.status.code(), Some(130), "{}", run.stderr);
+    let (spans, end) = check_log(&run.out);
+    assert_eq!(end.spans, 40);
+    let cancelled_in_flight = spans
+        .iter()
+        .filter(|s| s.status == Status::Cancelled && s.admitted_at.is_some())
+        .count();
+    assert_eq!(cancelled_in_flight, 4, "the four in flight were cancelled");
+    assert!(
+        spans
+            .iter()
+            .filter(|s| s.admitted_at.is_some())
+            .all(|s| s.first_token_at.is_some())
+    );
+}

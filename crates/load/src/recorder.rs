@@ -1,0 +1,417 @@
+//! The recorder: writes `run`, `span`, `sample` and `end` records as JSON Lines on
+//! its own thread through a `BufWriter`, counting tokens of replies without `usage`
+//! there (off the hot path). It flushes at least every [`FLUSH_EVERY`] while records
+//! arrive, so a killed run keeps every span released more than a second before.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use tpscope_model::{EndRecord, Record, RunRecord, SampleRecord, Span, Status, Timestamp};
+use tpscope_tokens::Tokenizer;
+
+use crate::assemble::{ToCount, apply_counts};
+use crate::live::LiveStats;
+
+/// The longest records wait in the buffer before being flushed to the file.
+pub const FLUSH_EVERY: Duration = Duration::from_millis(200);
+
+enum Msg {
+    Run(Box<RunRecord>),
+    Span(Box<Span>, ToCount),
+    Sample(SampleRecord),
+    End { run_id: String, ended_at: Timestamp },
+    Sync(mpsc::Sender<()>),
+    Close,
+}
+
+/// Counts the writer kept for one run (they go into its `end` record).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunCounts {
+    /// Span records written.
+    pub spans: u64,
+    /// Of which ok.
+    pub ok: u64,
+    /// Of which error.
+    pub error: u64,
+    /// Of which cancelled.
+    pub cancelled: u64,
+    /// Sample records written.
+    pub samples: u64,
+}
+
+/// A handle to send records to the writer thread; cheap to clone.
+#[derive(Clone)]
+pub struct RecorderTx {
+    tx: mpsc::Sender<Msg>,
+}
+
+impl RecorderTx {
+    /// Writes a run's first record.
+    pub fn run(&self, r: RunRecord) {
+        let _ = self.tx.send(Msg::Run(Box::new(r)));
+    }
+
+    /// Writes a finished span, after counting the texts in `to_count`.
+    pub fn span(&self, s: Span, to_count: ToCount) {
+        let _ = self.tx.send(Msg::Span(Box::new(s), to_count));
+    }
+
+    /// Writes a sample.
+    pub fn sample(&self, s: SampleRecord) {
+        let _ = self.tx.send(Msg::Sample(s));
+    }
+
+    /// Writes a run's `end` record with the counts of what was written for it.
+    pub fn end(&self, run_id: &str, ended_at: Timestamp) {
+        let _ = self.tx.send(Msg::End {
+            run_id: run_id.to_string(),
+            ended_at,
+        });
+    }
+
+    /// Waits until everything sent so far is written and flushed.
+    pub fn sync(&self) {
+        let (tx, rx) = mpsc::channel();
+        if self.tx.send(Msg::Sync(tx)).is_ok() {
+            let _ = rx.recv();
+        }
+    }
+}
+
+/// The writer thread and its channel.
+pub struct Recorder {
+    tx: RecorderTx,
+    handle: Option<JoinHandle<io::Result<HashMap<String, RunCounts>>>>,
+}
+
+impl Recorder {
+    /// Creates (truncates) `path` and starts writing to it.
+    pub fn create(
+        path: &Path,
+        tokenizer: Tokenizer,
+        live: Option<Arc<LiveStats>>,
+    ) -> io::Result<Recorder> {
+        let file = File::create(path)?;
+        Ok(Recorder::to_writer(file, tokenizer, live))
+    }
+
+    /// Starts writing to any writer.
+    pub fn to_writer<W: Write + Send + 'static>(
+        w: W,
+        tokenizer: Tokenizer,
+        live: Option<Arc<LiveStats>>,
+    ) -> Recorder {
+        let (tx, rx) = mpsc::channel();
+        let handle = std::thread::Builder::new()
+            .name("tpscope-recorder".into())
+            .spawn(move || {
+                writer_loop(BufWriter::with_capacity(256 * 1024, w), rx, tokenizer, live)
+            })
+            .expect("spawn the recorder thread");
+        Recorder {
+            tx: RecorderTx { tx },
+            handle: Some(handle),
+        }
+    }
+
+    /// A handle for sending records.
+    pub fn sender(&self) -> RecorderTx {
+        self.tx.clone()
+    }
+
+    /// Writes everything sent so far, flushes, stops the thread, and returns the
+    /// counts per run (or the first write error).
+    pub fn finish(mut self) -> io::Result<HashMap<String, RunCounts>> {
+        let _ = self.tx.tx.send(Msg::Close);
+        match self.handle.take().map(JoinHandle::join) {
+            Some(Ok(r)) => r,
+            Some(Err(_)) => Err(io::Error::other("the recorder thread panicked")),
+            None => Ok(HashMap::new()),
+        }
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        if let Some(h) = self.handle.take() {
+            let _ = self.tx.tx.send(Msg::Close);
+            let _ = h.join();
+        }
+    }
+}
+
+fn write_record<W: Write>(w: &mut W, r: &Record) -> io::Result<()> {
+    serde_json::to_writer(&mut *w, r).map_err(io::Error::other)?;
+    w.write_all(b"\n")
+}
+
+fn writer_loop<W: Write>(
+    mut w: BufWriter<W>,
+    rx: mpsc::Receiver<Msg>,
+    tokenizer: Tokenizer,
+    live: Option<Arc<LiveStats>>,
+) -> io::Result<HashMap<String, RunCounts>> {
+    let mut counts: HashMap<String, RunCounts> = HashMap::new();
+    let mut error: Option<io::Error> = None;
+    let mut last_flush = Instant::now();
+    let mut dirty = false;
+    let mut since_check = 0u32;
+    loop {
+        let msg = match rx.recv_timeout(FLUSH_EVERY / 2) {
+            Ok(m) => m,
+            Err(RecvTimeoutError::Timeout) => {
+                if dirty && error.is_none() {
+                    if let Err(e) = w.flush() {
+                        error = Some(e);
+                    }
+                    dirty = false;
+                    last_flush = Instant::now();
+                }
+                continue;
+            }
+            Err(RecvTimeoutError::Disconnected) => break,
+        };
+        let record = match msg {
+            Msg::Close => break,
+            Msg::Sync(ack) => {
+                if error.is_none()
+                    && let Err(e) = w.flush()
+                {
+                    error = Some(e);
+                }
+                dirty = false;
+                last_flush = Instant::now();
+                let _ = ack.send(());
+                continue;
+            }
+            Msg::Run(r) => {
+                counts.entry(r.run_id.clone()).or_default();
+                Record::Run(*r)
+            }
+            Msg::Span(mut s, to_count) => {
+                if !to_count.is_empty() {
+                    let before = s.output_tokens;
+                    let n: Vec<(usize, u64)> = to_count
+                        .attempts
+                        .iter()
+                        .map(|(i, text)| (*i, tokenizer.count(text) as u64))
+                        .collect();
+                    apply_counts(&mut s, &n, to_count.span_from_final);
+                    if let Some(live) = &live
+                        && s.status == Status::Ok
+                    {
+                        // The executor counted the provisional (chunk) figure.
+                        let after = s.output_tokens;
+                        let _ = live.tokens.fetch_update(Relaxed, Relaxed, |v| {
+                            Some(v.saturating_sub(before).saturating_add(after))
+                        });
+                    }
+                }
+                let c = counts.entry(s.run_id.clone()).or_default();
+                c.spans += 1;
+                match s.status {
+                    Status::Ok => c.ok += 1,
+                    Status::Error => c.error += 1,
+                    Status::Cancelled => c.cancelled += 1,
+                }
+                Record::Span(*s)
+            }
+            Msg::Sample(s) => {
+                counts.entry(s.run_id.clone()).or_default().samples += 1;
+                Record::Sample(s)
+            }
+            Msg::End { run_id, ended_at } => {
+                let c = counts.get(&run_id).copied().unwrap_or_default();
+                Record::End(EndRecord {
+                    run_id,
+                    ended_at,
+                    spans: c.spans,
+                    ok: c.ok,
+                    error: c.error,
+                    cancelled: c.cancelled,
+                    samples: c.samples,
+                })
+            }
+        };
+        if error.is_none() {
+            if let Err(e) = write_record(&mut w, &record) {
+                error = Some(e);
+            }
+            dirty = true;
+        }
+        since_check += 1;
+        if since_check >= 64 || matches!(record, Record::End(_)) {
+            since_check = 0;
+            if dirty
+                && error.is_none()
+                && (last_flush.elapsed() >= FLUSH_EVERY || matches!(record, Record::End(_)))
+            {
+                if let Err(e) = w.flush() {
+                    error = Some(e);
+                }
+                dirty = false;
+                last_flush = Instant::now();
+            }
+        }
+    }
+    if error.is_none()
+        && let Err(e) = w.flush()
+    {
+        error = Some(e);
+    }
+    match error {
+        Some(e) => Err(e),
+        None => Ok(counts),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+    use tpscope_model::{Cause, SpanError, TokenSource};
+
+    /// A writer whose bytes can be read while the recorder still holds it.
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+    impl Write for Shared {
+        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn t(ms: i64) -> Timestamp {
+        Timestamp::from_unix_nanos(1_800_000_000_000_000_000 + ms * 1_000_000)
+    }
+
+    fn span(id: u64, status: Status) -> Span {
+        Span {
+            run_id: "r1".into(),
+            span_id: id.to_string(),
+            request_id: None,
+            status,
+            queued_at: t(0),
+            admitted_at: Some(t(1)),
+            first_token_at: None,
+            last_token_at: None,
+            released_at: t(5),
+            output_tokens: 0,
+            input_tokens: None,
+            token_source: Some(TokenSource::Chunks),
+            retry_count: 0,
+            retry_causes: vec![],
+            attempts: vec![],
+            error: (status != Status::Ok).then(|| SpanError {
+                cause: Cause::Http5xx,
+                message: "x".into(),
+            }),
+            chunks: None,
+        }
+    }
+
+    fn lines(buf: &Shared) -> Vec<Record> {
+        String::from_utf8(buf.0.lock().unwrap().clone())
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn writes_every_record_with_end_counts() {
+        let buf = Shared::default();
+        let rec = Recorder::to_writer(buf.clone(), Tokenizer::O200kBase, None);
+        let tx = rec.sender();
+        tx.run(RunRecord {
+            run_id: "r1".into(),
+            schema: tpscope_model::SCHEMA.into(),
+            tool: "t".into(),
+            started_at: t(0),
+            target: Default::default(),
+            cap: Some(2),
+            token_source: None,
+            tokenizer: None,
+            sample_interval: None,
+            load: serde_json::Value::Null,
+            labels: Default::default(),
+        });
+        tx.span(span(1, Status::Ok), ToCount::default());
+        tx.span(span(2, Status::Error), ToCount::default());
+        tx.sample(SampleRecord {
+            run_id: "r1".into(),
+            at: t(3),
+            in_flight: 1,
+            queue_depth: 0,
+            cap: Some(2),
+        });
+        tx.end("r1", t(9));
+        rec.finish().unwrap();
+        let recs = lines(&buf);
+        assert_eq!(recs.len(), 5);
+        let Record::End(e) = &recs[4] else {
+            panic!("end last")
+        };
+        assert_eq!(
+            (e.spans, e.ok, e.error, e.cancelled, e.samples),
+            (2, 1, 1, 0, 1)
+        );
+    }
+
+    #[test]
+    fn spans_are_on_disk_soon_after_release_without_closing() {
+        let buf = Shared::default();
+        let rec = Recorder::to_writer(buf.clone(), Tokenizer::O200kBase, None);
+        rec.sender().span(span(1, Status::Ok), ToCount::default());
+        // No sync, no close: the periodic flush must get it out within a second.
+        let deadline = Instant::now() + Duration::from_secs(1);
+        while lines(&buf).is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(lines(&buf).len(), 1);
+        drop(rec);
+    }
+
+    #[test]
+    fn replies_without_usage_are_counted_by_the_tokenizer_on_the_writer() {
+        let buf = Shared::default();
+        let rec = Recorder::to_writer(buf.clone(), Tokenizer::O200kBase, None);
+        let mut s = span(1, Status::Ok);
+        s.token_source = Some(TokenSource::Tokenizer("o200k_base".into()));
+        s.attempts.push(tpscope_model::Attempt {
+            started_at: t(1),
+            first_byte_at: None,
+            first_token_at: None,
+            ended_at: t(4),
+            http_status: Some(200),
+            cause: None,
+            tokens: 2,
+            connection_reused: None,
+            connect_time: None,
+            backoff: None,
+        });
+        s.output_tokens = 2;
+        rec.sender().span(
+            s,
+            ToCount {
+                attempts: vec![(0, "Hello, world!".into())],
+                span_from_final: true,
+            },
+        );
+        rec.finish().unwrap();
+        let Record::Span(s) = &lines(&buf)[0] else {
+            panic!()
+        };
+        assert_eq!((s.output_tokens, s.attempts[0].tokens), (4, 4));
+    }
+}
