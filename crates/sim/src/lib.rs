@@ -1,1 +1,254 @@
-//! placeholder
+//! `tpscope-sim`: a simulated continuous-batching inference server with an
+//! OpenAI-compatible API (DESIGN.md §10). [`start`] serves it on a socket and
+//! returns a [`SimHandle`]; [`SimConfig`] holds every knob.
+//!
+//! The engine ([`engine`]) and the step-time model ([`roofline`]) are pure; the
+//! HTTP layer and the engine thread are the only parts that do I/O.
+
+pub mod config;
+pub mod draws;
+mod driver;
+pub mod engine;
+mod metrics;
+pub mod roofline;
+mod server;
+mod stream;
+mod truth;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::Duration;
+
+pub use config::{
+    BLOCK_SIZE, Faults, GpuSpec, ModelSpec, OutputLen, SimConfig, SimOverrides, Speed,
+    parse_duration,
+};
+pub use draws::Fault;
+pub use metrics::StepLateness;
+pub use roofline::{Roofline, explain, explain_config};
+
+use metrics::{Lateness, Metrics};
+use server::{App, Cmd};
+use stream::lock;
+use tpscope_model::RunClock;
+use truth::TruthLog;
+
+/// Errors of the simulator library.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// A configuration value is out of range or inconsistent.
+    #[error("invalid {flag} (config key `{field}`): {message}")]
+    Config {
+        /// The TOML key (`max_num_seqs`).
+        field: String,
+        /// The command-line flag (`--max-num-seqs`).
+        flag: String,
+        /// What was wrong and what was expected.
+        message: String,
+    },
+    /// A TOML configuration file does not parse.
+    #[error("config file {}: {message}", path.display())]
+    ConfigFile {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message (with line and column).
+        message: String,
+    },
+    /// Binding the listening socket failed.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// Another I/O failure (truth log, threads).
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The engine or a helper thread failed.
+    #[error("simulator engine: {0}")]
+    Engine(String),
+}
+
+/// A running simulator. Stop it with [`SimHandle::shutdown`] (dropping it also stops
+/// serving, without waiting and without flushing the truth log).
+pub struct SimHandle {
+    addr: SocketAddr,
+    app: Arc<App>,
+    lateness: Arc<Mutex<Lateness>>,
+    stop_server: Option<tokio::sync::oneshot::Sender<()>>,
+    server: Option<tokio::task::JoinHandle<()>>,
+    engine: Option<std::thread::JoinHandle<()>>,
+    truth: Option<TruthLog>,
+}
+
+/// Starts the simulator on `addr` (port 0 picks a free port): validates the
+/// configuration, loads the tokenizer, opens the truth log, starts the engine
+/// thread and serves HTTP on the current Tokio runtime.
+pub async fn start(config: SimConfig, addr: SocketAddr) -> Result<SimHandle, SimError> {
+    config.validate()?;
+    let tok = config.tokenizer;
+    tokio::task::spawn_blocking(move || tok.warm())
+        .await
+        .map_err(|e| SimError::Engine(format!("loading the tokenizer failed: {e}")))?;
+    let truth = match &config.truth_log {
+        Some(p) => Some(TruthLog::create(p)?),
+        None => None,
+    };
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| SimError::Bind { addr, source })?;
+    let local = listener
+        .local_addr()
+        .map_err(|source| SimError::Bind { addr, source })?;
+
+    let metrics = Arc::new(Mutex::new(Metrics::new()));
+    let lateness = Arc::new(Mutex::new(Lateness::new()));
+    let (tx, rx) = mpsc::channel();
+    let driver = driver::Driver::new(&config, rx, metrics.clone(), lateness.clone());
+    let engine = std::thread::Builder::new()
+        .name("tpscope-sim-engine".into())
+        .spawn(move || driver.run())
+        .map_err(|source| SimError::Io {
+            what: "starting the engine thread".into(),
+            source,
+        })?;
+
+    let model_name = config.model_name();
+    let model_json = serde_json::to_string(&model_name).unwrap_or_else(|_| "\"sim\"".into());
+    let clock = RunClock::start();
+    let created = clock.anchor_wall().unix_nanos().max(0) as u64 / 1_000_000_000;
+    let app = Arc::new(App {
+        config,
+        model_name,
+        model_json,
+        clock,
+        created,
+        next_index: AtomicU64::new(0),
+        engine: Mutex::new(Some(tx)),
+        metrics,
+        truth: Mutex::new(truth.as_ref().map(TruthLog::sender)),
+    });
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let router = server::router(app.clone());
+    let server = tokio::spawn(async move {
+        let _ = axum::serve(listener, router)
+            .with_graceful_shutdown(async move {
+                let _ = stop_rx.await;
+            })
+            .await;
+    });
+    Ok(SimHandle {
+        addr: local,
+        app,
+        lateness,
+        stop_server: Some(stop_tx),
+        server: Some(server),
+        engine: Some(engine),
+        truth,
+    })
+}
+
+impl SimHandle {
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The OpenAI base URL, e.g. `http://127.0.0.1:8000/v1`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// The one model `/v1/models` lists and requests must name.
+    pub fn model_name(&self) -> &str {
+        &self.app.model_name
+    }
+
+    /// The configuration it runs with.
+    pub fn config(&self) -> &SimConfig {
+        &self.app.config
+    }
+
+    /// How late the engine woke for its step deadlines so far.
+    pub fn step_lateness(&self) -> StepLateness {
+        lock(&self.lateness).summary()
+    }
+
+    /// Stops serving: no new connections, every unfinished response ends (streams
+    /// are cut), the engine thread stops, and the truth log is flushed and closed.
+    pub async fn shutdown(mut self) -> Result<(), SimError> {
+        if let Some(tx) = self.stop_server.take() {
+            let _ = tx.send(());
+        }
+        self.app.send(Cmd::Shutdown);
+        let engine = self.engine.take();
+        let joined = tokio::task::spawn_blocking(move || engine.map(|e| e.join()))
+            .await
+            .map_err(|e| SimError::Engine(format!("waiting for the engine: {e}")))?;
+        if let Some(Err(_)) = joined {
+            return Err(SimError::Engine("the engine thread panicked".into()));
+        }
+        if let Some(mut server) = self.server.take() {
+            // Aborted responses end at once; give connections a moment to close.
+            if tokio::time::timeout(Duration::from_secs(5), &mut server)
+                .await
+                .is_err()
+            {
+                server.abort();
+            }
+        }
+        lock(&self.app.engine).take();
+        lock(&self.app.truth).take();
+        if let Some(t) = self.truth.take() {
+            tokio::task::spawn_blocking(move || t.finish())
+                .await
+                .map_err(|e| SimError::Engine(format!("waiting for the truth log: {e}")))??;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for SimHandle {
+    fn drop(&mut self) {
+        if let Some(tx) = self.stop_server.take() {
+            let _ = tx.send(());
+        }
+        self.app.send(Cmd::Shutdown);
+        if let Some(s) = self.server.take() {
+            s.abort();
+        }
+    }
+}
+
+/// Raises the soft open-files limit to the hard limit (each connection is a file
+/// descriptor; 1,000 concurrent streams need more than the usual 1,024). Returns
+/// the new soft limit.
+pub fn raise_nofile_limit() -> std::io::Result<u64> {
+    // SAFETY: getrlimit/setrlimit only read/write the struct we pass.
+    unsafe {
+        let mut r = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if r.rlim_cur < r.rlim_max {
+            r.rlim_cur = r.rlim_max;
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &r) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        // rlim_t is u64 on 64-bit Linux but not everywhere.
+        #[allow(clippy::unnecessary_cast)]
+        Ok(r.rlim_cur as u64)
+    }
+}

@@ -1,0 +1,296 @@
+//! The connector under the pooled hyper client: opens TCP (and TLS with ALPN) and
+//! tags every connection with its id and connect time, so that each attempt can
+//! tell whether it ran on a fresh or a reused connection (ECOSYSTEM §7.3: connector
+//! calls are not attempts, because a pooled connection may win the race against a
+//! connect started for the same request).
+
+use std::future::Future;
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use hyper::Uri;
+use hyper::rt::{Read, ReadBufCursor, Write};
+use hyper_util::client::legacy::connect::{Connected, Connection};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+
+/// Facts about one connection, shared by every response that runs on it.
+#[derive(Debug)]
+pub(crate) struct ConnInfo {
+    /// Sequence number of the connection within its client (from 1).
+    pub id: u64,
+    /// When the connector started opening it.
+    pub opened_at: Instant,
+    /// DNS + TCP (+ TLS) time.
+    pub connect_time: Duration,
+    /// Set by the first response that runs on the connection.
+    claimed: AtomicBool,
+}
+
+impl ConnInfo {
+    /// Marks the connection used; returns whether it had been used before.
+    pub fn claim(&self) -> bool {
+        self.claimed.swap(true, Ordering::AcqRel)
+    }
+}
+
+/// The tag hyper-util copies into the extensions of every response
+/// (`Connected::extra`).
+#[derive(Clone, Debug)]
+pub(crate) struct ConnTag(pub Arc<ConnInfo>);
+
+/// Why a connection could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ConnectError {
+    /// The connect timeout passed.
+    #[error("connecting took longer than {0:?}")]
+    Timeout(Duration),
+    /// The URL cannot be connected to (unsupported scheme, no host).
+    #[error("{0}")]
+    BadTarget(String),
+    /// DNS or TCP failed (refused, unreachable, …).
+    #[error("{0}")]
+    Io(String),
+    /// The TLS handshake failed.
+    #[error("TLS handshake failed: {0}")]
+    Tls(String),
+}
+
+struct Inner {
+    tls: Option<tokio_rustls::TlsConnector>,
+    connect_timeout: Option<Duration>,
+    nodelay: bool,
+    next_id: AtomicU64,
+}
+
+/// A `tower::Service<Uri>` that opens tagged connections.
+#[derive(Clone)]
+pub(crate) struct Connector {
+    inner: Arc<Inner>,
+}
+
+impl Connector {
+    pub fn new(
+        tls: Option<Arc<rustls::ClientConfig>>,
+        connect_timeout: Option<Duration>,
+        nodelay: bool,
+    ) -> Self {
+        Connector {
+            inner: Arc::new(Inner {
+                tls: tls.map(tokio_rustls::TlsConnector::from),
+                connect_timeout,
+                nodelay,
+                next_id: AtomicU64::new(1),
+            }),
+        }
+    }
+}
+
+impl tower_service::Service<Uri> for Connector {
+    type Response = Conn;
+    type Error = ConnectError;
+    type Future = Pin<Box<dyn Future<Output = Result<Conn, ConnectError>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), ConnectError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, uri: Uri) -> Self::Future {
+        let inner = self.inner.clone();
+        Box::pin(async move {
+            let opened_at = Instant::now();
+            let open = open(&inner, &uri);
+            let (io, h2) = match inner.connect_timeout {
+                Some(limit) => tokio::time::timeout(limit, open)
+                    .await
+                    .map_err(|_| ConnectError::Timeout(limit))??,
+                None => open.await?,
+            };
+            let info = ConnInfo {
+                id: inner.next_id.fetch_add(1, Ordering::Relaxed),
+                opened_at,
+                connect_time: opened_at.elapsed(),
+                claimed: AtomicBool::new(false),
+            };
+            Ok(Conn {
+                io,
+                h2,
+                tag: ConnTag(Arc::new(info)),
+            })
+        })
+    }
+}
+
+async fn open(inner: &Inner, uri: &Uri) -> Result<(Io, bool), ConnectError> {
+    let tls = match uri.scheme_str() {
+        Some("http") => false,
+        Some("https") => true,
+        other => {
+            return Err(ConnectError::BadTarget(format!(
+                "unsupported URL scheme {other:?}"
+            )));
+        }
+    };
+    let host = uri
+        .host()
+        .ok_or_else(|| ConnectError::BadTarget("the URL has no host".into()))?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
+    let tcp = tcp_connect(host, port).await?;
+    if inner.nodelay {
+        // Not fatal: the stream still works with Nagle on.
+        let _ = tcp.set_nodelay(true);
+    }
+    if !tls {
+        return Ok((Io::Plain(TokioIo::new(tcp)), false));
+    }
+    let Some(connector) = &inner.tls else {
+        return Err(ConnectError::BadTarget(
+            "https URL but TLS is not set up".into(),
+        ));
+    };
+    let name = rustls::pki_types::ServerName::try_from(host.to_string())
+        .map_err(|e| ConnectError::BadTarget(format!("invalid TLS server name `{host}`: {e}")))?;
+    let stream = connector
+        .connect(name, tcp)
+        .await
+        .map_err(|e| ConnectError::Tls(e.to_string()))?;
+    let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
+    Ok((Io::Tls(Box::new(TokioIo::new(stream))), h2))
+}
+
+async fn tcp_connect(host: &str, port: u16) -> Result<TcpStream, ConnectError> {
+    if let Ok(ip) = host.parse::<IpAddr>() {
+        return TcpStream::connect(SocketAddr::new(ip, port))
+            .await
+            .map_err(|e| io_error(&e, host, port));
+    }
+    let addrs = tokio::net::lookup_host((host, port))
+        .await
+        .map_err(|e| ConnectError::Io(format!("cannot resolve `{host}`: {e}")))?;
+    let mut last = None;
+    for addr in addrs {
+        match TcpStream::connect(addr).await {
+            Ok(s) => return Ok(s),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(match last {
+        Some(e) => io_error(&e, host, port),
+        None => ConnectError::Io(format!("`{host}` resolved to no address")),
+    })
+}
+
+fn io_error(e: &io::Error, host: &str, port: u16) -> ConnectError {
+    ConnectError::Io(format!("cannot connect to {host}:{port}: {e}"))
+}
+
+enum Io {
+    Plain(TokioIo<TcpStream>),
+    Tls(Box<TokioIo<tokio_rustls::client::TlsStream<TcpStream>>>),
+}
+
+/// One open connection (plain or TLS) with its tag.
+pub(crate) struct Conn {
+    io: Io,
+    h2: bool,
+    tag: ConnTag,
+}
+
+impl Connection for Conn {
+    fn connected(&self) -> Connected {
+        let c = Connected::new().extra(self.tag.clone());
+        if self.h2 { c.negotiated_h2() } else { c }
+    }
+}
+
+impl Read for Conn {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: ReadBufCursor<'_>,
+    ) -> Poll<io::Result<()>> {
+        match &mut self.get_mut().io {
+            Io::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl Write for Conn {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match &mut self.get_mut().io {
+            Io::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match &mut self.get_mut().io {
+            Io::Plain(s) => Pin::new(s).poll_flush(cx),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match &mut self.get_mut().io {
+            Io::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match &self.io {
+            Io::Plain(s) => s.is_write_vectored(),
+            Io::Tls(s) => s.is_write_vectored(),
+        }
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match &mut self.get_mut().io {
+            Io::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
+        }
+    }
+}
+
+/// Builds the rustls configuration: Web PKI roots plus `extra_roots`, ring crypto,
+/// ALPN `h2` (when `http2`) and `http/1.1`.
+pub(crate) fn tls_config(
+    http2: bool,
+    extra_roots: &[Vec<u8>],
+) -> Result<Arc<rustls::ClientConfig>, String> {
+    let mut roots = rustls::RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    };
+    for (i, der) in extra_roots.iter().enumerate() {
+        roots
+            .add(rustls::pki_types::CertificateDer::from(der.clone()))
+            .map_err(|e| format!("extra root certificate #{}: {e}", i + 1))?;
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = if http2 {
+        vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+    } else {
+        vec![b"http/1.1".to_vec()]
+    };
+    Ok(Arc::new(config))
+}

@@ -1,0 +1,514 @@
+//! Response bodies: the hand-off between the engine thread and a connection
+//! ([`SeqShared`]), the SSE body that formats one chunk per token from pre-built
+//! byte prefixes (no per-token allocation or serde), fault injection on the way out
+//! (cut, stall, malformed event, slow first token), and ground-truth stamps taken
+//! when a frame is handed to the socket writer.
+
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+use std::time::Instant;
+
+use bytes::{Bytes, BytesMut};
+use http_body::{Body, Frame, SizeHint};
+use tokio::time::Sleep;
+
+use crate::draws::Fault;
+use crate::server::{App, Cmd};
+use crate::truth::TruthRecord;
+
+/// How long a cut waits after its last frame before closing the connection, so
+/// the writer flushes what was sent (an error from the body discards unflushed
+/// bytes).
+const CUT_FLUSH: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// Most tokens formatted into one frame, so a far-behind stream still yields to
+/// the writer regularly (about 170 bytes per token).
+const MAX_FRAME_TOKENS: u32 = 128;
+
+/// How a sequence left the engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Done {
+    /// All its tokens were generated.
+    Finished,
+    /// The engine stopped (shutdown) before it finished.
+    Aborted,
+}
+
+/// Progress of one sequence, written by the engine thread and read by the
+/// connection task.
+#[derive(Debug, Default)]
+pub(crate) struct Progress {
+    pub produced: u32,
+    pub done: Option<Done>,
+    pub waker: Option<Waker>,
+}
+
+/// The engine-to-connection hand-off of one sequence.
+#[derive(Debug, Default)]
+pub(crate) struct SeqShared {
+    pub progress: Mutex<Progress>,
+}
+
+impl SeqShared {
+    /// Records the `count`-th token (and completion) and wakes the reader if it
+    /// is waiting. The waker is taken, so a burst of tokens wakes it once.
+    pub(crate) fn token(&self, count: u32, finished: bool) {
+        let waker = {
+            let mut p = lock(&self.progress);
+            p.produced = count;
+            if finished {
+                p.done = Some(Done::Finished);
+            }
+            p.waker.take()
+        };
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+
+    /// Marks the sequence aborted and wakes the reader.
+    pub(crate) fn abort(&self) {
+        let waker = {
+            let mut p = lock(&self.progress);
+            p.done.get_or_insert(Done::Aborted);
+            p.waker.take()
+        };
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+
+    /// The progress now, registering `cx`'s waker when nothing new is there.
+    fn poll_progress(&self, seen: u32, cx: &mut Context<'_>) -> Poll<(u32, Option<Done>)> {
+        let mut p = lock(&self.progress);
+        if p.produced == seen && p.done.is_none() {
+            match &p.waker {
+                Some(w) if w.will_wake(cx.waker()) => {}
+                _ => p.waker = Some(cx.waker().clone()),
+            }
+            return Poll::Pending;
+        }
+        Poll::Ready((p.produced, p.done))
+    }
+}
+
+/// Waits until the sequence is done; yields (tokens produced, how it ended).
+pub(crate) struct WaitDone<'a>(pub &'a SeqShared);
+
+impl Future for WaitDone<'_> {
+    type Output = (u32, Done);
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut p = lock(&self.0.progress);
+        match p.done {
+            Some(d) => Poll::Ready((p.produced, d)),
+            None => {
+                match &p.waker {
+                    Some(w) if w.will_wake(cx.waker()) => {}
+                    _ => p.waker = Some(cx.waker().clone()),
+                }
+                Poll::Pending
+            }
+        }
+    }
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic while holding these locks leaves plain counters behind: still usable.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The two OpenAI endpoints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Endpoint {
+    Chat,
+    Completions,
+}
+
+impl Endpoint {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Endpoint::Chat => "chat",
+            Endpoint::Completions => "completions",
+        }
+    }
+}
+
+/// Pre-formatted pieces of one request's SSE chunks.
+pub(crate) struct ChunkFmt {
+    endpoint: Endpoint,
+    /// `data: {"id":…,"object":…,"created":…,"model":…,"choices":[`
+    head: Box<[u8]>,
+    /// `head` + the opening of a token's content string.
+    tok_pre: Box<[u8]>,
+    /// Closes a token chunk (with `,"usage":null` when usage was asked for).
+    tok_post: &'static [u8],
+    usage_null: bool,
+}
+
+impl ChunkFmt {
+    pub(crate) fn new(
+        endpoint: Endpoint,
+        id: &str,
+        created: u64,
+        model_json: &str,
+        include_usage: bool,
+    ) -> Self {
+        let object = match endpoint {
+            Endpoint::Chat => "chat.completion.chunk",
+            Endpoint::Completions => "text_completion",
+        };
+        let head = format!(
+            "data: {{\"id\":\"{id}\",\"object\":\"{object}\",\"created\":{created},\"model\":{model_json},\"choices\":["
+        );
+        let open: &str = match endpoint {
+            Endpoint::Chat => "{\"index\":0,\"delta\":{\"content\":\"",
+            Endpoint::Completions => "{\"index\":0,\"text\":\"",
+        };
+        let tok_post: &'static [u8] = match (endpoint, include_usage) {
+            (Endpoint::Chat, false) => b"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n",
+            (Endpoint::Chat, true) => {
+                b"\"},\"logprobs\":null,\"finish_reason\":null}],\"usage\":null}\n\n"
+            }
+            (Endpoint::Completions, false) => b"\",\"logprobs\":null,\"finish_reason\":null}]}\n\n",
+            (Endpoint::Completions, true) => {
+                b"\",\"logprobs\":null,\"finish_reason\":null}],\"usage\":null}\n\n"
+            }
+        };
+        ChunkFmt {
+            endpoint,
+            tok_pre: format!("{head}{open}").into_bytes().into_boxed_slice(),
+            head: head.into_bytes().into_boxed_slice(),
+            tok_post,
+            usage_null: include_usage,
+        }
+    }
+
+    fn usage_tail(&self) -> &'static [u8] {
+        if self.usage_null {
+            b",\"usage\":null}\n\n"
+        } else {
+            b"}\n\n"
+        }
+    }
+
+    /// The chat role chunk (`delta: {role, content: ""}`), which carries no token.
+    fn role(&self, buf: &mut BytesMut) {
+        if self.endpoint == Endpoint::Chat {
+            buf.extend_from_slice(&self.head);
+            buf.extend_from_slice(
+                b"{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}]",
+            );
+            buf.extend_from_slice(self.usage_tail());
+        }
+    }
+
+    /// One token chunk; `word` is plain ASCII letters, so it needs no escaping.
+    #[inline]
+    fn token(&self, buf: &mut BytesMut, word: &str) {
+        buf.extend_from_slice(&self.tok_pre);
+        buf.extend_from_slice(b" ");
+        buf.extend_from_slice(word.as_bytes());
+        buf.extend_from_slice(self.tok_post);
+    }
+
+    /// The last choice chunk: empty content and the finish reason.
+    fn finish(&self, buf: &mut BytesMut, reason: &str) {
+        buf.extend_from_slice(&self.head);
+        match self.endpoint {
+            Endpoint::Chat => buf.extend_from_slice(
+                b"{\"index\":0,\"delta\":{},\"logprobs\":null,\"finish_reason\":\"",
+            ),
+            Endpoint::Completions => buf.extend_from_slice(
+                b"{\"index\":0,\"text\":\"\",\"logprobs\":null,\"finish_reason\":\"",
+            ),
+        }
+        buf.extend_from_slice(reason.as_bytes());
+        buf.extend_from_slice(b"\"}]");
+        buf.extend_from_slice(self.usage_tail());
+    }
+
+    /// The usage chunk (`choices: []`), sent only when usage was asked for.
+    fn usage(&self, buf: &mut BytesMut, prompt: u32, completion: u32) {
+        buf.extend_from_slice(&self.head);
+        let total = u64::from(prompt) + u64::from(completion);
+        buf.extend_from_slice(
+            format!(
+                "],\"usage\":{{\"prompt_tokens\":{prompt},\"completion_tokens\":{completion},\"total_tokens\":{total}}}}}\n\n"
+            )
+            .as_bytes(),
+        );
+    }
+
+    /// A `data:` event that is not JSON (a chunk cut short).
+    fn malformed(&self, buf: &mut BytesMut) {
+        buf.extend_from_slice(&self.tok_pre);
+        buf.extend_from_slice(b"\n\n");
+    }
+}
+
+/// Why a body ended early.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum BodyError {
+    /// A cut fault: the connection is closed mid-response.
+    #[error("simulated fault: response cut")]
+    Cut,
+    /// The simulator is shutting down.
+    #[error("simulator shutting down")]
+    Aborted,
+}
+
+/// The parts of a request the bodies need.
+pub(crate) struct Delivery {
+    pub app: Arc<App>,
+    pub shared: Arc<SeqShared>,
+    pub index: u64,
+    pub word_seed: u64,
+    /// Tokens the engine will generate.
+    pub target: u32,
+    pub finish_reason: &'static str,
+    pub prompt_tokens: u32,
+    pub fault: Option<Fault>,
+    pub truth: TruthRecord,
+    /// Whether the engine may still hold the sequence (abort it on drop).
+    pub armed: bool,
+}
+
+impl Delivery {
+    fn stamp_tokens(&mut self, from: u32, to: u32) {
+        if to > from {
+            let now = self.app.clock.at(Instant::now());
+            if from == 0 {
+                self.truth.first_token_at = Some(now);
+            }
+            self.truth.last_token_at = Some(now);
+            self.truth.tokens = to;
+        }
+    }
+}
+
+impl Drop for Delivery {
+    fn drop(&mut self) {
+        if self.armed {
+            self.app.send(Cmd::Abort(self.index));
+        }
+        self.app.record_truth(self.truth.clone());
+    }
+}
+
+/// The streaming (SSE) body of one request.
+pub(crate) struct SseBody {
+    d: Delivery,
+    fmt: ChunkFmt,
+    include_usage: bool,
+    sent: u32,
+    /// The cut/stall/malformed/slow-first fault, until it has been applied.
+    pending: Option<Fault>,
+    sleep: Option<Pin<Box<Sleep>>>,
+    /// A cut is due once `sleep` (the flush wait) ends.
+    cutting: bool,
+    ended: bool,
+    buf: BytesMut,
+}
+
+impl SseBody {
+    pub(crate) fn new(d: Delivery, fmt: ChunkFmt, include_usage: bool) -> Self {
+        let pending = d.fault;
+        SseBody {
+            d,
+            fmt,
+            include_usage,
+            sent: 0,
+            pending,
+            sleep: None,
+            cutting: false,
+            ended: false,
+            buf: BytesMut::with_capacity(4096),
+        }
+    }
+
+    /// The token count at which the pending fault fires (never past the end).
+    fn fault_point(&self) -> Option<u32> {
+        let f = &self.d.app.config.faults;
+        let k = match self.pending? {
+            Fault::Cut => f.cut_after,
+            Fault::Stall => f.stall_after,
+            Fault::Malformed => f.malformed_after,
+            _ => return None,
+        };
+        Some(k.min(self.d.target))
+    }
+}
+
+impl Body for SseBody {
+    type Data = Bytes;
+    type Error = BodyError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        let this = self.get_mut();
+        loop {
+            if let Some(s) = this.sleep.as_mut() {
+                if s.as_mut().poll(cx).is_pending() {
+                    return Poll::Pending;
+                }
+                this.sleep = None;
+            }
+            if this.cutting {
+                this.cutting = false;
+                this.ended = true;
+                return Poll::Ready(Some(Err(BodyError::Cut)));
+            }
+            if this.ended {
+                return Poll::Ready(None);
+            }
+            let point = this.fault_point();
+            if point == Some(this.sent) {
+                let faults = &this.d.app.config.faults;
+                match this.pending.take() {
+                    Some(Fault::Cut) => {
+                        this.cutting = true;
+                        this.sleep = Some(Box::pin(tokio::time::sleep(CUT_FLUSH)));
+                        continue;
+                    }
+                    Some(Fault::Stall) => {
+                        this.sleep = Some(Box::pin(tokio::time::sleep(faults.stall_for)));
+                        continue;
+                    }
+                    Some(Fault::Malformed) => this.fmt.malformed(&mut this.buf),
+                    _ => {}
+                }
+            }
+            let (produced, done) = match this.d.shared.poll_progress(this.sent, cx) {
+                Poll::Ready(x) => x,
+                Poll::Pending if this.buf.is_empty() => return Poll::Pending,
+                // A malformed event is waiting to go out: send it now.
+                Poll::Pending => {
+                    return Poll::Ready(Some(Ok(Frame::data(this.buf.split().freeze()))));
+                }
+            };
+            if done == Some(Done::Aborted) {
+                this.ended = true;
+                return Poll::Ready(Some(Err(BodyError::Aborted)));
+            }
+            if this.sent == 0 && produced > 0 && this.pending == Some(Fault::SlowFirstToken) {
+                this.pending = None;
+                let delay = this.d.app.config.faults.slow_first_token_delay;
+                this.sleep = Some(Box::pin(tokio::time::sleep(delay)));
+                continue;
+            }
+            let mut limit = produced.min(this.sent.saturating_add(MAX_FRAME_TOKENS));
+            if let Some(p) = this.fault_point() {
+                limit = limit.min(p);
+            }
+            let from = this.sent;
+            if from == 0 && limit > 0 {
+                this.fmt.role(&mut this.buf);
+            }
+            let tok = this.d.app.config.tokenizer;
+            for i in from..limit {
+                this.fmt
+                    .token(&mut this.buf, tok.word(this.d.word_seed, u64::from(i)));
+            }
+            this.sent = limit;
+            if done == Some(Done::Finished) && limit == produced && this.pending.is_none() {
+                if from == 0 && limit == 0 {
+                    this.fmt.role(&mut this.buf);
+                }
+                this.fmt.finish(&mut this.buf, this.d.finish_reason);
+                if this.include_usage {
+                    this.fmt
+                        .usage(&mut this.buf, this.d.prompt_tokens, produced);
+                }
+                this.buf.extend_from_slice(b"data: [DONE]\n\n");
+                this.ended = true;
+                this.d.armed = false;
+                this.d.truth.finish_reason = Some(this.d.finish_reason);
+            } else if done == Some(Done::Finished) && limit == produced {
+                // Finished, but a fault is due at this point: it fires next round.
+                this.d.armed = false;
+            }
+            if this.buf.is_empty() {
+                continue;
+            }
+            this.d.stamp_tokens(from, limit);
+            return Poll::Ready(Some(Ok(Frame::data(this.buf.split().freeze()))));
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.ended && self.sleep.is_none()
+    }
+}
+
+/// A non-streaming body: one frame (whose hand-off stamps both token times), or
+/// part of one followed by an error (a cut).
+pub(crate) struct OnceBody {
+    d: Delivery,
+    data: Option<Bytes>,
+    len: u64,
+    cut: bool,
+    sleep: Option<Pin<Box<Sleep>>>,
+    tokens: u32,
+}
+
+impl OnceBody {
+    pub(crate) fn new(d: Delivery, data: Bytes, cut: bool, tokens: u32) -> Self {
+        let len = data.len() as u64;
+        let data = if cut {
+            Some(data.slice(..data.len() / 2))
+        } else {
+            Some(data)
+        };
+        OnceBody {
+            d,
+            data,
+            len,
+            cut,
+            sleep: None,
+            tokens,
+        }
+    }
+}
+
+impl Body for OnceBody {
+    type Data = Bytes;
+    type Error = BodyError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        let this = self.get_mut();
+        match this.data.take() {
+            Some(b) => {
+                if this.cut {
+                    this.sleep = Some(Box::pin(tokio::time::sleep(CUT_FLUSH)));
+                } else {
+                    this.d.stamp_tokens(0, this.tokens);
+                }
+                Poll::Ready(Some(Ok(Frame::data(b))))
+            }
+            None if this.cut => {
+                if let Some(s) = this.sleep.as_mut()
+                    && s.as_mut().poll(cx).is_pending()
+                {
+                    return Poll::Pending;
+                }
+                this.cut = false;
+                Poll::Ready(Some(Err(BodyError::Cut)))
+            }
+            None => Poll::Ready(None),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.data.is_none() && !self.cut
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact(self.len)
+    }
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Creates .venv-sdk (at the workspace root) with the official `openai` Python SDK,
+# for the SDK test of `tpscope sim`:
+#   TPSCOPE_OPENAI_PYTHON=$PWD/.venv-sdk/bin/python cargo test -p tpscope-sim -- --ignored
+# Idempotent: an existing venv with openai importable is kept.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+venv="$root/.venv-sdk"
+
+if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import openai" >/dev/null 2>&1; then
+  "$venv/bin/python" -c "import openai; print('openai', openai.__version__, 'already in $venv')"
+  exit 0
+fi
+
+if ! python3 -m venv "$venv" >/dev/null 2>&1; then
+  # Debian splits ensurepip out of the interpreter.
+  if command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+  fi
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+fi
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "openai>=1.40,<3"
+"$venv/bin/python" -c "import openai; print('openai', openai.__version__, 'installed in $venv')"
