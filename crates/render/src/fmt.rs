@@ -24,17 +24,6 @@ pub fn rate(v: f64) -> String {
     format!("{}{out}.{frac}", if v < 0.0 { "-" } else { "" })
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn rate_rounds_and_groups_thousands() {
-        assert_eq!(super::rate(2.97), "3.0");
-        assert_eq!(super::rate(1234567.25), "1,234,567.2");
-        assert_eq!(super::rate(999.96), "1,000.0");
-        assert_eq!(super::rate(0.0), "0.0");
-    }
-}
-
 /// A fraction as a percentage with two decimals.
 pub fn pct(v: f64) -> String {
     format!("{:.2} %", v * 100.0)
@@ -74,3 +63,14 @@ pub fn summary_cells<Q: Quantity>(s: &Summary<Q>, scale: f64, decimals: usize) -
 pub const SUMMARY_HEADS: [&str; 9] = [
     "count", "mean", "min", "p50", "p90", "p95", "p99", "p99.9", "max",
 ];
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn rate_rounds_and_groups_thousands() {
+        assert_eq!(super::rate(2.97), "3.0");
+        assert_eq!(super::rate(1234567.25), "1,234,567.2");
+        assert_eq!(super::rate(999.96), "1,000.0");
+        assert_eq!(super::rate(0.0), "0.0");
+    }
+}
