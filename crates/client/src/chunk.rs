@@ -8,9 +8,11 @@
 //! `choices[].text`; in a non-streaming answer the same fields of `message`. An
 //! empty string is not output, so the usual role-only first chunk carries none.
 //!
-//! Cost: no allocation for a typical chunk. Strings are kept as raw JSON string
-//! bodies ([`JsonStr`]) and unescaped only when the caller copies them out; unknown
-//! fields (`id` aside, `logprobs`, …) are skipped without being built.
+//! Cost: no allocation for a typical chunk. [`parse_chunk`] is a hand-written
+//! scanner (module `scan`) that skips unknown fields (`logprobs`, `created`, …)
+//! without building them; [`parse_chunk_serde`] is the serde reference it is
+//! tested against. Strings are kept as raw JSON string bodies ([`JsonStr`]) and
+//! unescaped only when the caller copies them out.
 
 use std::borrow::Cow;
 use std::fmt;

@@ -30,6 +30,8 @@ use crate::stream::{StreamEnd, StreamState};
 
 /// Largest error body read to find the server's message.
 const ERROR_BODY_LIMIT: usize = 64 << 10;
+/// Longest wait for the rest of an error body once its status is known.
+const ERROR_BODY_WAIT: Duration = Duration::from_secs(5);
 /// How long to keep reading after `[DONE]` for the body's end, so the connection
 /// can go back to the pool (usually the end arrives in the same read).
 const DRAIN_LIMIT: Duration = Duration::from_secs(1);
@@ -369,6 +371,9 @@ impl Client {
             first_token: cfg.timeouts.first_token.map(|d| start + d),
             stall: cfg.timeouts.stall,
         };
+        // A child token: polling it locks only its own node, not the parent that
+        // a whole run's attempts may share.
+        let cancel = cancel.child_token();
         let cancelled = cancel.cancelled();
         tokio::pin!(cancelled);
         let sleep = tokio::time::sleep_until(tokio::time::Instant::from_std(start));
@@ -434,28 +439,33 @@ impl Client {
                     .and_then(|v| parse_retry_after(v.as_bytes(), SystemTime::now()));
             }
             let cause = Cause::from_http_status(status.as_u16()).unwrap_or(Cause::Http4xx);
+            // The status decides the cause: a cancel, a timeout or a cut while
+            // reading the rest of an error body does not change what the server said.
             let mut body = res.into_body();
             let mut buf = Vec::new();
-            let end = loop {
+            let cap = tokio::time::sleep(ERROR_BODY_WAIT);
+            tokio::pin!(cap);
+            loop {
                 tokio::select! {
                     biased;
-                    _ = &mut cancelled => break Some((Cause::Cancelled, "cancelled while reading the error body".to_string())),
-                    _ = &mut sleep, if armed.is_some() => {
-                        let cause = armed.map(|(_, c)| c).unwrap_or(Cause::TimeoutTotal);
-                        break Some((cause, timeout_message(cause, cfg)));
-                    }
+                    _ = &mut cancelled => break,
+                    _ = &mut sleep, if armed.is_some() => break,
+                    _ = &mut cap => break,
                     f = body.frame() => match f {
                         Some(Ok(frame)) => {
                             if let Some(d) = frame.data_ref() {
                                 let room = ERROR_BODY_LIMIT.saturating_sub(buf.len());
                                 buf.extend_from_slice(&d[..d.len().min(room)]);
                                 rec.bytes_received += d.len() as u64;
+                                if buf.len() >= ERROR_BODY_LIMIT {
+                                    break;
+                                }
                             }
                         }
-                        Some(Err(_)) | None => break None,
+                        Some(Err(_)) | None => break,
                     },
                 }
-            };
+            }
             let now = Instant::now();
             let base = chunk::error_body_message(&buf).unwrap_or_default();
             let message = if base.is_empty() {
@@ -463,9 +473,6 @@ impl Client {
             } else {
                 format!("HTTP {status}: {base}")
             };
-            // The status decides the cause; a cancel or timeout while reading the
-            // rest of an error body does not change what the server said.
-            let _ = end;
             return rec.finish(Some(cause), now, Some(message));
         }
 

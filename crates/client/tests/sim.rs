@@ -16,12 +16,26 @@ async fn sim(faults: Faults, connection_close: bool) -> SimHandle {
         connection_close,
         ..SimConfig::default()
     };
-    tpscope_sim::start(config, "127.0.0.1:0".parse().unwrap()).await.unwrap()
+    tpscope_sim::start(config, "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap()
+}
+
+/// Stops the simulator, bounded: after a cut fault its engine thread can miss the
+/// shutdown command (`Driver::step` consumes `Shutdown` in its no-plan wait, then
+/// `Driver::run` blocks on the idle queue again; reported to the lead), and a test
+/// must not hang on that.
+async fn stop(s: SimHandle) {
+    match tokio::time::timeout(Duration::from_secs(5), s.shutdown()).await {
+        Ok(r) => r.unwrap(),
+        Err(_) => eprintln!("warning: tpscope-sim did not shut down within 5 s"),
+    }
 }
 
 fn client(sim: &SimHandle, api: Api, config: ClientConfig) -> Client {
     let mut ep = Endpoint::new(sim.base_url(), api, sim.model_name());
-    ep.extra_body.insert("ignore_eos".into(), serde_json::Value::Bool(true));
+    ep.extra_body
+        .insert("ignore_eos".into(), serde_json::Value::Bool(true));
     Client::new(ep, config).unwrap()
 }
 
@@ -30,14 +44,22 @@ async fn run(c: &Client, max_tokens: u32) -> AttemptOutcome {
         prompt: Prompt::Text("Write a long story about a lighthouse keeper.".into()),
         max_tokens: Some(max_tokens),
     };
-    c.attempt(&spec, &RunClock::start(), &CancellationToken::new()).await
+    c.attempt(&spec, &RunClock::start(), &CancellationToken::new())
+        .await
 }
 
 #[tokio::test]
 async fn tokens_agree_with_usage_and_connections_are_reused() {
     let s = sim(Faults::default(), false).await;
     for api in [Api::Chat, Api::Completions] {
-        let c = client(&s, api, ClientConfig { record_chunks: true, ..ClientConfig::default() });
+        let c = client(
+            &s,
+            api,
+            ClientConfig {
+                record_chunks: true,
+                ..ClientConfig::default()
+            },
+        );
         assert_eq!(c.list_models().await.unwrap(), [s.model_name().to_string()]);
         let first = run(&c, 40).await;
         assert!(first.is_ok(), "{api}: {first:?}");
@@ -55,28 +77,69 @@ async fn tokens_agree_with_usage_and_connections_are_reused() {
         assert_eq!(second.attempt.connection_reused, Some(true));
         assert_eq!(second.attempt.connect_time, None);
     }
-    s.shutdown().await.unwrap();
+    stop(s).await;
 }
 
 #[tokio::test]
 async fn sim_faults_map_to_causes() {
     let cases: Vec<(Faults, Cause)> = vec![
-        (Faults { p429: 1.0, retry_after: Duration::from_secs(2), ..Faults::default() }, Cause::Http429),
-        (Faults { p500: 1.0, ..Faults::default() }, Cause::Http5xx),
-        (Faults { p503: 1.0, ..Faults::default() }, Cause::Http5xx),
-        (Faults { cut: 1.0, cut_after: 3, ..Faults::default() }, Cause::Disconnect),
-        (Faults { malformed: 1.0, malformed_after: 2, ..Faults::default() }, Cause::Malformed),
         (
-            Faults { stall: 1.0, stall_after: 2, stall_for: Duration::from_secs(3), ..Faults::default() },
+            Faults {
+                p429: 1.0,
+                retry_after: Duration::from_secs(2),
+                ..Faults::default()
+            },
+            Cause::Http429,
+        ),
+        (
+            Faults {
+                p500: 1.0,
+                ..Faults::default()
+            },
+            Cause::Http5xx,
+        ),
+        (
+            Faults {
+                p503: 1.0,
+                ..Faults::default()
+            },
+            Cause::Http5xx,
+        ),
+        (
+            Faults {
+                cut: 1.0,
+                cut_after: 3,
+                ..Faults::default()
+            },
+            Cause::Disconnect,
+        ),
+        (
+            Faults {
+                malformed: 1.0,
+                malformed_after: 2,
+                ..Faults::default()
+            },
+            Cause::Malformed,
+        ),
+        (
+            Faults {
+                stall: 1.0,
+                stall_after: 2,
+                stall_for: Duration::from_secs(3),
+                ..Faults::default()
+            },
             Cause::TimeoutStall,
         ),
         (
-            Faults { slow_first_token: 1.0, slow_first_token_delay: Duration::from_secs(3), ..Faults::default() },
+            Faults {
+                slow_first_token: 1.0,
+                slow_first_token_delay: Duration::from_secs(3),
+                ..Faults::default()
+            },
             Cause::TimeoutFirstToken,
         ),
     ];
     for (faults, cause) in cases {
-        eprintln!("case {cause}");
         let s = sim(faults, false).await;
         let mut config = ClientConfig::default();
         config.timeouts.first_token = Some(Duration::from_millis(500));
@@ -92,9 +155,8 @@ async fn sim_faults_map_to_causes() {
             Cause::Malformed => assert!(o.attempt.first_token_at.is_some()),
             _ => {}
         }
-        eprintln!("shutting down");
-        s.shutdown().await.unwrap();
-        eprintln!("down");
+        drop(c);
+        stop(s).await;
     }
 }
 
@@ -108,5 +170,5 @@ async fn connection_close_makes_every_attempt_connect() {
         assert_eq!(o.attempt.connection_reused, Some(false));
         assert!(o.attempt.connect_time.is_some());
     }
-    s.shutdown().await.unwrap();
+    stop(s).await;
 }
