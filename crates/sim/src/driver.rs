@@ -143,7 +143,9 @@ impl Driver {
 
     /// Runs until shutdown (or until every sender is gone).
     pub(crate) fn run(mut self) {
-        loop {
+        // `step` may consume the shutdown command itself: check before blocking on
+        // the idle queue again, or an idle engine would wait forever.
+        while !self.shutdown {
             self.receive(self.engine.is_idle());
             if self.shutdown {
                 break;

@@ -139,6 +139,11 @@ pub async fn start(config: SimConfig, addr: SocketAddr) -> Result<SimHandle, Sim
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let router = server::router(app.clone());
     let server = tokio::spawn(async move {
+        // Nagle's algorithm would hold a small chunk until the client's delayed ACK
+        // (tens of ms), inflating every first-token time: send each frame at once.
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         let _ = axum::serve(listener, router)
             .with_graceful_shutdown(async move {
                 let _ = stop_rx.await;
