@@ -179,35 +179,6 @@ pub fn method_line(c: &Comparison) -> String {
     )
 }
 
-fn table(out: &mut String, heads: &[String], rows: &[Vec<String>]) {
-    let mut width: Vec<usize> = heads.iter().map(|h| h.chars().count()).collect();
-    for r in rows {
-        for (i, c) in r.iter().enumerate() {
-            width[i] = width[i].max(c.chars().count());
-        }
-    }
-    let line = |out: &mut String, cells: &[String]| {
-        out.push_str("  ");
-        for (i, c) in cells.iter().enumerate() {
-            let pad = width[i] - c.chars().count();
-            if i == 0 {
-                let _ = write!(out, "{c}{}", " ".repeat(pad));
-            } else {
-                let _ = write!(out, "  {}{c}", " ".repeat(pad));
-            }
-        }
-        // No trailing spaces.
-        while out.ends_with(' ') {
-            out.pop();
-        }
-        out.push('\n');
-    };
-    line(out, heads);
-    for r in rows {
-        line(out, r);
-    }
-}
-
 /// The comparison as plain terminal text (no colour codes).
 pub fn text(c: &Comparison) -> Vec<u8> {
     let mut o = String::new();
@@ -221,7 +192,7 @@ pub fn text(c: &Comparison) -> Vec<u8> {
     let _ = writeln!(o, "  candidate  {}", side_line(&c.candidate));
     o.push('\n');
     let rows: Vec<Vec<String>> = c.criteria.iter().map(criterion_cells).collect();
-    table(&mut o, &criterion_heads(c.bootstrap.level), &rows);
+    crate::fmt::text_table(&mut o, &criterion_heads(c.bootstrap.level), &rows);
     o.push('\n');
     for r in &c.criteria {
         let _ = writeln!(
@@ -237,7 +208,7 @@ pub fn text(c: &Comparison) -> Vec<u8> {
         .map(String::from)
         .to_vec();
     let rows: Vec<Vec<String>> = c.headline.iter().map(headline_cells).collect();
-    table(&mut o, &heads, &rows);
+    crate::fmt::text_table(&mut o, &heads, &rows);
     o.push('\n');
     let _ = writeln!(o, "  {}", method_line(c));
     if !c.warnings.is_empty() {
@@ -268,33 +239,7 @@ fn verdict_badge(v: Verdict) -> &'static str {
 
 /// Escapes text for a markdown table cell.
 fn md(s: &str) -> String {
-    s.replace('\\', "\\\\")
-        .replace('|', "\\|")
-        .replace('\n', " ")
-}
-
-fn md_table(out: &mut String, heads: &[String], rows: &[Vec<String>]) {
-    let _ = writeln!(
-        out,
-        "| {} |",
-        heads.iter().map(|h| md(h)).collect::<Vec<_>>().join(" | ")
-    );
-    let _ = writeln!(
-        out,
-        "|{}",
-        heads
-            .iter()
-            .enumerate()
-            .map(|(i, _)| if i == 0 { "---|" } else { "---:|" })
-            .collect::<String>()
-    );
-    for r in rows {
-        let _ = writeln!(
-            out,
-            "| {} |",
-            r.iter().map(|c| md(c)).collect::<Vec<_>>().join(" | ")
-        );
-    }
+    crate::fmt::md_escape(s)
 }
 
 /// The comparison as markdown for a pull-request comment: the verdict up front, the
@@ -315,7 +260,7 @@ pub fn markdown(c: &Comparison) -> Vec<u8> {
             cells
         })
         .collect();
-    md_table(&mut o, &criterion_heads(c.bootstrap.level), &rows);
+    crate::fmt::md_table(&mut o, &criterion_heads(c.bootstrap.level), &rows);
     o.push('\n');
     for r in &c.criteria {
         let _ = writeln!(
@@ -336,7 +281,7 @@ pub fn markdown(c: &Comparison) -> Vec<u8> {
         .map(String::from)
         .to_vec();
     let rows: Vec<Vec<String>> = c.headline.iter().map(headline_cells).collect();
-    md_table(&mut o, &heads, &rows);
+    crate::fmt::md_table(&mut o, &heads, &rows);
     let _ = writeln!(o, "\n{}\n\n</details>", md(&method_line(c)));
     o.into_bytes()
 }

@@ -64,6 +64,67 @@ pub const SUMMARY_HEADS: [&str; 9] = [
     "count", "mean", "min", "p50", "p90", "p95", "p99", "p99.9", "max",
 ];
 
+/// Appends a plain-text table: the first column left-aligned, the others
+/// right-aligned, two spaces between columns, no trailing spaces.
+pub fn text_table<H: AsRef<str>>(out: &mut String, heads: &[H], rows: &[Vec<String>]) {
+    use std::fmt::Write;
+    let mut width: Vec<usize> = heads.iter().map(|h| h.as_ref().chars().count()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            if i < width.len() {
+                width[i] = width[i].max(c.chars().count());
+            }
+        }
+    }
+    let line = |out: &mut String, cells: &mut dyn Iterator<Item = &str>| {
+        out.push_str("  ");
+        for (i, c) in cells.enumerate() {
+            let pad = width
+                .get(i)
+                .copied()
+                .unwrap_or(0)
+                .saturating_sub(c.chars().count());
+            if i == 0 {
+                let _ = write!(out, "{c}{}", " ".repeat(pad));
+            } else {
+                let _ = write!(out, "  {}{c}", " ".repeat(pad));
+            }
+        }
+        while out.ends_with(' ') {
+            out.pop();
+        }
+        out.push('\n');
+    };
+    line(out, &mut heads.iter().map(|h| h.as_ref()));
+    for r in rows {
+        line(out, &mut r.iter().map(String::as_str));
+    }
+}
+
+/// Escapes text for a markdown table cell (backslash, pipe, newline).
+pub fn md_escape(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('|', "\\|")
+        .replace('\n', " ")
+}
+
+/// Appends a markdown table (first column left-aligned, the others right-aligned),
+/// escaping every cell.
+pub fn md_table<H: AsRef<str>>(out: &mut String, heads: &[H], rows: &[Vec<String>]) {
+    use std::fmt::Write;
+    let row = |cells: &mut dyn Iterator<Item = &str>| {
+        cells.map(md_escape).collect::<Vec<_>>().join(" | ")
+    };
+    let _ = writeln!(out, "| {} |", row(&mut heads.iter().map(|h| h.as_ref())));
+    let rule: String = (0..heads.len())
+        .map(|i| if i == 0 { "---|" } else { "---:|" })
+        .collect();
+    let _ = writeln!(out, "|{rule}");
+    for r in rows {
+        let _ = writeln!(out, "| {} |", row(&mut r.iter().map(String::as_str)));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

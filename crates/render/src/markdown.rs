@@ -4,24 +4,8 @@ use std::fmt::Write;
 
 use tpscope_analysis::Report;
 
-use crate::fmt::{SUMMARY_HEADS, summary_cells};
+use crate::fmt::{SUMMARY_HEADS, md_table, summary_cells};
 use crate::rows::*;
-
-fn md_table(o: &mut String, heads: &[&str], rows: &[Vec<String>]) {
-    let _ = writeln!(o, "| {} |", heads.join(" | "));
-    let _ = writeln!(
-        o,
-        "|{}",
-        heads
-            .iter()
-            .enumerate()
-            .map(|(i, _)| if i == 0 { "---|" } else { "---:|" })
-            .collect::<String>()
-    );
-    for r in rows {
-        let _ = writeln!(o, "| {} |", r.join(" | "));
-    }
-}
 
 /// Renders the report as markdown.
 pub fn render(report: &Report) -> Vec<u8> {

@@ -4,36 +4,8 @@ use std::fmt::Write;
 
 use tpscope_analysis::Report;
 
-use crate::fmt::{SUMMARY_HEADS, summary_cells};
+use crate::fmt::{SUMMARY_HEADS, summary_cells, text_table as table};
 use crate::rows::*;
-
-fn table(out: &mut String, heads: &[&str], rows: &[Vec<String>]) {
-    let mut width: Vec<usize> = heads.iter().map(|h| h.chars().count()).collect();
-    for r in rows {
-        for (i, c) in r.iter().enumerate() {
-            width[i] = width[i].max(c.chars().count());
-        }
-    }
-    let line = |out: &mut String, cells: &[String]| {
-        out.push_str("  ");
-        for (i, c) in cells.iter().enumerate() {
-            let pad = width[i] - c.chars().count();
-            if i == 0 {
-                let _ = write!(out, "{c}{}", " ".repeat(pad));
-            } else {
-                let _ = write!(out, "  {}{c}", " ".repeat(pad));
-            }
-        }
-        out.push('\n');
-    };
-    line(
-        out,
-        &heads.iter().map(|h| h.to_string()).collect::<Vec<_>>(),
-    );
-    for r in rows {
-        line(out, r);
-    }
-}
 
 /// Renders the report as a terminal summary (plain text, no colour codes).
 pub fn render(report: &Report) -> Vec<u8> {
