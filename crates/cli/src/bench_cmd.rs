@@ -34,6 +34,9 @@ pub const DEFAULT_CONCURRENCY: u32 = 32;
 /// An open loop's length when neither `--requests` nor `--duration` is given.
 pub const DEFAULT_OPEN_DURATION: Duration = Duration::from_secs(30);
 
+/// The help section of the flags passed to the built-in simulator.
+const SIM_HEADING: &str = "Built-in simulator (passed to it; ignored with --url)";
+
 /// Flags of `tpscope bench`.
 ///
 /// Modes: with no `--rate` and no `--trace` it is a closed loop — every request is
@@ -197,39 +200,39 @@ pub struct BenchArgs {
     #[arg(
         long,
         value_name = "PRESET",
-        help_heading = "Built-in simulator (passed to it; ignored with --url)"
+        help_heading = SIM_HEADING
     )]
     pub sim_model: Option<String>,
     /// Built-in simulator: GPU preset (h100, h200, a100-80gb, l40s).
     #[arg(
         long,
         value_name = "PRESET",
-        help_heading = "Built-in simulator (passed to it; ignored with --url)"
+        help_heading = SIM_HEADING
     )]
     pub sim_gpu: Option<String>,
     /// Built-in simulator: realtime, max, or a speed-up factor such as 10.
     #[arg(
         long,
         value_name = "SPEED",
-        help_heading = "Built-in simulator (passed to it; ignored with --url)"
+        help_heading = SIM_HEADING
     )]
     pub sim_speed: Option<String>,
     /// Built-in simulator: a TOML file of `tpscope sim` settings.
     #[arg(
         long,
         value_name = "FILE",
-        help_heading = "Built-in simulator (passed to it; ignored with --url)"
+        help_heading = SIM_HEADING
     )]
     pub sim_config: Option<PathBuf>,
     /// Built-in simulator: inject a fault with a probability, KIND=P, KIND one of
     /// 429, 500, 503, cut, stall, malformed, slow-first-token (repeatable).
-    #[arg(long = "sim-fault", value_name = "KIND=P", value_parser = parse_sim_fault, help_heading = "Built-in simulator (passed to it; ignored with --url)")]
+    #[arg(long = "sim-fault", value_name = "KIND=P", value_parser = parse_sim_fault, help_heading = SIM_HEADING)]
     pub sim_faults: Vec<(String, f64)>,
     /// Built-in simulator: write its ground truth (first/last token times) here.
     #[arg(
         long,
         value_name = "FILE",
-        help_heading = "Built-in simulator (passed to it; ignored with --url)"
+        help_heading = SIM_HEADING
     )]
     pub sim_truth_log: Option<PathBuf>,
 }
