@@ -64,7 +64,7 @@ impl Sweep {
     /// Builds the sweep of a run: span edges, the run's cap, and cap changes stated
     /// by samples (a sample's cap applies from its instant on).
     pub fn new(input: &RunInput) -> Sweep {
-        let mut edges = Vec::with_capacity(input.spans.len() * 4 + 8);
+        let mut edges = Vec::with_capacity(input.spans.len() * 3 + 8);
         let edge = |t: Timestamp, dq, df| Edge {
             t: t.unix_nanos(),
             dq,
@@ -73,14 +73,20 @@ impl Sweep {
         };
         for s in &input.spans {
             let deq = s.dequeued_at();
-            if deq > s.queued_at {
+            let queued = deq > s.queued_at;
+            let admitted = s.admitted_at.filter(|&a| s.released_at > a);
+            if queued {
                 edges.push(edge(s.queued_at, 1, 0));
-                edges.push(edge(deq, -1, 0));
             }
-            if let Some(a) = s.admitted_at
-                && s.released_at > a
-            {
-                edges.push(edge(a, 0, 1));
+            match admitted {
+                // Leaving the queue and taking a slot at one instant is one edge:
+                // fewer edges to sort.
+                Some(a) if queued => edges.push(edge(a, -1, 1)),
+                Some(a) => edges.push(edge(a, 0, 1)),
+                None if queued => edges.push(edge(deq, -1, 0)),
+                None => {}
+            }
+            if admitted.is_some() {
                 edges.push(edge(s.released_at, 0, -1));
             }
         }

@@ -3,7 +3,9 @@
 //! Prints spans per second of CPU time and peak memory per span.
 //!
 //! `cargo bench -p tpscope-log --bench read_analyze` (set `TPSCOPE_BENCH_SPANS` for
-//! another size). The measurement runs in a child process so that the generator's
+//! another size, or `TPSCOPE_BENCH_LOG=path` to measure an existing span log, which
+//! is then kept; with `TPSCOPE_BENCH_KEEP=path` the generated log is written there
+//! and kept). The measurement runs in a child process so that the generator's
 //! memory does not count toward the peak.
 
 use std::io::{BufWriter, Write};
@@ -204,11 +206,21 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(1_000_000);
     let dir = std::env::temp_dir().join(format!("tpscope-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("spans.jsonl");
-    let t0 = Instant::now();
-    generate(&path, n);
-    println!("generated {n} spans in {:.1} s", t0.elapsed().as_secs_f64());
+    let (path, temporary) = if let Ok(existing) = std::env::var("TPSCOPE_BENCH_LOG") {
+        (PathBuf::from(existing), false)
+    } else {
+        let (path, temporary) = match std::env::var("TPSCOPE_BENCH_KEEP") {
+            Ok(keep) => (PathBuf::from(keep), false),
+            Err(_) => {
+                std::fs::create_dir_all(&dir).unwrap();
+                (dir.join("spans.jsonl"), true)
+            }
+        };
+        let t0 = Instant::now();
+        generate(&path, n);
+        println!("generated {n} spans in {:.1} s", t0.elapsed().as_secs_f64());
+        (path, temporary)
+    };
     let me = std::env::current_exe().unwrap();
     // Pin to one core: the target is per core.
     let status = Command::new("taskset")
@@ -218,6 +230,8 @@ fn main() {
         .status()
         .or_else(|_| Command::new(&me).env("TPSCOPE_BENCH_CHILD", &path).status())
         .unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
+    if temporary {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
     std::process::exit(status.code().unwrap_or(1));
 }

@@ -316,3 +316,52 @@ fn writer_output_reads_back_identically() {
     assert_eq!(input.run.as_ref().unwrap(), &run);
     assert_eq!(input.spans[0], tpscope_analysis::SpanFacts::of(&span));
 }
+
+/// The hand-written scanner that replaced serde for speed must keep naming the
+/// field at fault, inside `attempts` too.
+#[test]
+fn fast_scanner_errors_name_the_field_inside_attempts() {
+    let with = |extra: &str| {
+        let span = SPAN.replace(
+            r#""output_tokens":4"#,
+            &format!(r#""output_tokens":4,{extra}"#),
+        );
+        err_text(&format!("{RUN}\n{span}\n"))
+    };
+    assert_eq!(
+        with(r#""attempts":5"#),
+        "test.jsonl:2: field `attempts`: expected an array of attempt objects, found the number 5"
+    );
+    assert_eq!(
+        with(r#""attempts":[{"started_at":"2026-01-01T00:00:00Z"},"x"]"#),
+        "test.jsonl:2: field `attempts[1]`: expected an attempt object, found the string \"x\""
+    );
+    assert!(
+        with(r#""attempts":[{"started_at":"2026-01-01T00:00:00Z","cause":"nope"}]"#)
+            .starts_with("test.jsonl:2: field `attempts[0].cause`: unknown failure cause `nope`")
+    );
+    assert_eq!(
+        with(
+            r#""attempts":[{"started_at":"2026-01-01T00:00:02Z","ended_at":"2026-01-01T00:00:01Z"}]"#
+        ),
+        "test.jsonl:2: field `attempts[0].ended_at`: 2026-01-01T00:00:01.000000000Z is before started_at (2026-01-01T00:00:02.000000000Z)"
+    );
+    assert_eq!(
+        with(r#""status":"ok""#),
+        "test.jsonl:2: field `status`: the field appears twice in the record"
+    );
+    assert_eq!(
+        with(r#""retry_causes":"http_429""#),
+        "test.jsonl:2: field `retry_causes`: expected an array of cause names, found the string \"http_429\""
+    );
+}
+
+/// Keys in another order than tpscope writes them, escaped keys and unknown
+/// nested values read the same as the canonical line.
+#[test]
+fn fast_scanner_reads_reordered_and_escaped_keys_like_the_canonical_line() {
+    let canonical = read_text(&format!("{RUN}\n{SPAN}\n"), ReadOptions::default()).unwrap();
+    let reordered = r#"{"output_tokens":4,"released_at":"2026-01-01T00:00:02Z","extra":{"a":[1,{"b":null}]},"last_token_at":"2026-01-01T00:00:02Z","first_token_at":"2026-01-01T00:00:01Z","admitted_at":"2026-01-01T00:00:00Z","queued_at":"2026-01-01T00:00:00Z","st\u0061tus":"ok","span_id":"1","run_id":"r","kind":"span"}"#;
+    let other = read_text(&format!("{RUN}\n{reordered}\n"), ReadOptions::default()).unwrap();
+    assert_eq!(canonical.runs[0].input.spans, other.runs[0].input.spans);
+}

@@ -155,7 +155,74 @@ fn days_in_month(y: i64, m: i64) -> i64 {
     }
 }
 
+/// Seconds since the epoch at the start of the hour `YYYY-MM-DDTHH` (validated).
+fn hour_start(b: &[u8]) -> Option<i64> {
+    if b.len() < 13 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
+        return None;
+    }
+    let (y, mo, d, h) = (
+        digits(b, 0, 4)?,
+        digits(b, 5, 2)?,
+        digits(b, 8, 2)?,
+        digits(b, 11, 2)?,
+    );
+    if !(1..=12).contains(&mo) || d < 1 || d > days_in_month(y, mo) || h > 23 {
+        return None;
+    }
+    Some(days_from_civil(y, mo, d) * 86_400 + h * 3600)
+}
+
+thread_local! {
+    /// The last hour parsed by the fast path: a log's timestamps mostly share it.
+    static LAST_HOUR: std::cell::Cell<([u8; 13], i64)> = const {
+        std::cell::Cell::new((*b"1970-01-01T00", 0))
+    };
+}
+
+/// The form tpscope writes, `YYYY-MM-DDTHH:MM:SS.fffffffffZ`, parsed without
+/// redoing the calendar for every timestamp of the same hour; `None` sends other
+/// forms (and invalid text) to the general parser.
+fn parse_canonical(b: &[u8]) -> Option<Timestamp> {
+    let b: &[u8; 30] = b.try_into().ok()?;
+    if b[13] != b':' || b[16] != b':' || b[19] != b'.' || b[29] != b'Z' {
+        return None;
+    }
+    let key: [u8; 13] = b[..13].try_into().ok()?;
+    let (last_key, last_start) = LAST_HOUR.with(std::cell::Cell::get);
+    let start = if last_key == key {
+        last_start
+    } else {
+        let start = hour_start(&key)?;
+        LAST_HOUR.with(|c| c.set((key, start)));
+        start
+    };
+    let two = |i: usize| {
+        let (a, b) = (b[i].wrapping_sub(b'0'), b[i + 1].wrapping_sub(b'0'));
+        (a < 10 && b < 10).then(|| i64::from(a * 10 + b))
+    };
+    let (mi, s) = (two(14)?, two(17)?);
+    // A leap second (:60) is folded into the next second, as most systems do.
+    if mi > 59 || s > 60 {
+        return None;
+    }
+    let mut frac = 0i64;
+    for &c in &b[20..29] {
+        let d = c.wrapping_sub(b'0');
+        if d >= 10 {
+            return None;
+        }
+        frac = frac * 10 + i64::from(d);
+    }
+    (start + mi * 60 + s)
+        .checked_mul(1_000_000_000)?
+        .checked_add(frac)
+        .map(Timestamp)
+}
+
 fn parse_rfc3339(b: &[u8]) -> Option<Timestamp> {
+    if let Some(t) = parse_canonical(b) {
+        return Some(t);
+    }
     if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || b[13] != b':' || b[16] != b':' {
         return None;
     }
@@ -343,6 +410,25 @@ impl RunClock {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn canonical_fast_path_still_validates_within_a_cached_hour() {
+        let ok = Timestamp::parse_rfc3339("2026-11-21T13:58:27.123456789Z").unwrap();
+        assert_eq!(ok.unix_nanos(), 1_795_269_507_123_456_789);
+        for bad in [
+            "2026-11-21T13:60:27.123456789Z",
+            "2026-11-21T13:58:61.123456789Z",
+            "2026-11-21T13:58:27.12345678xZ",
+            "2026-11-21T13:5a:27.123456789Z",
+            "2026-02-30T13:58:27.123456789Z",
+            "2026-11-21T24:58:27.123456789Z",
+            "\0\0\0\0\0\0\0\0\0\0\0\0\0:00:00.000000000Z",
+        ] {
+            assert!(Timestamp::parse_rfc3339(bad).is_err(), "{bad:?} accepted");
+        }
+        let epoch = Timestamp::parse_rfc3339("1970-01-01T00:00:00.000000000Z").unwrap();
+        assert_eq!(epoch.unix_nanos(), 0);
+    }
 
     #[test]
     fn parses_and_formats_known_instants() {
