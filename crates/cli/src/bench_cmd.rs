@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use tpscope_client::{Api, Client, ClientConfig, Endpoint, Timeouts};
+use tpscope_client::{Api, Client, ClientConfig, Endpoint, RxTimestamps, Timeouts};
 use tpscope_load::schedule::scale_offsets;
 use tpscope_load::sweep::{Knee, LevelPoint, knee};
 use tpscope_load::units::{Warmup, parse_duration, parse_warmup};
@@ -189,6 +189,11 @@ pub struct BenchArgs {
     /// Record every chunk's arrival (for inter-token latency).
     #[arg(long, help_heading = "Output")]
     pub record_chunks: bool,
+    /// Where arrival times (first byte, first and last token, chunks) come from:
+    /// kernel (when the bytes reached the host: the kernel's receive timestamp,
+    /// Linux only, elsewhere as user) or user (when the client's task got them).
+    #[arg(long, default_value = "kernel", value_name = "SOURCE", value_parser = parse_rx_timestamps, help_heading = "Output")]
+    pub rx_timestamps: RxTimestamps,
     /// Free-form label `key=value` for the run record (repeatable).
     #[arg(long = "label", value_name = "K=V", value_parser = parse_label, help_heading = "Output")]
     pub labels: Vec<(String, String)>,
@@ -258,6 +263,10 @@ fn parse_api(s: &str) -> Result<Api, String> {
             "`{s}` is not an API (expected chat or completions)"
         )),
     }
+}
+
+fn parse_rx_timestamps(s: &str) -> Result<RxTimestamps, String> {
+    s.parse()
 }
 
 fn parse_header(s: &str) -> Result<(String, String), String> {
@@ -713,6 +722,7 @@ impl BenchConfig {
             },
             record_chunks: a.record_chunks,
             keep_text: true,
+            rx_timestamps: a.rx_timestamps,
             ..ClientConfig::default()
         };
         let mut labels: BTreeMap<String, String> = BTreeMap::new();
@@ -827,6 +837,7 @@ fn load_settings(
         },
         "include_usage": cfg.include_usage,
         "record_chunks": cfg.client.record_chunks,
+        "rx_timestamps": cfg.client.rx_timestamps.effective().as_str(),
     });
     if let Schedule::Rate { rate, arrival } = &level.schedule {
         v["rate"] = json!(rate);
@@ -1214,5 +1225,11 @@ mod tests {
                 .contains("probability")
         );
         assert!(parse_sample_interval("100us").is_err());
+        assert_eq!(parse_rx_timestamps("user"), Ok(RxTimestamps::User));
+        assert!(
+            parse_rx_timestamps("hw")
+                .unwrap_err()
+                .contains("expected kernel or user")
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! End to end: flags are validated (bad values name their flag), vLLM's flag names
-//! work, every workload source runs, warm-up requests are not written, sweeps write
-//! one run per level and print the table, and Ctrl-C stops cleanly.
+//! work, every workload source runs, warm-up requests are not written, the
+//! receive-timestamp source is recorded, sweeps write one run per level and print
+//! the table, and Ctrl-C stops cleanly.
 
 mod bench_support;
 
@@ -53,6 +54,8 @@ fn bad_values_are_rejected_naming_the_flag() {
     rejected(&["--arrival", "poisson"], "--rate");
     rejected(&["--dispatch", "waves", "--rate", "2"], "--concurrency");
     rejected(&["--sim-fault", "418=0.1"], "--sim-fault");
+    rejected(&["--rx-timestamps", "hardware"], "--rx-timestamps");
+    rejected(&["--rx-timestamps", "hardware"], "`hardware`");
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.jsonl");
     std::fs::write(&bad, "{\"prompt\": \"ok\"}\n{\"prompt\": 3}\n").unwrap();
@@ -94,6 +97,40 @@ fn vllm_flag_names_are_accepted_with_the_same_meaning() {
     assert_eq!(r.cap, Some(4));
     assert_eq!(r.load["workload"]["input_tokens"], "32");
     assert_eq!(r.load["seed"], 5);
+    let kernel = if cfg!(target_os = "linux") {
+        "kernel"
+    } else {
+        "user"
+    };
+    assert_eq!(r.load["rx_timestamps"], kernel);
+}
+
+#[test]
+fn user_receive_timestamps_are_used_and_recorded_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = bench(
+        dir.path(),
+        "u.jsonl",
+        &[
+            "--rx-timestamps",
+            "user",
+            "--requests",
+            "8",
+            "--concurrency",
+            "4",
+            "--output-tokens",
+            "8",
+            "--sim-speed",
+            "20",
+            "-q",
+        ],
+    );
+    assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
+    let (spans, _) = check_log(&run.out);
+    assert_eq!(spans.len(), 8);
+    assert!(spans.iter().all(|s| s.status == Status::Ok));
+    let r = &runs(&records(&run.out))[0];
+    assert_eq!(r.load["rx_timestamps"], "user");
 }
 
 #[test]

@@ -2,10 +2,17 @@
 //! server over a pooled hyper connection and stamps its times. Failures come back
 //! as data (an [`AttemptOutcome`] with a [`Cause`]), never as errors or panics.
 //!
-//! The hot path (one iteration per body read) takes one `Instant::now()`, feeds the
-//! bytes to the SSE parser and each completed event to the chunk parser, and counts;
-//! it never tokenises, allocates per chunk (beyond appending received text), or
-//! computes statistics.
+//! The hot path (one iteration per body read) takes one `Instant::now()` and one
+//! relaxed load of the connection's arrival cell, feeds the bytes to the SSE parser
+//! and each completed event to the chunk parser, and counts; it never tokenises,
+//! allocates per chunk (beyond appending received text), or computes statistics.
+//!
+//! Body reads (and the response head) are stamped with [`read_instant`]: the
+//! kernel's receive time of the bytes when the connection records it
+//! ([`crate::config::RxTimestamps::Kernel`]), else the instant the attempt's task
+//! got them. hyper reads the socket in its own connection task and hands frames
+//! to this task over a channel, so under load `Instant::now()` here can be
+//! milliseconds after the bytes arrived; the kernel's stamp is the arrival.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -25,6 +32,7 @@ use tpscope_model::{Attempt, Cause, ChunkMark, RunClock, Timestamp};
 use crate::chunk::{self, Usage};
 use crate::config::{Api, ClientConfig, Endpoint, Prompt, RequestSpec};
 use crate::connector::{ConnTag, ConnectError, Connector, tls_config};
+use crate::rx::{read_instant, read_stamp};
 use crate::sse::SseParser;
 use crate::stream::{StreamEnd, StreamState};
 
@@ -122,6 +130,13 @@ pub struct AttemptOutcome {
     /// client, in the order connections were opened); `None` when no response
     /// head arrived.
     pub connection_id: Option<u64>,
+    /// How long after the first token's bytes arrived (as stamped in
+    /// `first_token_at`) the attempt's task received them from the connection:
+    /// the client's own delay that kernel receive timestamps keep out of
+    /// `first_token_at`. Zero with user-side stamps (with kernel stamps, a read
+    /// the kernel did not stamp counts from when hyper's connection task read
+    /// it); `None` without a first token, or for a non-streaming answer.
+    pub first_token_lag: Option<Duration>,
 }
 
 impl AttemptOutcome {
@@ -255,7 +270,12 @@ impl Client {
         } else {
             None
         };
-        let connector = Connector::new(tls, config.timeouts.connect, config.tcp_nodelay);
+        let connector = Connector::new(
+            tls,
+            config.timeouts.connect,
+            config.tcp_nodelay,
+            config.rx_timestamps,
+        );
         let mut builder = HyperClient::builder(TokioExecutor::new());
         builder
             .pool_timer(TokioTimer::new())
@@ -386,7 +406,7 @@ impl Client {
         }
         let request = inner.http.request(req);
         tokio::pin!(request);
-        let res: Response<Incoming> = tokio::select! {
+        let mut res: Response<Incoming> = tokio::select! {
             biased;
             _ = &mut cancelled => {
                 return rec.finish(Some(Cause::Cancelled), Instant::now(), Some("cancelled while waiting for the response".into()));
@@ -406,11 +426,15 @@ impl Client {
                 }
             },
         };
-        let head_at = Instant::now();
+        // The tag is taken out of the response (nothing else reads it) and kept for
+        // the connection's arrival cell, which stamps every read below.
+        let conn = res.extensions_mut().remove::<ConnTag>().map(|ConnTag(c)| c);
+        let rx = conn.as_ref().and_then(|c| c.rx.as_deref());
+        let head_at = read_instant(rx, start);
         rec.attempt.first_byte_at = Some(clock.at(head_at));
         let status = res.status();
         rec.attempt.http_status = Some(status.as_u16());
-        if let Some(ConnTag(info)) = res.extensions().get::<ConnTag>() {
+        if let Some(info) = &conn {
             let reused = info.claim();
             rec.connection_id = Some(info.id);
             rec.attempt.connection_reused = Some(reused);
@@ -480,6 +504,8 @@ impl Client {
         // 3. A server that ignored `stream: true` and answered with one JSON body.
         if json_answer {
             let mut json_body = Vec::new();
+            // The answer is complete with its last data read.
+            let mut last_read = None;
             let body_res = loop {
                 tokio::select! {
                     biased;
@@ -499,6 +525,7 @@ impl Client {
                                     break Err((Cause::Malformed, format!("response body larger than {} bytes", cfg.max_event_bytes)));
                                 }
                                 json_body.extend_from_slice(d);
+                                last_read = Some(read_instant(rx, start));
                             }
                         }
                         Some(Err(e)) => break Err((Cause::Disconnect, format!("response body cut: {}", error_chain(&e)))),
@@ -509,7 +536,7 @@ impl Client {
             let now = Instant::now();
             return match body_res {
                 Err((cause, msg)) => rec.finish(Some(cause), now, Some(msg)),
-                Ok(()) => rec.whole_answer(&json_body, now),
+                Ok(()) => rec.whole_answer(&json_body, last_read.unwrap_or(now)),
             };
         }
 
@@ -569,10 +596,13 @@ impl Client {
                         continue;
                     };
                     // One stamp per read: every event this read completes shares it.
-                    let now = Instant::now();
+                    let (now, received) = read_stamp(rx, start);
                     rec.bytes_received += data.len() as u64;
                     let had_first = rec.stream.first_token.is_some();
                     rec.stream.push(&mut parser, data, now);
+                    if !had_first && rec.stream.first_token.is_some() {
+                        rec.first_token_lag = Some(received - now);
+                    }
                     match rec.stream.end {
                         None => {
                             // Deadlines only move later with each event, except at
@@ -676,6 +706,7 @@ struct Recorder<'c> {
     retry_after: Option<Duration>,
     bytes_received: u64,
     connection_id: Option<u64>,
+    first_token_lag: Option<Duration>,
 }
 
 impl<'c> Recorder<'c> {
@@ -699,6 +730,7 @@ impl<'c> Recorder<'c> {
             retry_after: None,
             bytes_received: 0,
             connection_id: None,
+            first_token_lag: None,
         }
     }
 
@@ -765,6 +797,7 @@ impl<'c> Recorder<'c> {
             bytes_received: self.bytes_received,
             events: st.events,
             connection_id: self.connection_id,
+            first_token_lag: self.first_token_lag,
         }
     }
 }

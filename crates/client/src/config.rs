@@ -179,6 +179,9 @@ pub struct ClientConfig {
     /// Extra trusted root certificates (DER) besides the bundled Web PKI roots, for
     /// servers with a private CA.
     pub extra_root_certs_der: Vec<Vec<u8>>,
+    /// Where the arrival time of response bytes comes from (first byte, first and
+    /// last token, chunk marks).
+    pub rx_timestamps: RxTimestamps,
 }
 
 impl Default for ClientConfig {
@@ -194,6 +197,60 @@ impl Default for ClientConfig {
             tcp_nodelay: true,
             max_event_bytes: 16 << 20,
             extra_root_certs_der: Vec::new(),
+            rx_timestamps: RxTimestamps::default(),
+        }
+    }
+}
+
+/// Where the client takes the arrival time of response bytes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum RxTimestamps {
+    /// The kernel's receive timestamp of the bytes (Linux `SO_TIMESTAMPNS`): when
+    /// they reached the host, not when the client's task got round to them. A
+    /// stamp is never later than [`RxTimestamps::User`] would give. Elsewhere, or
+    /// on a socket that refuses the option, the same as `User`.
+    #[default]
+    Kernel,
+    /// `Instant::now()` when the attempt's task receives the bytes from the
+    /// connection (after the connection task read them and handed them over).
+    User,
+}
+
+impl RxTimestamps {
+    /// The name used in flags and run records (`kernel` or `user`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RxTimestamps::Kernel => "kernel",
+            RxTimestamps::User => "user",
+        }
+    }
+
+    /// The source this build actually uses for a setting: `Kernel` only on Linux.
+    pub fn effective(self) -> RxTimestamps {
+        if cfg!(target_os = "linux") {
+            self
+        } else {
+            RxTimestamps::User
+        }
+    }
+}
+
+impl fmt::Display for RxTimestamps {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for RxTimestamps {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "kernel" => Ok(RxTimestamps::Kernel),
+            "user" => Ok(RxTimestamps::User),
+            _ => Err(format!(
+                "`{s}` is not a receive-timestamp source (expected kernel or user)"
+            )),
         }
     }
 }

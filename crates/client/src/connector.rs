@@ -2,7 +2,10 @@
 //! tags every connection with its id and connect time, so that each attempt can
 //! tell whether it ran on a fresh or a reused connection (ECOSYSTEM §7.3: connector
 //! calls are not attempts, because a pooled connection may win the race against a
-//! connect started for the same request).
+//! connect started for the same request). With kernel receive timestamps asked
+//! for, the TCP stream (plain, or under TLS) is an [`RxTcp`] that records when the
+//! bytes it reads arrived, in a cell the tag carries to every response (see
+//! [`crate::rx`]).
 
 use std::future::Future;
 use std::io;
@@ -19,6 +22,9 @@ use hyper_util::client::legacy::connect::{Connected, Connection};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
+use crate::config::RxTimestamps;
+use crate::rx::{RxCell, RxTcp};
+
 /// Facts about one connection, shared by every response that runs on it.
 #[derive(Debug)]
 pub(crate) struct ConnInfo {
@@ -30,6 +36,9 @@ pub(crate) struct ConnInfo {
     pub connect_time: Duration,
     /// Set by the first response that runs on the connection.
     claimed: AtomicBool,
+    /// The latest arrival of bytes read from the connection (kernel receive
+    /// timestamps); `None` when they are off or the socket refused them.
+    pub rx: Option<Arc<RxCell>>,
 }
 
 impl ConnInfo {
@@ -65,6 +74,7 @@ struct Inner {
     tls: Option<tokio_rustls::TlsConnector>,
     connect_timeout: Option<Duration>,
     nodelay: bool,
+    rx: RxTimestamps,
     next_id: AtomicU64,
 }
 
@@ -79,12 +89,14 @@ impl Connector {
         tls: Option<Arc<rustls::ClientConfig>>,
         connect_timeout: Option<Duration>,
         nodelay: bool,
+        rx: RxTimestamps,
     ) -> Self {
         Connector {
             inner: Arc::new(Inner {
                 tls: tls.map(tokio_rustls::TlsConnector::from),
                 connect_timeout,
                 nodelay,
+                rx,
                 next_id: AtomicU64::new(1),
             }),
         }
@@ -104,8 +116,11 @@ impl tower_service::Service<Uri> for Connector {
         let inner = self.inner.clone();
         Box::pin(async move {
             let opened_at = Instant::now();
-            let open = open(&inner, &uri);
-            let (io, h2) = match inner.connect_timeout {
+            // The cell exists before the connection does, so that no read of it
+            // goes unrecorded.
+            let cell = (inner.rx == RxTimestamps::Kernel).then(|| Arc::new(RxCell::new()));
+            let open = open(&inner, &uri, cell);
+            let (io, h2, rx) = match inner.connect_timeout {
                 Some(limit) => tokio::time::timeout(limit, open)
                     .await
                     .map_err(|_| ConnectError::Timeout(limit))??,
@@ -116,6 +131,7 @@ impl tower_service::Service<Uri> for Connector {
                 opened_at,
                 connect_time: opened_at.elapsed(),
                 claimed: AtomicBool::new(false),
+                rx,
             };
             Ok(Conn {
                 io,
@@ -126,7 +142,13 @@ impl tower_service::Service<Uri> for Connector {
     }
 }
 
-async fn open(inner: &Inner, uri: &Uri) -> Result<(Io, bool), ConnectError> {
+/// Opens the connection: its IO, whether it speaks HTTP/2, and its arrival cell
+/// (`cell`, unless the socket refused kernel timestamps).
+async fn open(
+    inner: &Inner,
+    uri: &Uri,
+    cell: Option<Arc<RxCell>>,
+) -> Result<(Io, bool, Option<Arc<RxCell>>), ConnectError> {
     let tls = match uri.scheme_str() {
         Some("http") => false,
         Some("https") => true,
@@ -146,8 +168,10 @@ async fn open(inner: &Inner, uri: &Uri) -> Result<(Io, bool), ConnectError> {
         // Not fatal: the stream still works with Nagle on.
         let _ = tcp.set_nodelay(true);
     }
+    let tcp = RxTcp::new(tcp, cell);
+    let cell = tcp.cell();
     if !tls {
-        return Ok((Io::Plain(TokioIo::new(tcp)), false));
+        return Ok((Io::Plain(TokioIo::new(tcp)), false, cell));
     }
     let Some(connector) = &inner.tls else {
         return Err(ConnectError::BadTarget(
@@ -161,7 +185,7 @@ async fn open(inner: &Inner, uri: &Uri) -> Result<(Io, bool), ConnectError> {
         .await
         .map_err(|e| ConnectError::Tls(e.to_string()))?;
     let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
-    Ok((Io::Tls(Box::new(TokioIo::new(stream))), h2))
+    Ok((Io::Tls(Box::new(TokioIo::new(stream))), h2, cell))
 }
 
 async fn tcp_connect(host: &str, port: u16) -> Result<TcpStream, ConnectError> {
@@ -191,8 +215,8 @@ fn io_error(e: &io::Error, host: &str, port: u16) -> ConnectError {
 }
 
 enum Io {
-    Plain(TokioIo<TcpStream>),
-    Tls(Box<TokioIo<tokio_rustls::client::TlsStream<TcpStream>>>),
+    Plain(TokioIo<RxTcp>),
+    Tls(Box<TokioIo<tokio_rustls::client::TlsStream<RxTcp>>>),
 }
 
 /// One open connection (plain or TLS) with its tag.

@@ -7,12 +7,15 @@ pub mod chunk;
 mod client;
 pub mod config;
 mod connector;
+mod rx;
 mod scan;
 pub mod sse;
 pub mod stream;
 
 pub use chunk::Usage;
 pub use client::{AttemptOutcome, Client, ClientError, parse_retry_after, request_body};
-pub use config::{Api, ClientConfig, Endpoint, Message, Prompt, RequestSpec, Timeouts};
+pub use config::{
+    Api, ClientConfig, Endpoint, Message, Prompt, RequestSpec, RxTimestamps, Timeouts,
+};
 pub use sse::{Event, SseParser};
 pub use stream::{StreamEnd, StreamState};

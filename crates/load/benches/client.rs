@@ -8,15 +8,25 @@
 //! `tpscope-sim-*`, so per-thread CPU from /proc/self/task/*/stat separates its
 //! share from the client's (executor, client, recorder, sampler).
 //!
+//! The client stamps body reads with the kernel's receive timestamps by default
+//! (`--rx-timestamps user`: with the instant its task got the bytes, as before).
+//! On loopback the kernel stamps the bytes inside the simulator's own write, so
+//! with kernel stamps the first-token error left is the simulator's hand-off
+//! (its truth stamp, then hyper's write), and the client's own queueing (hyper's
+//! connection task, then the attempt's task: milliseconds at 1,000 streams on two
+//! shared cores) is no part of it; with `--rx-timestamps user` it is. No threads
+//! are pinned.
+//!
 //! Run: `cargo bench -p tpscope-load --bench client` (options: `--streams N`,
-//! `--requests N`, `--output N`, `--only cpu|ttft`).
+//! `--requests N` (cpu: default 8000; ttft: default 2 × streams), `--output N`
+//! (cpu), `--only cpu|ttft`, `--rx-timestamps kernel|user`).
 
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tpscope_client::{Api, Client, ClientConfig, Endpoint};
+use tpscope_client::{Api, Client, ClientConfig, Endpoint, RxTimestamps};
 use tpscope_load::{
     Control, Dispatch, LengthDist, LiveStats, Recorder, RetryPolicy, RunPlan, Schedule, Workload,
     execute,
@@ -57,17 +67,19 @@ fn cpu_by_class() -> (f64, f64) {
 
 struct Opts {
     streams: u32,
-    requests: u64,
+    requests: Option<u64>,
     output: u32,
     only: Option<String>,
+    rx: RxTimestamps,
 }
 
 fn opts() -> Opts {
     let mut o = Opts {
         streams: 1000,
-        requests: 8000,
+        requests: None,
         output: 256,
         only: None,
+        rx: RxTimestamps::Kernel,
     };
     let args: Vec<String> = std::env::args().collect();
     let mut i = 1;
@@ -75,9 +87,10 @@ fn opts() -> Opts {
         let v = args.get(i + 1).cloned().unwrap_or_default();
         match args[i].as_str() {
             "--streams" => o.streams = v.parse().expect("--streams N"),
-            "--requests" => o.requests = v.parse().expect("--requests N"),
+            "--requests" => o.requests = Some(v.parse().expect("--requests N")),
             "--output" => o.output = v.parse().expect("--output N"),
             "--only" => o.only = Some(v),
+            "--rx-timestamps" => o.rx = v.parse().unwrap_or_else(|e| panic!("{e}")),
             _ => {
                 i += 1;
                 continue;
@@ -125,11 +138,15 @@ fn plan(o: &Opts, requests: u64, output: u32) -> RunPlan {
     }
 }
 
-fn client_for(url: String, model: &str) -> Arc<Client> {
+fn client_for(o: &Opts, url: String, model: &str) -> Arc<Client> {
     let mut ep = Endpoint::new(url, Api::Chat, model);
     ep.extra_body
         .insert("ignore_eos".into(), serde_json::Value::Bool(true));
-    Arc::new(Client::new(ep, ClientConfig::default()).unwrap())
+    let cfg = ClientConfig {
+        rx_timestamps: o.rx,
+        ..ClientConfig::default()
+    };
+    Arc::new(Client::new(ep, cfg).unwrap())
 }
 
 fn bench_cpu(o: &Opts) {
@@ -144,7 +161,7 @@ fn bench_cpu(o: &Opts) {
         ))
         .unwrap();
     let rt = client_runtime();
-    let client = client_for(sim.base_url(), sim.model_name());
+    let client = client_for(o, sim.base_url(), sim.model_name());
     let live = Arc::new(LiveStats::default());
     let rec = Recorder::to_writer(std::io::sink(), Tokenizer::O200kBase, Some(live.clone()));
     // A short warm-up opens the connections and loads the tokenizer.
@@ -158,8 +175,9 @@ fn bench_cpu(o: &Opts) {
     ));
     let (c0, s0) = cpu_by_class();
     let t0 = Instant::now();
+    let requests = o.requests.unwrap_or(8000);
     let sum = rt.block_on(execute(
-        plan(o, o.requests, o.output),
+        plan(o, requests, o.output),
         RunClock::start(),
         client.clone(),
         Some(rec.sender()),
@@ -172,8 +190,11 @@ fn bench_cpu(o: &Opts) {
     let tokens = live.tokens.load(std::sync::atomic::Ordering::Relaxed) as f64;
     let client_cpu = c1 - c0;
     println!(
-        "client CPU benchmark: {} streams, {} requests × {} tokens, simulator at speed max",
-        o.streams, o.requests, o.output
+        "client CPU benchmark: {} streams, {} requests × {} tokens, simulator at speed max, {} receive timestamps",
+        o.streams,
+        requests,
+        o.output,
+        o.rx.effective()
     );
     println!(
         "  ok {} / {} spans, {:.0} tokens in {:.2} s wall ({:.0} tok/s)",
@@ -219,7 +240,7 @@ fn bench_ttft(o: &Opts) {
         ))
         .unwrap();
     let rt = client_runtime();
-    let client = client_for(sim.base_url(), sim.model_name());
+    let client = client_for(o, sim.base_url(), sim.model_name());
     rt.block_on(execute(
         plan(o, u64::from(o.streams), 4),
         RunClock::start(),
@@ -229,7 +250,7 @@ fn bench_ttft(o: &Opts) {
         &Control::default(),
     ));
     let rec = Recorder::create(&log_path, Tokenizer::O200kBase, None).unwrap();
-    let requests = u64::from(o.streams) * 2;
+    let requests = o.requests.unwrap_or(u64::from(o.streams) * 2);
     rt.block_on(execute(
         plan(o, requests, 64),
         RunClock::start(),
@@ -269,8 +290,10 @@ fn bench_ttft(o: &Opts) {
         err_us[lo] + (err_us[hi] - err_us[lo]) * (r - lo as f64)
     };
     println!(
-        "first-token error benchmark: {} streams, {} requests × 64 tokens, simulator in real time",
-        o.streams, requests
+        "first-token error benchmark: {} streams, {} requests × 64 tokens, simulator in real time, {} receive timestamps",
+        o.streams,
+        requests,
+        o.rx.effective()
     );
     println!(
         "  matched {} spans: error (client stamp − simulator hand-off) p50 {:.0} µs, p90 {:.0} µs, p99 {:.0} µs, max {:.0} µs, min {:.0} µs (target p99 ≤ 200 µs)",

@@ -1,0 +1,472 @@
+//! When response bytes arrived at the host: kernel receive timestamps on the
+//! client's sockets (Linux `SO_TIMESTAMPNS`), kept per connection in an
+//! [`RxCell`], and [`read_instant`], the stamp the client gives a body read.
+//!
+//! Why: hyper reads the socket in its own connection task and hands each body
+//! frame to the attempt's task over a channel. Under load (1,000 streams that
+//! each get a token at the same engine step, simulator and client sharing two
+//! cores) the attempt's task runs milliseconds after the bytes arrived, and an
+//! `Instant::now()` taken there measures the client's own queueing. The kernel
+//! stamps every received packet when it reaches the host's network stack; the
+//! connection's reader ([`RxTcp`]) takes that stamp from each `recvmsg`, converts
+//! it to the monotonic clock, and records the latest one in the connection's
+//! cell. The attempt's task then stamps a frame with the cell's value (see
+//! [`read_instant`] for the bounds that keep it honest).
+//!
+//! Costs and caveats: a read is one `recvmsg` (instead of `read`) and two vDSO
+//! clock reads; turning the option on makes the kernel stamp every packet the
+//! host receives while any socket has it on. The stamp is software
+//! (`CLOCK_REALTIME`, converted at read time, so a wall-clock step between
+//! arrival and read shifts it). On loopback the kernel stamps the bytes in the
+//! sender's write; on a network, when the driver hands the packet to the stack.
+
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+
+/// The process-wide origin of the nanosecond counts stored in cells.
+static BASE: OnceLock<Instant> = OnceLock::new();
+
+fn base() -> Instant {
+    *BASE.get_or_init(Instant::now)
+}
+
+/// The latest arrival instant of bytes read from one connection: nanoseconds
+/// since a process-wide base instant (0: nothing stamped yet). It only moves
+/// forward.
+#[derive(Debug)]
+pub(crate) struct RxCell {
+    nanos: AtomicU64,
+}
+
+impl RxCell {
+    /// An empty cell.
+    pub fn new() -> Self {
+        base();
+        RxCell {
+            nanos: AtomicU64::new(0),
+        }
+    }
+
+    /// Records that bytes read now arrived at `at` (ignored if an arrival already
+    /// recorded is later).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    pub fn note(&self, at: Instant) {
+        let n = at.saturating_duration_since(base()).as_nanos();
+        let n = u64::try_from(n).unwrap_or(u64::MAX).max(1);
+        // Relaxed is enough: the connection task notes an arrival before it hands
+        // the frame over through hyper's channel (a release/acquire pair), so the
+        // attempt's task that received the frame sees this value or a later one.
+        self.nanos.fetch_max(n, Ordering::Relaxed);
+    }
+
+    /// The latest arrival recorded, if any.
+    pub fn latest(&self) -> Option<Instant> {
+        match self.nanos.load(Ordering::Relaxed) {
+            0 => None,
+            n => Some(base() + Duration::from_nanos(n)),
+        }
+    }
+}
+
+/// The instant to stamp a body read (or the response head) with: the latest
+/// arrival on the connection, when there is one, it is not older than
+/// `not_before` (the attempt's start: an older stamp belongs to earlier data)
+/// and not later than now; otherwise `Instant::now()`.
+///
+/// Why this is honest: the connection's reader records, on every read that
+/// returns data, an instant no earlier than the bytes' arrival (the kernel's
+/// stamp, or its own `now` when the kernel gave none), and does so before hyper
+/// hands the frame on. So when the attempt's task holds a frame, the cell is at
+/// or after the arrival of the frame's bytes, and the result lies between that
+/// arrival and `Instant::now()`. With HTTP/1.1 the connection carries one
+/// response at a time and the stamp is the arrival of the frame's last read (or
+/// of a read just after it, if hyper already read ahead). With HTTP/2 the cell is
+/// shared by the connection's streams, so the stamp is an upper bound (the latest
+/// arrival of any stream's bytes), still never later than `Instant::now()`.
+///
+/// Hot path: one `Instant::now()`, one relaxed atomic load, no allocation.
+#[inline]
+pub(crate) fn read_instant(cell: Option<&RxCell>, not_before: Instant) -> Instant {
+    read_stamp(cell, not_before).0
+}
+
+/// [`read_instant`] and the `Instant::now()` it was bounded by.
+#[inline]
+pub(crate) fn read_stamp(cell: Option<&RxCell>, not_before: Instant) -> (Instant, Instant) {
+    let now = Instant::now();
+    match cell.and_then(RxCell::latest) {
+        Some(at) if at >= not_before && at < now => (at, now),
+        _ => (now, now),
+    }
+}
+
+/// A TCP stream whose reads record arrival instants in a cell (when kernel
+/// stamps could be turned on); a plain `TcpStream` otherwise.
+pub(crate) struct RxTcp {
+    tcp: TcpStream,
+    cell: Option<Arc<RxCell>>,
+}
+
+impl RxTcp {
+    /// Wraps `tcp`. With a `cell`, turns on kernel receive timestamps; if the
+    /// socket refuses them (or not on Linux), the cell is dropped and reads are
+    /// plain reads, exactly as without one.
+    pub fn new(tcp: TcpStream, cell: Option<Arc<RxCell>>) -> Self {
+        let cell = cell.filter(|_| enable_kernel_stamps(&tcp));
+        RxTcp { tcp, cell }
+    }
+
+    /// The cell this stream records arrivals in (`None`: no kernel stamps).
+    pub fn cell(&self) -> Option<Arc<RxCell>> {
+        self.cell.clone()
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn enable_kernel_stamps(tcp: &TcpStream) -> bool {
+    linux::enable(tcp)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn enable_kernel_stamps(_tcp: &TcpStream) -> bool {
+    false
+}
+
+impl AsyncRead for RxTcp {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        #[cfg(target_os = "linux")]
+        if let Some(cell) = &this.cell {
+            return linux::poll_read_stamped(&this.tcp, cell, cx, buf);
+        }
+        Pin::new(&mut this.tcp).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for RxTcp {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().tcp).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().tcp).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().tcp).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().tcp).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.tcp.is_write_vectored()
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod linux {
+    //! `SO_TIMESTAMPNS` and `recvmsg` on the tokio socket.
+
+    use std::io;
+    use std::mem::{self, MaybeUninit};
+    use std::os::fd::{AsRawFd, RawFd};
+    use std::task::{Context, Poll, ready};
+    use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+    use tokio::io::{Interest, ReadBuf};
+    use tokio::net::TcpStream;
+
+    use super::RxCell;
+
+    /// Turns on software receive timestamps (`SCM_TIMESTAMPNS` control messages,
+    /// `CLOCK_REALTIME`); false if the socket refuses.
+    pub(super) fn enable(tcp: &TcpStream) -> bool {
+        let on: libc::c_int = 1;
+        // SAFETY: the descriptor is an open socket owned by `tcp`; the option value
+        // points to a live `c_int` and its size is passed with it.
+        let r = unsafe {
+            libc::setsockopt(
+                tcp.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_TIMESTAMPNS,
+                (&on as *const libc::c_int).cast(),
+                mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        r == 0
+    }
+
+    /// Control-message space for one `SCM_TIMESTAMPNS` (a 16-byte header and a
+    /// 16-byte timespec) and room to spare, aligned for `cmsghdr`.
+    #[repr(C, align(8))]
+    struct Control([u8; 64]);
+
+    /// One `recvmsg` into `buf`: the bytes read and the kernel's receive stamp of
+    /// the last packet they came from, when it sent one.
+    fn recv_stamped(
+        fd: RawFd,
+        buf: &mut [MaybeUninit<u8>],
+    ) -> io::Result<(usize, Option<libc::timespec>)> {
+        let mut control = Control([0; 64]);
+        let mut iov = libc::iovec {
+            iov_base: buf.as_mut_ptr().cast(),
+            iov_len: buf.len(),
+        };
+        // SAFETY: `msghdr` is a plain C struct for which all zeroes is a valid
+        // (empty) value.
+        let mut msg: libc::msghdr = unsafe { mem::zeroed() };
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        let n = loop {
+            msg.msg_control = control.0.as_mut_ptr().cast();
+            msg.msg_controllen = mem::size_of::<Control>() as _;
+            // SAFETY: `msg` points to one iovec over `buf` (writable, `buf.len()`
+            // bytes; recvmsg only writes bytes, which may start uninitialised) and
+            // to `control` (writable, `msg_controllen` bytes); all outlive the call.
+            let n = unsafe { libc::recvmsg(fd, &mut msg, 0) };
+            if n >= 0 {
+                break n as usize;
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        };
+        let want = mem::size_of::<libc::timespec>();
+        let mut stamp = None;
+        // SAFETY: the kernel filled `msg_control` with `msg_controllen` bytes of
+        // well-formed control messages; CMSG_FIRSTHDR/CMSG_NXTHDR stay within them
+        // and return null at the end; the data is read unaligned and only when its
+        // length is exactly one `timespec`.
+        unsafe {
+            let mut c = libc::CMSG_FIRSTHDR(&msg);
+            while !c.is_null() {
+                let h = &*c;
+                if h.cmsg_level == libc::SOL_SOCKET
+                    && h.cmsg_type == libc::SCM_TIMESTAMPNS
+                    && h.cmsg_len as usize == libc::CMSG_LEN(want as u32) as usize
+                {
+                    stamp = Some(std::ptr::read_unaligned(
+                        libc::CMSG_DATA(c).cast::<libc::timespec>(),
+                    ));
+                }
+                c = libc::CMSG_NXTHDR(&msg, c);
+            }
+        }
+        Ok((n, stamp))
+    }
+
+    /// The monotonic instant of a kernel `CLOCK_REALTIME` stamp, or now when there
+    /// is none. `lag = wall_now − stamp` (never below zero) is taken from now: the
+    /// wall clock is read first, so the result is never earlier than the arrival
+    /// (by the few nanoseconds between the two clock reads). A wall-clock step
+    /// between arrival and read would shift it by the step.
+    fn arrival(stamp: Option<libc::timespec>) -> Instant {
+        let wall = SystemTime::now();
+        let now = Instant::now();
+        let Some(ts) = stamp else {
+            return now;
+        };
+        let (Ok(secs), Ok(nanos)) = (u64::try_from(ts.tv_sec), u32::try_from(ts.tv_nsec)) else {
+            return now;
+        };
+        if nanos >= 1_000_000_000 {
+            return now;
+        }
+        let at = UNIX_EPOCH + Duration::new(secs, nanos);
+        let lag = wall.duration_since(at).unwrap_or(Duration::ZERO);
+        now.checked_sub(lag).unwrap_or(now)
+    }
+
+    /// `AsyncRead::poll_read` through `recvmsg`, noting each read's arrival in
+    /// `cell`: the kernel's stamp, or the read's own instant when the kernel sent
+    /// none (so the cell is never earlier than the arrival of any byte read).
+    pub(super) fn poll_read_stamped(
+        tcp: &TcpStream,
+        cell: &RxCell,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        if buf.remaining() == 0 {
+            return Poll::Ready(Ok(()));
+        }
+        let fd = tcp.as_raw_fd();
+        loop {
+            ready!(tcp.poll_read_ready(cx))?;
+            // SAFETY: recvmsg only writes initialised bytes into the slice and never
+            // de-initialises any; `assume_init` below covers exactly the `n` written.
+            let unfilled = unsafe { buf.unfilled_mut() };
+            let len = unfilled.len();
+            let mut got = None;
+            let res = tcp.try_io(Interest::READABLE, || {
+                let (n, stamp) = recv_stamped(fd, unfilled)?;
+                got = Some((n, stamp));
+                // As tokio's own TCP read on epoll: a short read shows the socket
+                // was drained, so report WouldBlock to have `try_io` clear the
+                // readiness (with the tick it saw before this read, so a newer
+                // event is kept) and spare the next poll a failing syscall. The
+                // bytes read are returned below all the same.
+                if 0 < n && n < len {
+                    Err(io::ErrorKind::WouldBlock.into())
+                } else {
+                    Ok(())
+                }
+            });
+            match (got, res) {
+                (Some((n, stamp)), _) => {
+                    if n > 0 {
+                        cell.note(arrival(stamp));
+                    }
+                    // SAFETY: recvmsg wrote `n` bytes at the start of the unfilled
+                    // part.
+                    unsafe { buf.assume_init(n) };
+                    buf.advance(n);
+                    return Poll::Ready(Ok(()));
+                }
+                (None, Err(e)) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                (None, Err(e)) => return Poll::Ready(Err(e)),
+                (None, Ok(())) => unreachable!("try_io returned Ok without running the read"),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[test]
+    fn cell_is_empty_until_noted_and_only_moves_forward() {
+        let cell = RxCell::new();
+        assert_eq!(cell.latest(), None);
+        let t1 = Instant::now();
+        cell.note(t1);
+        let got = cell.latest().unwrap();
+        assert!(
+            got <= t1 && t1 - got < Duration::from_micros(1),
+            "{got:?} {t1:?}"
+        );
+        cell.note(base());
+        assert_eq!(cell.latest(), Some(got));
+    }
+
+    #[test]
+    fn read_instant_takes_the_cell_only_within_the_attempt_and_not_after_now() {
+        let start = Instant::now();
+        // No cell, or an empty one: now.
+        assert!(read_instant(None, start) >= start);
+        let cell = RxCell::new();
+        assert!(read_instant(Some(&cell), start) >= start);
+        // A stamp before the attempt's start belongs to earlier data.
+        cell.note(base());
+        let before = Instant::now();
+        assert!(read_instant(Some(&cell), before) >= before);
+        // A stamp inside the attempt is used as is.
+        let arrived = Instant::now();
+        cell.note(arrived);
+        let got = read_instant(Some(&cell), start);
+        assert!(got <= arrived && arrived - got < Duration::from_micros(1));
+        // A stamp later than now (not possible from a read, but bounded all the
+        // same) gives way to now.
+        let cell = RxCell::new();
+        cell.note(Instant::now() + Duration::from_secs(3600));
+        let t = Instant::now();
+        let got = read_instant(Some(&cell), start);
+        assert!(got >= t && got < t + Duration::from_secs(3600));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn loopback_reads_carry_kernel_stamps_of_the_write_not_of_the_read() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (sent_tx, mut sent_rx) = tokio::sync::mpsc::unbounded_channel();
+        // Answers every `g` with `hello`, telling the client when it wrote.
+        let server = tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut go = [0u8; 1];
+            while s.read_exact(&mut go).await.is_ok() {
+                let _ = sent_tx.send(Instant::now());
+                s.write_all(b"hello").await.unwrap();
+            }
+        });
+        let tcp = TcpStream::connect(addr).await.unwrap();
+        let mut rx = RxTcp::new(tcp, Some(Arc::new(RxCell::new())));
+        let cell = rx.cell().expect("loopback TCP accepts SO_TIMESTAMPNS");
+        assert_eq!(cell.latest(), None);
+        // The kernel turns receive stamping on in deferred work when the first
+        // socket asks for it, so the first packets may come unstamped (their
+        // reads then note the read's own instant); a few rounds get past that.
+        let mut stamped = None;
+        for _ in 0..100 {
+            rx.write_all(b"g").await.unwrap();
+            // Wait until the reply has arrived, then let it sit in the socket
+            // before reading it.
+            rx.tcp.readable().await.unwrap();
+            let ready_at = Instant::now();
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            let mut got = [0u8; 5];
+            rx.read_exact(&mut got).await.unwrap();
+            let read_at = Instant::now();
+            assert_eq!(&got, b"hello");
+            let sent = sent_rx.recv().await.unwrap();
+            let arrived = cell.latest().expect("the read noted an arrival");
+            assert!(arrived <= read_at, "arrival after the read returned");
+            // A read's own instant comes after the 10 ms sleep; a kernel stamp
+            // before readiness (5 ms of slack for a preemption inside the clock
+            // conversion; such a round is just not counted).
+            if arrived <= ready_at + Duration::from_millis(5) {
+                stamped = Some((sent, arrived));
+                break;
+            }
+        }
+        drop(rx);
+        server.await.unwrap();
+        let (sent, arrived) = stamped.expect("no read in 100 carried a kernel stamp");
+        // The kernel stamped the bytes in the server's write: not before it
+        // (50 ms of slack for the wall-to-monotonic conversion).
+        assert!(
+            arrived + Duration::from_millis(50) >= sent,
+            "arrival {:?} before the write",
+            sent - arrived
+        );
+    }
+
+    #[tokio::test]
+    async fn without_a_cell_reads_are_plain() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            s.write_all(b"plain").await.unwrap();
+        });
+        let mut rx = RxTcp::new(TcpStream::connect(addr).await.unwrap(), None);
+        assert!(rx.cell().is_none());
+        let mut got = Vec::new();
+        rx.read_to_end(&mut got).await.unwrap();
+        assert_eq!(got, b"plain");
+        server.await.unwrap();
+    }
+}
