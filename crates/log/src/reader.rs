@@ -1,6 +1,7 @@
 //! Reading span logs: one streaming pass per file into per-run analysis inputs,
 //! with errors that name the file, line and field.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::File;
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
@@ -9,7 +10,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
-use std::borrow::Cow;
 use tpscope_analysis::{RunInput, SampleFacts, SpanFacts};
 use tpscope_model::{
     Cause, EndRecord, Lifecycle, RunRecord, Status, Target, Timestamp, TokenSource, check_lifecycle,
