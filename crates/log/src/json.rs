@@ -169,28 +169,11 @@ impl<'a> Scanner<'a> {
         &mut self,
         mut member: impl FnMut(Cow<'a, str>, &mut Scanner<'a>) -> JsonResult<()>,
     ) -> JsonResult<()> {
-        self.expect(b'{', "expected `{`")?;
-        if self.peek() == Some(b'}') {
-            self.pos += 1;
-            return Ok(());
-        }
-        loop {
-            if self.peek() != Some(b'"') {
-                return Err(self.err("expected a key (a string)"));
-            }
-            self.pos += 1;
-            let key = self.string_body()?;
-            self.expect(b':', "expected `:`")?;
-            member(key, self)?;
-            match self.peek() {
-                Some(b',') => self.pos += 1,
-                Some(b'}') => {
-                    self.pos += 1;
-                    return Ok(());
-                }
-                _ => return Err(self.err("expected `,` or `}`")),
-            }
-        }
+        const NO_KEYS: KeyTable = KeyTable {
+            names: &[],
+            words: &[],
+        };
+        self.object_keyed(&NO_KEYS, |_, key, sc| member(key, sc))
     }
 
     /// Walks an object whose keys are mostly from `keys`, calling `member(index,
@@ -245,14 +228,26 @@ impl<'a> Scanner<'a> {
             }
             self.expect(b':', "expected `:`")?;
             member(index, key, self)?;
-            match self.peek() {
-                Some(b',') => self.pos += 1,
-                Some(b'}') => {
-                    self.pos += 1;
-                    return Ok(());
-                }
-                _ => return Err(self.err("expected `,` or `}`")),
+            if !self.another(b'}', "expected `,` or `}`")? {
+                return Ok(());
             }
+        }
+    }
+
+    /// After a member or element: consumes `,` (true: another follows) or the
+    /// closing bracket (false).
+    #[inline]
+    fn another(&mut self, close: u8, what: &'static str) -> JsonResult<bool> {
+        match self.peek() {
+            Some(b',') => {
+                self.pos += 1;
+                Ok(true)
+            }
+            Some(c) if c == close => {
+                self.pos += 1;
+                Ok(false)
+            }
+            _ => Err(self.err(what)),
         }
     }
 
@@ -269,13 +264,8 @@ impl<'a> Scanner<'a> {
         }
         loop {
             element(self)?;
-            match self.peek() {
-                Some(b',') => self.pos += 1,
-                Some(b']') => {
-                    self.pos += 1;
-                    return Ok(());
-                }
-                _ => return Err(self.err("expected `,` or `]`")),
+            if !self.another(b']', "expected `,` or `]`")? {
+                return Ok(());
             }
         }
     }
