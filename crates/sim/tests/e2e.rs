@@ -415,14 +415,17 @@ async fn realtime_pacing_follows_the_roofline() {
 #[tokio::test]
 async fn preempted_requests_finish_with_every_token_exactly_once() {
     // 20 blocks of 16 = 320 tokens of KV; 8 requests that grow to ~110 tokens each
-    // cannot all stay resident, so the engine preempts and recomputes.
+    // cannot all stay resident, so the engine preempts and recomputes. Real-time
+    // pacing keeps the requests overlapping: at `--speed max` one request could
+    // finish before the next arrived on a busy machine, and nothing was preempted.
     let sim = start(SimConfig {
+        speed: tpscope_sim::Speed::Realtime,
         num_kv_blocks: Some(20),
         model: tpscope_sim::ModelSpec {
             max_model_len: 256,
             ..SimConfig::default().model
         },
-        ..fast_config()
+        ..SimConfig::default()
     })
     .await;
     let model = sim.model_name().to_string();
