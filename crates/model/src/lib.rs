@@ -13,4 +13,4 @@ pub use span::{
     Attempt, ChunkMark, Invalid, Lifecycle, MAX_PLAUSIBLE_SPAN, MAX_PLAUSIBLE_TOKENS, Span,
     SpanError, TokenSource, check_lifecycle,
 };
-pub use time::{RunClock, TimeParseError, Timestamp};
+pub use time::{HourCache, RunClock, TimeParseError, Timestamp};

@@ -172,57 +172,109 @@ fn hour_start(b: &[u8]) -> Option<i64> {
     Some(days_from_civil(y, mo, d) * 86_400 + h * 3600)
 }
 
-thread_local! {
-    /// The last hour parsed by the fast path: a log's timestamps mostly share it.
-    static LAST_HOUR: std::cell::Cell<([u8; 13], i64)> = const {
-        std::cell::Cell::new((*b"1970-01-01T00", 0))
-    };
+/// The hour of the last canonical timestamp parsed: a log's timestamps mostly share
+/// it, so [`Timestamp::parse_canonical`] redoes the calendar only when it changes.
+#[derive(Clone, Copy, Debug)]
+pub struct HourCache {
+    /// `YYYY-MM-DDTHH` of the cached hour.
+    key: [u8; 13],
+    /// Seconds since the epoch at its start.
+    start: i64,
 }
 
-/// The form tpscope writes, `YYYY-MM-DDTHH:MM:SS.fffffffffZ`, parsed without
-/// redoing the calendar for every timestamp of the same hour; `None` sends other
-/// forms (and invalid text) to the general parser.
-fn parse_canonical(b: &[u8]) -> Option<Timestamp> {
-    let b: &[u8; 30] = b.try_into().ok()?;
-    if b[13] != b':' || b[16] != b':' || b[19] != b'.' || b[29] != b'Z' {
+impl Default for HourCache {
+    fn default() -> Self {
+        HourCache {
+            key: *b"1970-01-01T00",
+            start: 0,
+        }
+    }
+}
+
+thread_local! {
+    /// The cache of [`Timestamp::parse_rfc3339`]'s fast path.
+    static LAST_HOUR: std::cell::Cell<HourCache> = std::cell::Cell::new(HourCache::default());
+}
+
+/// Eight ASCII digits as a number (the first digit most significant), or `None` if
+/// any byte is not a digit. Branch-free: a fraction costs a few multiplications
+/// instead of a loop.
+#[inline]
+fn eight_digits(b: [u8; 8]) -> Option<u64> {
+    let v = u64::from_le_bytes(b);
+    // Each byte is 0x30..=0x39: high nibble 3, and adding 6 does not leave it.
+    let high = 0xF0F0_F0F0_F0F0_F0F0u64;
+    if (v & high) | ((v.wrapping_add(0x0606_0606_0606_0606) & high) >> 4) != 0x3333_3333_3333_3333 {
         return None;
     }
-    let key: [u8; 13] = b[..13].try_into().ok()?;
-    let (last_key, last_start) = LAST_HOUR.with(std::cell::Cell::get);
-    let start = if last_key == key {
-        last_start
-    } else {
-        let start = hour_start(&key)?;
-        LAST_HOUR.with(|c| c.set((key, start)));
-        start
-    };
-    let two = |i: usize| {
-        let (a, b) = (b[i].wrapping_sub(b'0'), b[i + 1].wrapping_sub(b'0'));
-        (a < 10 && b < 10).then(|| i64::from(a * 10 + b))
-    };
-    let (mi, s) = (two(14)?, two(17)?);
-    // A leap second (:60) is folded into the next second, as most systems do.
-    if mi > 59 || s > 60 {
-        return None;
-    }
-    let mut frac = 0i64;
-    for &c in &b[20..29] {
-        let d = c.wrapping_sub(b'0');
-        if d >= 10 {
+    let v = v - 0x3030_3030_3030_3030;
+    // Pairs, then quads, then the eight (the first byte is the lowest).
+    // The products wrap on purpose: only the bits kept by the masks and the shift
+    // matter.
+    let v = v.wrapping_mul(10).wrapping_add(v >> 8);
+    let mask = 0x0000_00FF_0000_00FFu64;
+    let v = (v & mask)
+        .wrapping_mul(0x000F_4240_0000_0064)
+        .wrapping_add(((v >> 16) & mask).wrapping_mul(0x0000_2710_0000_0001))
+        >> 32;
+    Some(v)
+}
+
+impl Timestamp {
+    /// Parses the form tpscope writes, `YYYY-MM-DDTHH:MM:SS.fffffffffZ` (exactly
+    /// these 30 bytes), reusing `cache` when the hour is the one parsed last.
+    /// `None` for any other text, which [`Timestamp::parse_rfc3339`] may still
+    /// accept; for text this accepts, both give the same instant.
+    #[inline]
+    pub fn parse_canonical(b: &[u8; 30], cache: &mut HourCache) -> Option<Timestamp> {
+        if b[13] != b':' || b[16] != b':' || b[19] != b'.' || b[29] != b'Z' {
             return None;
         }
-        frac = frac * 10 + i64::from(d);
+        let (key, _) = b.split_first_chunk::<13>()?;
+        let start = if *key == cache.key {
+            cache.start
+        } else {
+            let start = hour_start(key)?;
+            *cache = HourCache { key: *key, start };
+            start
+        };
+        let two = |i: usize| {
+            let (a, b) = (b[i].wrapping_sub(b'0'), b[i + 1].wrapping_sub(b'0'));
+            (a < 10 && b < 10).then(|| i64::from(a * 10 + b))
+        };
+        let (mi, s) = (two(14)?, two(17)?);
+        // A leap second (:60) is folded into the next second, as most systems do.
+        if mi > 59 || s > 60 {
+            return None;
+        }
+        let last = b[28].wrapping_sub(b'0');
+        if last >= 10 {
+            return None;
+        }
+        let head: [u8; 8] = b[20..28].try_into().ok()?;
+        let frac = eight_digits(head)? as i64 * 10 + i64::from(last);
+        (start + mi * 60 + s)
+            .checked_mul(1_000_000_000)?
+            .checked_add(frac)
+            .map(Timestamp)
     }
-    (start + mi * 60 + s)
-        .checked_mul(1_000_000_000)?
-        .checked_add(frac)
-        .map(Timestamp)
+}
+
+/// The canonical form through the thread's hour cache.
+fn parse_canonical(b: &[u8]) -> Option<Timestamp> {
+    let b: &[u8; 30] = b.try_into().ok()?;
+    let mut cache = LAST_HOUR.with(std::cell::Cell::get);
+    let t = Timestamp::parse_canonical(b, &mut cache);
+    LAST_HOUR.with(|c| c.set(cache));
+    t
 }
 
 fn parse_rfc3339(b: &[u8]) -> Option<Timestamp> {
-    if let Some(t) = parse_canonical(b) {
-        return Some(t);
-    }
+    parse_canonical(b).or_else(|| parse_general(b))
+}
+
+/// Every form `parse_rfc3339` accepts, without the canonical fast path.
+fn parse_general(b: &[u8]) -> Option<Timestamp> {
     if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || b[13] != b':' || b[16] != b':' {
         return None;
     }
@@ -461,11 +513,52 @@ mod tests {
         }
     }
 
+    #[test]
+    fn eight_digits_reads_digits_and_rejects_every_other_byte() {
+        assert_eq!(eight_digits(*b"12345678"), Some(12_345_678));
+        assert_eq!(eight_digits(*b"00000000"), Some(0));
+        assert_eq!(eight_digits(*b"99999999"), Some(99_999_999));
+        for pos in 0..8 {
+            for c in 0..=255u8 {
+                let mut b = *b"31415926";
+                b[pos] = c;
+                let want = b.iter().try_fold(0u64, |v, &d| {
+                    d.is_ascii_digit().then(|| v * 10 + u64::from(d - b'0'))
+                });
+                assert_eq!(eight_digits(b), want, "{b:?}");
+            }
+        }
+    }
+
     proptest! {
         #[test]
         fn display_round_trips(n in EARLIEST_PLAUSIBLE.0..LATEST_PLAUSIBLE.0) {
             let t = Timestamp(n);
             prop_assert_eq!(Timestamp::parse_rfc3339(&t.to_string()).unwrap(), t);
+        }
+
+        /// The canonical path agrees with the general parser on canonical text and on
+        /// every one-byte corruption of it, with a warm cache of another hour or the
+        /// same one.
+        #[test]
+        fn canonical_path_agrees_with_the_general_parser(
+            n in EARLIEST_PLAUSIBLE.0..LATEST_PLAUSIBLE.0,
+            warm in any::<bool>(),
+            pos in 0usize..30,
+            byte in any::<u8>(),
+            corrupt in any::<bool>(),
+        ) {
+            let text = Timestamp(n).to_string();
+            let mut b: [u8; 30] = text.as_bytes().try_into().unwrap();
+            let mut cache = HourCache::default();
+            if warm {
+                prop_assert_eq!(Timestamp::parse_canonical(&b, &mut cache), Some(Timestamp(n)));
+            }
+            if corrupt {
+                b[pos] = byte;
+            }
+            let fast = Timestamp::parse_canonical(&b, &mut cache);
+            prop_assert_eq!(fast, parse_general(&b));
         }
     }
 
