@@ -2,6 +2,7 @@
 //! that turns JSON Lines into per-run analysis inputs with errors naming the file,
 //! line and field, and a writer.
 
+mod fast;
 mod json;
 pub mod reader;
 pub mod scalar;

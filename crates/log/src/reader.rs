@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::File;
-use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -12,9 +12,11 @@ use std::time::Duration;
 use serde::Deserialize;
 use tpscope_analysis::{RunInput, SampleFacts, SpanFacts};
 use tpscope_model::{
-    Cause, EndRecord, Lifecycle, RunRecord, Status, Target, Timestamp, TokenSource, check_lifecycle,
+    Cause, EndRecord, HourCache, Lifecycle, RunRecord, Status, Target, Timestamp, TokenSource,
+    check_lifecycle,
 };
 
+use crate::fast::{FastRecord, fast_record};
 use crate::json::{JsonResult, KeyTable, Scanner, key_word};
 use crate::scalar::*;
 
@@ -758,9 +760,61 @@ impl Hasher for PreHashed {
 
 struct RunAcc {
     run: LoadedRun,
-    /// 128-bit keyed hashes of the span ids seen (a false duplicate needs a 128-bit
-    /// collision).
-    ids: HashSet<u128, BuildHasherDefault<PreHashed>>,
+    ids: SpanIds,
+}
+
+/// Ids below this that are written as plain decimal numbers are kept in a bitset
+/// (8 MiB at most); others are hashed.
+const DENSE_IDS: u64 = 1 << 26;
+
+/// The span ids of one run seen so far, to find duplicates. tpscope numbers spans
+/// 1, 2, 3, …: such ids are bits in a bitset (a hash set of a million ids cost a
+/// cache miss per span and 32 bytes per span); any other id is kept as a 128-bit
+/// keyed hash (a false duplicate needs a 128-bit collision). Every id text goes
+/// the same way each time, so the two never overlap.
+#[derive(Default)]
+struct SpanIds {
+    dense: Vec<u64>,
+    other: HashSet<u128, BuildHasherDefault<PreHashed>>,
+}
+
+impl SpanIds {
+    /// Records `id`; false when it was seen before.
+    fn insert(&mut self, id: &str, keys: &(RandomState, RandomState)) -> bool {
+        if let Some(n) = dense_id(id) {
+            let (word, bit) = ((n / 64) as usize, 1u64 << (n % 64));
+            if word >= self.dense.len() {
+                self.dense.resize((word + 1).next_power_of_two(), 0);
+            }
+            let fresh = self.dense[word] & bit == 0;
+            self.dense[word] |= bit;
+            return fresh;
+        }
+        let mut h1 = keys.0.build_hasher();
+        let mut h2 = keys.1.build_hasher();
+        h1.write(id.as_bytes());
+        h2.write(id.as_bytes());
+        self.other
+            .insert((u128::from(h1.finish()) << 64) | u128::from(h2.finish()))
+    }
+}
+
+/// The number an id spells in plain decimal (no sign, no leading zero), when it
+/// is below [`DENSE_IDS`].
+fn dense_id(id: &str) -> Option<u64> {
+    let b = id.as_bytes();
+    if b.is_empty() || b.len() > 8 || (b.len() > 1 && b[0] == b'0') {
+        return None;
+    }
+    let mut n = 0u64;
+    for &c in b {
+        let d = c.wrapping_sub(b'0');
+        if d >= 10 {
+            return None;
+        }
+        n = n * 10 + u64::from(d);
+    }
+    (n < DENSE_IDS).then_some(n)
 }
 
 /// Reads span logs, grouping records by `run_id` across files.
@@ -771,7 +825,9 @@ pub struct Reader {
     accs: Vec<RunAcc>,
     /// The run of the previous record.
     last: Option<usize>,
-    hash_keys: (std::hash::RandomState, std::hash::RandomState),
+    hash_keys: (RandomState, RandomState),
+    /// The hour cache of the fast path's timestamps.
+    hours: HourCache,
 }
 
 impl Reader {
@@ -783,7 +839,8 @@ impl Reader {
             index: HashMap::new(),
             accs: Vec::new(),
             last: None,
-            hash_keys: (std::hash::RandomState::new(), std::hash::RandomState::new()),
+            hash_keys: (RandomState::new(), RandomState::new()),
+            hours: HourCache::default(),
         }
     }
 
@@ -876,28 +933,50 @@ impl Reader {
                 what: "a NUL byte",
             })
         };
-        let text = match std::str::from_utf8(bytes) {
-            Ok(t) => t,
-            Err(e) => {
-                if let Some(b) = binary(bytes) {
-                    return Err(b);
-                }
-                if line_no == 1 {
-                    return Err(LogError::Binary {
-                        file: name.to_path_buf(),
-                        line: line_no,
-                        what: "bytes that are not UTF-8",
-                    });
-                }
-                let p = problem(
-                    "",
-                    "not_utf8",
-                    format!("not UTF-8 text at byte {}", e.valid_up_to()),
-                );
-                return self.reject(name, line_no, None, p);
+        let result = match fast_record(bytes, &mut self.hours) {
+            Some(FastRecord::Span {
+                run_id,
+                span_id,
+                facts,
+                source,
+            }) => {
+                let span_id = Cow::Borrowed(span_id);
+                let parsed = Parsed::Span {
+                    facts,
+                    source,
+                    span_id,
+                };
+                self.file(run_id, parsed).map_err(|p| (false, p))
+            }
+            Some(FastRecord::Sample { run_id, facts }) => self
+                .file(run_id, Parsed::Sample(facts))
+                .map_err(|p| (false, p)),
+            None => {
+                let text = match std::str::from_utf8(bytes) {
+                    Ok(t) => t,
+                    Err(e) => {
+                        if let Some(b) = binary(bytes) {
+                            return Err(b);
+                        }
+                        if line_no == 1 {
+                            return Err(LogError::Binary {
+                                file: name.to_path_buf(),
+                                line: line_no,
+                                what: "bytes that are not UTF-8",
+                            });
+                        }
+                        let p = problem(
+                            "",
+                            "not_utf8",
+                            format!("not UTF-8 text at byte {}", e.valid_up_to()),
+                        );
+                        return self.reject(name, line_no, None, p);
+                    }
+                };
+                self.record(text)
             }
         };
-        match self.record(text) {
+        match result {
             Ok(()) => {
                 file.records += 1;
                 self.set.records += 1;
@@ -938,7 +1017,7 @@ impl Reader {
         let more = |n: usize| (n as f64 * scale) as usize;
         input.spans.reserve(more(input.spans.len()));
         input.samples.reserve(more(input.samples.len()));
-        acc.ids.reserve(more(acc.ids.len()));
+        acc.ids.other.reserve(more(acc.ids.other.len()));
         if self.opts.keep_span_ids {
             acc.run.span_ids.reserve(more(acc.run.span_ids.len()));
         }
@@ -1000,6 +1079,11 @@ impl Reader {
         };
         let (run_id, parsed) =
             parse_line(&line, kind, self.opts.time_unit).map_err(|p| (false, p))?;
+        self.file(run_id, parsed).map_err(|p| (false, p))
+    }
+
+    /// Files a parsed record under its run.
+    fn file(&mut self, run_id: &str, parsed: Parsed<'_>) -> FieldResult<()> {
         // Consecutive records nearly always share a run: check the last one first.
         let idx = match self
             .last
@@ -1018,14 +1102,13 @@ impl Reader {
                             },
                             span_ids: Vec::new(),
                         },
-                        ids: HashSet::default(),
+                        ids: SpanIds::default(),
                     });
                     self.accs.len() - 1
                 }
             },
         };
         self.last = Some(idx);
-        let keys = &self.hash_keys;
         let acc = &mut self.accs[idx];
         match parsed {
             Parsed::Span {
@@ -1033,19 +1116,11 @@ impl Reader {
                 source,
                 span_id,
             } => {
-                let mut h1 = keys.0.build_hasher();
-                let mut h2 = keys.1.build_hasher();
-                h1.write(span_id.as_bytes());
-                h2.write(span_id.as_bytes());
-                let key = (u128::from(h1.finish()) << 64) | u128::from(h2.finish());
-                if !acc.ids.insert(key) {
-                    return Err((
-                        false,
-                        problem(
-                            "span_id",
-                            "duplicate_span_id",
-                            format!("duplicate span id `{span_id}` in run `{run_id}`"),
-                        ),
+                if !acc.ids.insert(&span_id, &self.hash_keys) {
+                    return Err(problem(
+                        "span_id",
+                        "duplicate_span_id",
+                        format!("duplicate span id `{span_id}` in run `{run_id}`"),
                     ));
                 }
                 acc.run.input.push_span(facts, source.as_ref());
@@ -1056,13 +1131,10 @@ impl Reader {
             Parsed::Sample(s) => acc.run.input.samples.push(s),
             Parsed::Run(r) => {
                 if acc.run.input.run.is_some() {
-                    return Err((
-                        false,
-                        problem(
-                            "run_id",
-                            "duplicate_run",
-                            format!("a second `run` record for run `{run_id}`"),
-                        ),
+                    return Err(problem(
+                        "run_id",
+                        "duplicate_run",
+                        format!("a second `run` record for run `{run_id}`"),
                     ));
                 }
                 acc.run.input.run = Some(r);
@@ -1105,4 +1177,287 @@ pub fn read_paths(paths: &[PathBuf], opts: ReadOptions) -> Result<LogSet, LogErr
         reader.read_path(p)?;
     }
     Ok(reader.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    //! The fast path against the general one: whatever line the fast path
+    //! accepts, the general path reads to the same record, and the fast path
+    //! accepts every valid line tpscope writes with plain strings.
+
+    use super::*;
+    use proptest::prelude::*;
+    use tpscope_model::{Attempt, Record, SampleRecord, Span, SpanError};
+
+    #[derive(Debug, PartialEq)]
+    enum Owned {
+        Span(String, String, SpanFacts, Option<TokenSource>),
+        Sample(String, SampleFacts),
+    }
+
+    /// The general path alone; `None` for a rejected line.
+    fn general(text: &str) -> Option<Owned> {
+        let mut line = Line::default();
+        scan_line(text, &mut line).ok()?;
+        let kind = match line.kind.as_ref() {
+            Some(Scalar::Str(k)) => k.to_string(),
+            _ => return None,
+        };
+        let (run_id, parsed) = parse_line(&line, &kind, None).ok()?;
+        match parsed {
+            Parsed::Span {
+                facts,
+                source,
+                span_id,
+            } => Some(Owned::Span(
+                run_id.into(),
+                span_id.into_owned(),
+                facts,
+                source,
+            )),
+            Parsed::Sample(f) => Some(Owned::Sample(run_id.into(), f)),
+            _ => None,
+        }
+    }
+
+    fn fast(bytes: &[u8]) -> Option<Owned> {
+        match fast_record(bytes, &mut HourCache::default())? {
+            FastRecord::Span {
+                run_id,
+                span_id,
+                facts,
+                source,
+            } => Some(Owned::Span(run_id.into(), span_id.into(), facts, source)),
+            FastRecord::Sample { run_id, facts } => Some(Owned::Sample(run_id.into(), facts)),
+        }
+    }
+
+    /// Strings as writers produce them: mostly plain, sometimes empty, escaped
+    /// or not ASCII.
+    fn text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            6 => "[a-z0-9-]{1,12}",
+            1 => Just(String::new()),
+            1 => Just("007".to_string()),
+            1 => "[a-z\"\\\\\n\u{e9}]{1,6}",
+        ]
+    }
+
+    fn cause() -> impl Strategy<Value = Cause> {
+        proptest::sample::select(Cause::ALL.to_vec())
+    }
+
+    /// An instant near 2026 (or, rarely, implausibly early), at nanosecond grain.
+    fn at() -> impl Strategy<Value = Timestamp> {
+        prop_oneof![
+            20 => (0i64..4_000_000_000_000)
+                .prop_map(|ns| Timestamp::from_unix_nanos(1_767_225_600_000_000_000 + ns)),
+            1 => Just(Timestamp::from_unix_nanos(5)),
+        ]
+    }
+
+    fn attempt() -> impl Strategy<Value = Attempt> {
+        (
+            (
+                at(),
+                proptest::option::of(at()),
+                proptest::option::of(at()),
+                at(),
+            ),
+            (
+                proptest::option::of(100u16..600),
+                proptest::option::of(cause()),
+                0u64..500,
+                proptest::option::of(any::<bool>()),
+                proptest::option::of(0u64..3_000_000_000),
+                proptest::option::of(0u64..3_000_000_000),
+            ),
+        )
+            .prop_map(
+                |((s, fb, ft, e), (http, cause, tokens, reused, connect, backoff))| Attempt {
+                    started_at: s,
+                    first_byte_at: fb,
+                    first_token_at: ft,
+                    ended_at: e,
+                    http_status: http,
+                    cause,
+                    tokens,
+                    connection_reused: reused,
+                    connect_time: connect.map(Duration::from_nanos),
+                    backoff: backoff.map(Duration::from_nanos),
+                },
+            )
+    }
+
+    fn span() -> impl Strategy<Value = Span> {
+        (
+            (text(), text(), proptest::option::of(text())),
+            (
+                proptest::sample::select(vec![Status::Ok, Status::Error, Status::Cancelled]),
+                proptest::collection::vec(at(), 5),
+                any::<[bool; 3]>(),
+                proptest::bool::weighted(0.8),
+            ),
+            (
+                prop_oneof![4 => 0u64..1000, 1 => Just(200_000_000u64)],
+                proptest::option::of(prop_oneof![4 => 0u64..5000, 1 => Just(u64::MAX)]),
+                proptest::option::of(proptest::sample::select(vec![
+                    TokenSource::Usage,
+                    TokenSource::Chunks,
+                    TokenSource::Tokenizer("o200k_base".into()),
+                ])),
+            ),
+            (
+                0u32..3,
+                proptest::collection::vec(cause(), 0..3),
+                proptest::collection::vec(attempt(), 0..3),
+                proptest::option::of((cause(), text())),
+            ),
+        )
+            .prop_map(
+                |(
+                    (run_id, span_id, request_id),
+                    (status, mut times, present, tidy),
+                    (output_tokens, input_tokens, token_source),
+                    (retry_count, mut retry_causes, mut attempts, mut error),
+                )| {
+                    let mut present = present;
+                    // Mostly consistent, so that many spans are valid.
+                    if tidy {
+                        times.sort();
+                        present[1] |= present[2] || status == Status::Ok;
+                        present[2] |= status == Status::Ok && output_tokens > 0;
+                        if status == Status::Ok {
+                            error = None;
+                        } else if error.is_none() {
+                            error = Some((Cause::TimeoutTotal, "timed out".into()));
+                        }
+                        retry_causes.truncate(retry_count as usize);
+                        if retry_causes.len() < retry_count as usize {
+                            retry_causes.clear();
+                        }
+                        for a in &mut attempts {
+                            a.ended_at = a.ended_at.max(a.started_at);
+                        }
+                    }
+                    Span {
+                        run_id,
+                        span_id,
+                        request_id,
+                        status,
+                        queued_at: times[0],
+                        admitted_at: present[1].then_some(times[1]),
+                        first_token_at: present[2].then_some(times[2]),
+                        last_token_at: present[2].then_some(times[3]),
+                        released_at: times[4],
+                        output_tokens,
+                        input_tokens,
+                        token_source,
+                        retry_count,
+                        retry_causes,
+                        attempts,
+                        error: error.map(|(cause, message)| SpanError { cause, message }),
+                        chunks: None,
+                    }
+                },
+            )
+    }
+
+    fn sample() -> impl Strategy<Value = SampleRecord> {
+        (
+            text(),
+            at(),
+            0u32..100,
+            0u32..100,
+            proptest::option::of(0u32..100),
+        )
+            .prop_map(|(run_id, at, in_flight, queue_depth, cap)| SampleRecord {
+                run_id,
+                at,
+                in_flight,
+                queue_depth,
+                cap,
+            })
+    }
+
+    fn record() -> impl Strategy<Value = Record> {
+        prop_oneof![3 => span().prop_map(Record::Span), 1 => sample().prop_map(Record::Sample)]
+    }
+
+    fn plain(s: &str) -> bool {
+        s.bytes()
+            .all(|b| (0x20..0x80).contains(&b) && b != b'"' && b != b'\\')
+    }
+
+    /// Whether every string of the record is one the fast path reads.
+    fn all_plain(r: &Record) -> bool {
+        match r {
+            Record::Span(s) => {
+                plain(&s.run_id)
+                    && plain(&s.span_id)
+                    && s.request_id.as_deref().is_none_or(plain)
+                    && s.error.as_ref().is_none_or(|e| plain(&e.message))
+            }
+            Record::Sample(s) => plain(&s.run_id),
+            _ => false,
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3000))]
+
+        #[test]
+        fn fast_path_reads_written_lines_like_the_general_path(r in record()) {
+            let line = serde_json::to_string(&r).unwrap();
+            let (f, g) = (fast(line.as_bytes()), general(&line));
+            if f.is_some() {
+                prop_assert_eq!(&f, &g, "{}", line);
+            }
+            if g.is_some() && all_plain(&r) {
+                prop_assert!(f.is_some(), "the fast path declined a plain line: {}", line);
+            }
+        }
+
+        #[test]
+        fn fast_path_accepts_nothing_the_general_path_reads_otherwise(
+            r in record(),
+            at in any::<proptest::sample::Index>(),
+            c in proptest::sample::select(br#"{}[]:,"\0123456789.eE+-Z tnulx"#.to_vec()),
+            how in 0u8..3,
+        ) {
+            let mut b = serde_json::to_string(&r).unwrap().into_bytes();
+            let i = at.index(b.len());
+            match how {
+                0 => b.insert(i, c),
+                1 => { b.remove(i); }
+                _ => b[i] = c,
+            }
+            if let Some(f) = fast(&b) {
+                let text = std::str::from_utf8(&b).unwrap();
+                prop_assert_eq!(Some(f), general(text), "{}", text);
+            }
+        }
+    }
+
+    #[test]
+    fn fast_path_declines_what_only_the_general_path_reads() {
+        let base = r#"{"kind":"sample","run_id":"r","at":"2026-01-01T00:00:00.000000000Z","in_flight":1,"queue_depth":0}"#;
+        assert!(fast(base.as_bytes()).is_some());
+        for other in [
+            // whitespace, reordered keys, other timestamp forms, floats, escapes
+            base.replace(":1,", ": 1,"),
+            base.replace(
+                r#""in_flight":1,"queue_depth":0"#,
+                r#""queue_depth":0,"in_flight":1"#,
+            ),
+            base.replace(".000000000Z", "Z"),
+            base.replace(":1,", ":1.0,"),
+            base.replace(r#""r""#, r#""\u0072""#),
+            base.replace(":1,", ":4294967296,"),
+            base.replace("2026", "1990"),
+            format!("{base} "),
+        ] {
+            assert!(fast(other.as_bytes()).is_none(), "{other}");
+        }
+    }
 }

@@ -365,3 +365,69 @@ fn fast_scanner_reads_reordered_and_escaped_keys_like_the_canonical_line() {
     let other = read_text(&format!("{RUN}\n{reordered}\n"), ReadOptions::default()).unwrap();
     assert_eq!(canonical.runs[0].input.spans, other.runs[0].input.spans);
 }
+
+/// Lines as tpscope writes them take a fast path, and ids that are small numbers
+/// are kept in a bitset rather than hashed: duplicates must still be found in
+/// every form, and ids that only look alike must not collide.
+#[test]
+fn duplicate_span_ids_are_found_in_written_lines_of_every_id_form() {
+    let t = |ms: i64| Timestamp::from_unix_nanos(1_767_225_600_000_000_000 + ms * 1_000_000);
+    let span = |id: &str| {
+        Record::Span(Span {
+            run_id: "r".into(),
+            span_id: id.into(),
+            request_id: Some(format!("chatcmpl-{id}")),
+            status: Status::Ok,
+            queued_at: t(0),
+            admitted_at: Some(t(1)),
+            first_token_at: Some(t(20)),
+            last_token_at: Some(t(120)),
+            released_at: t(121),
+            output_tokens: 7,
+            input_tokens: Some(12),
+            token_source: None,
+            retry_count: 0,
+            retry_causes: vec![],
+            attempts: vec![],
+            error: None,
+            chunks: None,
+        })
+    };
+    let ids = [
+        "0",
+        "1",
+        "01",
+        "64",
+        "63",
+        "abc",
+        "67108863",
+        "67108864",
+        "99999999",
+        "100000000",
+    ];
+    let mut w = LogWriter::new(Vec::new());
+    for id in ids {
+        w.write(&span(id)).unwrap();
+    }
+    let text = String::from_utf8(w.into_inner()).unwrap();
+    let opts = ReadOptions {
+        keep_span_ids: true,
+        ..ReadOptions::default()
+    };
+    let set = read_text(&text, opts).unwrap();
+    let read: Vec<&str> = set.runs[0].span_ids.iter().map(|s| &**s).collect();
+    assert_eq!(read, ids);
+    for (i, id) in ids.iter().enumerate() {
+        let mut w = LogWriter::new(Vec::new());
+        w.write(&span(id)).unwrap();
+        let again = String::from_utf8(w.into_inner()).unwrap();
+        assert_eq!(
+            err_text(&format!("{text}{again}")),
+            format!(
+                "test.jsonl:{}: field `span_id`: duplicate span id `{id}` in run `r`",
+                ids.len() + 1
+            ),
+            "id {i}"
+        );
+    }
+}

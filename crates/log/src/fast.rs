@@ -1,0 +1,345 @@
+//! The fast path for the lines tpscope writes itself: span and sample records with
+//! their keys in writer order, plain strings and canonical timestamps, read straight
+//! into analysis facts. Any other line — and any line the general reader would
+//! reject — is declined (`None`) and read by the general path, which alone reports
+//! errors; for every line this accepts, the general path gives the same record.
+
+use tpscope_analysis::{SampleFacts, SpanFacts};
+use tpscope_model::{
+    Cause, HourCache, Lifecycle, MAX_PLAUSIBLE_TOKENS, Status, Timestamp, TokenSource,
+    check_lifecycle,
+};
+
+/// A record read by the fast path.
+#[derive(Debug, PartialEq)]
+pub(crate) enum FastRecord<'a> {
+    Span {
+        run_id: &'a str,
+        span_id: &'a str,
+        facts: SpanFacts,
+        source: Option<TokenSource>,
+    },
+    Sample {
+        run_id: &'a str,
+        facts: SampleFacts,
+    },
+}
+
+/// Reads one line (without its line break) written in tpscope's own form; `None`
+/// when the line is anything else, valid or not.
+pub(crate) fn fast_record<'a>(line: &'a [u8], hours: &mut HourCache) -> Option<FastRecord<'a>> {
+    // Non-ASCII text needs UTF-8 validation: the general path does it.
+    if !line.is_ascii() {
+        return None;
+    }
+    let mut c = Cursor { b: line, pos: 0 };
+    let record = if c.lit(b"{\"kind\":\"span\",\"run_id\":") {
+        span(&mut c, hours)?
+    } else if c.lit(b"{\"kind\":\"sample\",\"run_id\":") {
+        sample(&mut c, hours)?
+    } else {
+        return None;
+    };
+    (c.lit(b"}") && c.pos == line.len()).then_some(record)
+}
+
+fn sample<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>> {
+    let run_id = c.nonempty_str()?;
+    c.need(b",\"at\":")?;
+    let at = c.time(hours).filter(|t| t.is_plausible())?;
+    c.need(b",\"in_flight\":")?;
+    let in_flight = c.u32()?;
+    c.need(b",\"queue_depth\":")?;
+    let queue_depth = c.u32()?;
+    let cap = if c.lit(b",\"cap\":") {
+        Some(c.u32()?)
+    } else {
+        None
+    };
+    Some(FastRecord::Sample {
+        run_id,
+        facts: SampleFacts {
+            at,
+            in_flight,
+            queue_depth,
+            cap,
+        },
+    })
+}
+
+fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>> {
+    let run_id = c.nonempty_str()?;
+    c.need(b",\"span_id\":")?;
+    let span_id = c.nonempty_str()?;
+    if c.lit(b",\"request_id\":") {
+        c.str()?;
+    }
+    c.need(b",\"status\":")?;
+    let status = match c.str()? {
+        "ok" => Status::Ok,
+        "error" => Status::Error,
+        "cancelled" => Status::Cancelled,
+        _ => return None,
+    };
+    c.need(b",\"queued_at\":")?;
+    let queued_at = c.time(hours)?;
+    let admitted_at = c.opt_time(b",\"admitted_at\":", hours)?;
+    let first_token_at = c.opt_time(b",\"first_token_at\":", hours)?;
+    let last_token_at = c.opt_time(b",\"last_token_at\":", hours)?;
+    c.need(b",\"released_at\":")?;
+    let released_at = c.time(hours)?;
+    c.need(b",\"output_tokens\":")?;
+    let output_tokens = c.uint()?;
+    let input_tokens = if c.lit(b",\"input_tokens\":") {
+        Some(c.uint().filter(|&n| n <= MAX_PLAUSIBLE_TOKENS)?)
+    } else {
+        None
+    };
+    let source = if c.lit(b",\"token_source\":") {
+        Some(c.str()?.parse::<TokenSource>().ok()?)
+    } else {
+        None
+    };
+    c.need(b",\"retry_count\":")?;
+    let retry_count = c.u32()?;
+    let mut retry_causes = Vec::new();
+    if c.lit(b",\"retry_causes\":[") {
+        loop {
+            retry_causes.push(c.cause()?);
+            if !c.lit(b",") {
+                break;
+            }
+        }
+        c.need(b"]")?;
+        if retry_causes.len() != retry_count as usize {
+            return None;
+        }
+    }
+    let mut wasted_tokens = 0;
+    if c.lit(b",\"attempts\":[") {
+        loop {
+            wasted_tokens += attempt(c, hours)?;
+            if !c.lit(b",") {
+                break;
+            }
+        }
+        c.need(b"]")?;
+    }
+    let error_cause = if c.lit(b",\"error\":{\"cause\":") {
+        let cause = c.cause()?;
+        if c.lit(b",\"message\":") {
+            c.str()?;
+        }
+        c.need(b"}")?;
+        Some(cause)
+    } else {
+        None
+    };
+    check_lifecycle(Lifecycle {
+        status,
+        queued_at,
+        admitted_at,
+        first_token_at,
+        last_token_at,
+        released_at,
+        output_tokens,
+        has_error: error_cause.is_some(),
+    })
+    .ok()?;
+    Some(FastRecord::Span {
+        run_id,
+        span_id,
+        facts: SpanFacts {
+            status,
+            error_cause,
+            queued_at,
+            admitted_at,
+            first_token_at,
+            last_token_at,
+            released_at,
+            output_tokens,
+            input_tokens,
+            retry_count,
+            retry_causes,
+            wasted_tokens,
+            chunks: None,
+        },
+        source,
+    })
+}
+
+/// One attempt object; returns the tokens it wasted (those of an attempt that did
+/// not end ok). Fields the analysis does not use are only validated.
+fn attempt(c: &mut Cursor<'_>, hours: &mut HourCache) -> Option<u64> {
+    c.need(b"{\"started_at\":")?;
+    let started = c.time(hours)?;
+    if c.lit(b",\"first_byte_at\":") {
+        c.str()?;
+    }
+    if c.lit(b",\"first_token_at\":") {
+        c.str()?;
+    }
+    c.need(b",\"ended_at\":")?;
+    let ended = c.time(hours)?;
+    if ended < started {
+        return None;
+    }
+    if c.lit(b",\"http_status\":") {
+        c.number()?;
+    }
+    let failed = if c.lit(b",\"cause\":") {
+        c.cause()?;
+        true
+    } else {
+        false
+    };
+    c.need(b",\"tokens\":")?;
+    let tokens = c.uint()?;
+    if c.lit(b",\"connection_reused\":") && !(c.lit(b"true") || c.lit(b"false")) {
+        return None;
+    }
+    if c.lit(b",\"connect_s\":") {
+        c.number()?;
+    }
+    if c.lit(b",\"backoff_s\":") {
+        c.number()?;
+    }
+    c.need(b"}")?;
+    Some(if failed { tokens } else { 0 })
+}
+
+/// A position in an ASCII line.
+struct Cursor<'a> {
+    b: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    /// Consumes `s` if the text continues with it.
+    #[inline]
+    fn lit(&mut self, s: &[u8]) -> bool {
+        match self.b.get(self.pos..self.pos + s.len()) {
+            Some(w) if w == s => {
+                self.pos += s.len();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Consumes `s`, which must come next.
+    #[inline]
+    fn need(&mut self, s: &[u8]) -> Option<()> {
+        self.lit(s).then_some(())
+    }
+
+    /// A string without escapes (its quotes consumed, its content returned).
+    #[inline]
+    fn str(&mut self) -> Option<&'a str> {
+        self.need(b"\"")?;
+        let start = self.pos;
+        loop {
+            match *self.b.get(self.pos)? {
+                b'"' => break,
+                // Escapes and control bytes (invalid raw) are for the general path.
+                b'\\' | 0..0x20 => return None,
+                _ => self.pos += 1,
+            }
+        }
+        let s = std::str::from_utf8(&self.b[start..self.pos]).ok()?;
+        self.pos += 1;
+        Some(s)
+    }
+
+    fn nonempty_str(&mut self) -> Option<&'a str> {
+        self.str().filter(|s| !s.is_empty())
+    }
+
+    fn cause(&mut self) -> Option<Cause> {
+        self.str()?.parse().ok()
+    }
+
+    /// A canonical timestamp string, `"YYYY-MM-DDTHH:MM:SS.fffffffffZ"`.
+    #[inline]
+    fn time(&mut self, hours: &mut HourCache) -> Option<Timestamp> {
+        let quoted: &[u8; 32] = self.b.get(self.pos..self.pos + 32)?.try_into().ok()?;
+        let (open, rest) = quoted.split_first()?;
+        let (text, close) = rest.split_first_chunk::<30>()?;
+        if *open != b'"' || close != b"\"" {
+            return None;
+        }
+        let t = Timestamp::parse_canonical(text, hours)?;
+        self.pos += 32;
+        Some(t)
+    }
+
+    /// A timestamp after `key`, when the key comes next; `None` when it comes but
+    /// its value is not a canonical timestamp.
+    #[inline]
+    fn opt_time(&mut self, key: &[u8], hours: &mut HourCache) -> Option<Option<Timestamp>> {
+        if self.lit(key) {
+            self.time(hours).map(Some)
+        } else {
+            Some(None)
+        }
+    }
+
+    /// A whole number without sign, fraction or exponent that fits in 64 bits.
+    #[inline]
+    fn uint(&mut self) -> Option<u64> {
+        let start = self.pos;
+        let mut v = 0u64;
+        while let Some(&c) = self.b.get(self.pos) {
+            let d = c.wrapping_sub(b'0');
+            if d >= 10 {
+                break;
+            }
+            v = v.checked_mul(10)?.checked_add(u64::from(d))?;
+            self.pos += 1;
+        }
+        let n = self.pos - start;
+        if n == 0 || (n > 1 && self.b[start] == b'0') {
+            return None;
+        }
+        // A fraction or exponent makes it a float: the general path decides.
+        if matches!(self.b.get(self.pos), Some(b'.' | b'e' | b'E')) {
+            return None;
+        }
+        Some(v)
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        u32::try_from(self.uint()?).ok()
+    }
+
+    fn digits(&mut self) -> usize {
+        let start = self.pos;
+        while matches!(self.b.get(self.pos), Some(b'0'..=b'9')) {
+            self.pos += 1;
+        }
+        self.pos - start
+    }
+
+    /// Any JSON number (validated, not read).
+    fn number(&mut self) -> Option<()> {
+        self.lit(b"-");
+        let int_start = self.pos;
+        let n = self.digits();
+        if n == 0 || (n > 1 && self.b[int_start] == b'0') {
+            return None;
+        }
+        if self.lit(b".") && self.digits() == 0 {
+            return None;
+        }
+        if matches!(self.b.get(self.pos), Some(b'e' | b'E')) {
+            self.pos += 1;
+            if matches!(self.b.get(self.pos), Some(b'+' | b'-')) {
+                self.pos += 1;
+            }
+            if self.digits() == 0 {
+                return None;
+            }
+        }
+        Some(())
+    }
+}
