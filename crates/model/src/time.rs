@@ -2,6 +2,7 @@
 //! run clock that anchors a monotonic clock to the wall clock once per run.
 
 use std::fmt;
+use std::num::NonZeroU64;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -9,64 +10,90 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// An instant in UTC, as nanoseconds since the Unix epoch (1970-01-01T00:00:00Z).
 ///
 /// Stored as a plain integer so that sorting and subtracting are exact; rendered as
-/// RFC 3339 with nine fractional digits (`2026-11-21T13:58:27.123456789Z`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub struct Timestamp(i64);
+/// RFC 3339 with nine fractional digits (`2026-11-21T13:58:27.123456789Z`). The
+/// one instant it cannot hold, `i64::MIN` nanoseconds (in 1677), is the niche that
+/// makes an `Option<Timestamp>` 8 bytes: span facts hold three of them per span.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Timestamp(NonZeroU64);
+
+/// Flipping the sign bit maps i64 onto u64 in order, and `i64::MIN` onto 0.
+const SIGN: u64 = 1 << 63;
+
+impl Default for Timestamp {
+    /// The Unix epoch.
+    fn default() -> Self {
+        Timestamp::from_unix_nanos(0)
+    }
+}
+
+impl fmt::Debug for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Timestamp")
+            .field(&self.unix_nanos())
+            .finish()
+    }
+}
 
 /// The earliest instant a span log may carry (2000-01-01T00:00:00Z). Anything
 /// earlier is almost certainly a number read in the wrong unit.
-pub const EARLIEST_PLAUSIBLE: Timestamp = Timestamp(946_684_800_000_000_000);
+pub const EARLIEST_PLAUSIBLE: Timestamp = Timestamp::from_unix_nanos(946_684_800_000_000_000);
 /// The latest instant a span log may carry (2200-01-01T00:00:00Z).
-pub const LATEST_PLAUSIBLE: Timestamp = Timestamp(7_258_118_400_000_000_000);
+pub const LATEST_PLAUSIBLE: Timestamp = Timestamp::from_unix_nanos(7_258_118_400_000_000_000);
 
 impl Timestamp {
-    /// The instant `nanos` nanoseconds after the Unix epoch.
+    /// The instant `nanos` nanoseconds after the Unix epoch (`i64::MIN`, in 1677,
+    /// becomes one nanosecond later).
     pub const fn from_unix_nanos(nanos: i64) -> Self {
-        Timestamp(nanos)
+        match NonZeroU64::new(nanos as u64 ^ SIGN) {
+            Some(bits) => Timestamp(bits),
+            None => Timestamp(NonZeroU64::MIN),
+        }
     }
 
     /// Nanoseconds since the Unix epoch.
     pub const fn unix_nanos(self) -> i64 {
-        self.0
+        (self.0.get() ^ SIGN) as i64
     }
 
     /// Seconds since the Unix epoch, as a float (for rendering and plotting only).
     pub fn unix_seconds_f64(self) -> f64 {
-        self.0 as f64 / 1e9
+        self.unix_nanos() as f64 / 1e9
     }
 
     /// The current wall-clock time. Producers should use [`RunClock`] instead, so
     /// that a clock step during a run does not bend durations.
     pub fn now_wall() -> Self {
         match SystemTime::now().duration_since(UNIX_EPOCH) {
-            Ok(d) => Timestamp(d.as_nanos().min(i64::MAX as u128) as i64),
-            Err(e) => Timestamp(-(e.duration().as_nanos().min(i64::MAX as u128) as i64)),
+            Ok(d) => Timestamp::from_unix_nanos(d.as_nanos().min(i64::MAX as u128) as i64),
+            Err(e) => {
+                Timestamp::from_unix_nanos(-(e.duration().as_nanos().min(i64::MAX as u128) as i64))
+            }
         }
     }
 
     /// `self − earlier` when `self` is not before `earlier`; `None` otherwise.
     pub fn since(self, earlier: Timestamp) -> Option<Duration> {
-        let d = self.0.checked_sub(earlier.0)?;
+        let d = self.unix_nanos().checked_sub(earlier.unix_nanos())?;
         (d >= 0).then(|| Duration::from_nanos(d as u64))
     }
 
     /// `self − other` in nanoseconds, which may be negative.
     pub fn signed_nanos_since(self, other: Timestamp) -> i64 {
-        self.0.saturating_sub(other.0)
+        self.unix_nanos().saturating_sub(other.unix_nanos())
     }
 
     /// The instant `d` later (saturating at the end of the representable range).
     pub fn after(self, d: Duration) -> Timestamp {
-        Timestamp(
-            self.0
+        Timestamp::from_unix_nanos(
+            self.unix_nanos()
                 .saturating_add(d.as_nanos().min(i64::MAX as u128) as i64),
         )
     }
 
     /// The instant `d` earlier (saturating).
     pub fn before(self, d: Duration) -> Timestamp {
-        Timestamp(
-            self.0
+        Timestamp::from_unix_nanos(
+            self.unix_nanos()
                 .saturating_sub(d.as_nanos().min(i64::MAX as u128) as i64),
         )
     }
@@ -256,7 +283,7 @@ impl Timestamp {
         (start + mi * 60 + s)
             .checked_mul(1_000_000_000)?
             .checked_add(frac)
-            .map(Timestamp)
+            .map(Timestamp::from_unix_nanos)
     }
 }
 
@@ -324,13 +351,13 @@ fn parse_general(b: &[u8]) -> Option<Timestamp> {
     let secs = days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + s - offset_secs;
     secs.checked_mul(1_000_000_000)?
         .checked_add(frac)
-        .map(Timestamp)
+        .map(Timestamp::from_unix_nanos)
 }
 
 impl fmt::Display for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let secs = self.0.div_euclid(1_000_000_000);
-        let nanos = self.0.rem_euclid(1_000_000_000);
+        let secs = self.unix_nanos().div_euclid(1_000_000_000);
+        let nanos = self.unix_nanos().rem_euclid(1_000_000_000);
         let days = secs.div_euclid(86_400);
         let sod = secs.rem_euclid(86_400);
         let (y, m, d) = civil_from_days(days);
@@ -514,6 +541,28 @@ mod tests {
     }
 
     #[test]
+    fn timestamps_order_like_their_nanoseconds_and_fit_an_option_in_8_bytes() {
+        assert_eq!(std::mem::size_of::<Option<Timestamp>>(), 8);
+        let ns = [i64::MIN + 1, -5, -1, 0, 1, 7, i64::MAX];
+        for a in ns {
+            assert_eq!(Timestamp::from_unix_nanos(a).unix_nanos(), a);
+            for b in ns {
+                let (ta, tb) = (Timestamp::from_unix_nanos(a), Timestamp::from_unix_nanos(b));
+                assert_eq!(ta.cmp(&tb), a.cmp(&b), "{a} vs {b}");
+            }
+        }
+        assert_eq!(
+            Timestamp::from_unix_nanos(i64::MIN).unix_nanos(),
+            i64::MIN + 1
+        );
+        assert_eq!(Timestamp::default().unix_nanos(), 0);
+        assert_eq!(
+            format!("{:?}", Timestamp::from_unix_nanos(-3)),
+            "Timestamp(-3)"
+        );
+    }
+
+    #[test]
     fn eight_digits_reads_digits_and_rejects_every_other_byte() {
         assert_eq!(eight_digits(*b"12345678"), Some(12_345_678));
         assert_eq!(eight_digits(*b"00000000"), Some(0));
@@ -532,8 +581,8 @@ mod tests {
 
     proptest! {
         #[test]
-        fn display_round_trips(n in EARLIEST_PLAUSIBLE.0..LATEST_PLAUSIBLE.0) {
-            let t = Timestamp(n);
+        fn display_round_trips(n in EARLIEST_PLAUSIBLE.unix_nanos()..LATEST_PLAUSIBLE.unix_nanos()) {
+            let t = Timestamp::from_unix_nanos(n);
             prop_assert_eq!(Timestamp::parse_rfc3339(&t.to_string()).unwrap(), t);
         }
 
@@ -542,17 +591,17 @@ mod tests {
         /// same one.
         #[test]
         fn canonical_path_agrees_with_the_general_parser(
-            n in EARLIEST_PLAUSIBLE.0..LATEST_PLAUSIBLE.0,
+            n in EARLIEST_PLAUSIBLE.unix_nanos()..LATEST_PLAUSIBLE.unix_nanos(),
             warm in any::<bool>(),
             pos in 0usize..30,
             byte in any::<u8>(),
             corrupt in any::<bool>(),
         ) {
-            let text = Timestamp(n).to_string();
+            let text = Timestamp::from_unix_nanos(n).to_string();
             let mut b: [u8; 30] = text.as_bytes().try_into().unwrap();
             let mut cache = HourCache::default();
             if warm {
-                prop_assert_eq!(Timestamp::parse_canonical(&b, &mut cache), Some(Timestamp(n)));
+                prop_assert_eq!(Timestamp::parse_canonical(&b, &mut cache), Some(Timestamp::from_unix_nanos(n)));
             }
             if corrupt {
                 b[pos] = byte;
@@ -565,7 +614,7 @@ mod tests {
     #[test]
     fn run_clock_is_monotonic_from_its_anchor() {
         let mono = Instant::now();
-        let clock = RunClock::anchored(Timestamp(1_000_000_000), mono);
+        let clock = RunClock::anchored(Timestamp::from_unix_nanos(1_000_000_000), mono);
         assert_eq!(
             clock.at(mono + Duration::from_millis(5)).unix_nanos(),
             1_005_000_000
