@@ -5,6 +5,8 @@
 //! errors; for every line this accepts, the general path gives the same record.
 
 use tpscope_analysis::{SampleFacts, SpanFacts};
+
+use crate::json::plain_len;
 use tpscope_model::{
     Cause, HourCache, Lifecycle, MAX_PLAUSIBLE_TOKENS, Status, Timestamp, TokenSource,
     check_lifecycle,
@@ -26,13 +28,16 @@ pub(crate) enum FastRecord<'a> {
 }
 
 /// Reads one line (without its line break) written in tpscope's own form; `None`
-/// when the line is anything else, valid or not.
+/// when the line is anything else, valid or not (including text that is not UTF-8).
 pub(crate) fn fast_record<'a>(line: &'a [u8], hours: &mut HourCache) -> Option<FastRecord<'a>> {
-    // Non-ASCII text needs UTF-8 validation: the general path does it.
-    if !line.is_ascii() {
-        return None;
-    }
-    let mut c = Cursor { b: line, pos: 0 };
+    // Validated once for the whole line, so that strings are slices of it (a
+    // check per string cost more than this).
+    let text = std::str::from_utf8(line).ok()?;
+    let mut c = Cursor {
+        text,
+        b: line,
+        pos: 0,
+    };
     let record = if c.lit(b"{\"kind\":\"span\",\"run_id\":") {
         span(&mut c, hours)?
     } else if c.lit(b"{\"kind\":\"sample\",\"run_id\":") {
@@ -208,15 +213,17 @@ fn attempt(c: &mut Cursor<'_>, hours: &mut HourCache) -> Option<u64> {
     Some(if failed { tokens } else { 0 })
 }
 
-/// A position in an ASCII line.
+/// A position in a line.
 struct Cursor<'a> {
+    text: &'a str,
+    /// `text` as bytes.
     b: &'a [u8],
     pos: usize,
 }
 
 impl<'a> Cursor<'a> {
     /// Consumes `s` if the text continues with it.
-    #[inline]
+    #[inline(always)]
     fn lit(&mut self, s: &[u8]) -> bool {
         match self.b.get(self.pos..self.pos + s.len()) {
             Some(w) if w == s => {
@@ -228,7 +235,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Consumes `s`, which must come next.
-    #[inline]
+    #[inline(always)]
     fn need(&mut self, s: &[u8]) -> Option<()> {
         self.lit(s).then_some(())
     }
@@ -238,15 +245,13 @@ impl<'a> Cursor<'a> {
     fn str(&mut self) -> Option<&'a str> {
         self.need(b"\"")?;
         let start = self.pos;
-        loop {
-            match *self.b.get(self.pos)? {
-                b'"' => break,
-                // Escapes and control bytes (invalid raw) are for the general path.
-                b'\\' | 0..0x20 => return None,
-                _ => self.pos += 1,
-            }
+        self.pos += plain_len(&self.b[start..]);
+        // Escapes and control bytes (invalid raw) are for the general path.
+        if self.b.get(self.pos) != Some(&b'"') {
+            return None;
         }
-        let s = std::str::from_utf8(&self.b[start..self.pos]).ok()?;
+        // Both ends are at ASCII bytes, so on character boundaries.
+        let s = self.text.get(start..self.pos)?;
         self.pos += 1;
         Some(s)
     }
@@ -260,7 +265,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// A canonical timestamp string, `"YYYY-MM-DDTHH:MM:SS.fffffffffZ"`.
-    #[inline]
+    #[inline(always)]
     fn time(&mut self, hours: &mut HourCache) -> Option<Timestamp> {
         let quoted: &[u8; 32] = self.b.get(self.pos..self.pos + 32)?.try_into().ok()?;
         let (open, rest) = quoted.split_first()?;
@@ -275,7 +280,7 @@ impl<'a> Cursor<'a> {
 
     /// A timestamp after `key`, when the key comes next; `None` when it comes but
     /// its value is not a canonical timestamp.
-    #[inline]
+    #[inline(always)]
     fn opt_time(&mut self, key: &[u8], hours: &mut HourCache) -> Option<Option<Timestamp>> {
         if self.lit(key) {
             self.time(hours).map(Some)
@@ -285,7 +290,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// A whole number without sign, fraction or exponent that fits in 64 bits.
-    #[inline]
+    #[inline(always)]
     fn uint(&mut self) -> Option<u64> {
         let start = self.pos;
         let mut v = 0u64;

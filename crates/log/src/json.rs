@@ -97,6 +97,28 @@ fn string_stops(w: u64) -> u64 {
     zero(quote) | zero(backslash) | control
 }
 
+/// How many leading bytes of `b` need no attention inside a string (none is `"`,
+/// `\` or a control byte), eight at a time.
+#[inline]
+pub(crate) fn plain_len(b: &[u8]) -> usize {
+    let mut pos = 0;
+    while let Some(chunk) = b.get(pos..pos + 8) {
+        let w = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+        let stops = string_stops(w);
+        if stops != 0 {
+            return pos + (stops.trailing_zeros() / 8) as usize;
+        }
+        pos += 8;
+    }
+    while let Some(&c) = b.get(pos) {
+        if c == b'"' || c == b'\\' || c < 0x20 {
+            return pos;
+        }
+        pos += 1;
+    }
+    pos
+}
+
 impl<'a> Scanner<'a> {
     /// A scanner at the start of `text`.
     pub fn new(text: &'a str) -> Scanner<'a> {
@@ -421,21 +443,7 @@ impl<'a> Scanner<'a> {
     /// Advances over bytes that need no attention inside a string.
     #[inline]
     fn plain_run(&mut self) {
-        while let Some(chunk) = self.b.get(self.pos..self.pos + 8) {
-            let w = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
-            let stops = string_stops(w);
-            if stops != 0 {
-                self.pos += (stops.trailing_zeros() / 8) as usize;
-                return;
-            }
-            self.pos += 8;
-        }
-        while let Some(&c) = self.b.get(self.pos) {
-            if c == b'"' || c == b'\\' || c < 0x20 {
-                return;
-            }
-            self.pos += 1;
-        }
+        self.pos += plain_len(&self.b[self.pos..]);
     }
 
     /// Decodes the rest of a string that has escapes, from a `\`.

@@ -1385,8 +1385,7 @@ mod tests {
     }
 
     fn plain(s: &str) -> bool {
-        s.bytes()
-            .all(|b| (0x20..0x80).contains(&b) && b != b'"' && b != b'\\')
+        s.chars().all(|c| c >= ' ' && c != '"' && c != '\\')
     }
 
     /// Whether every string of the record is one the fast path reads.

@@ -203,16 +203,31 @@ fn hour_start(b: &[u8]) -> Option<i64> {
 /// it, so [`Timestamp::parse_canonical`] redoes the calendar only when it changes.
 #[derive(Clone, Copy, Debug)]
 pub struct HourCache {
-    /// `YYYY-MM-DDTHH` of the cached hour.
-    key: [u8; 13],
+    /// `YYYY-MM-DDTHH` of the cached hour, as bytes 0..8 and 5..13 (two loads
+    /// compare faster than a 13-byte array).
+    key: (u64, u64),
     /// Seconds since the epoch at its start.
     start: i64,
 }
 
+impl HourCache {
+    #[inline]
+    fn key_of(b: &[u8; 30]) -> (u64, u64) {
+        let word = |i: usize| {
+            let mut w = [0; 8];
+            w.copy_from_slice(&b[i..i + 8]);
+            u64::from_le_bytes(w)
+        };
+        (word(0), word(5))
+    }
+}
+
 impl Default for HourCache {
     fn default() -> Self {
+        let mut epoch = [b'0'; 30];
+        epoch[..13].copy_from_slice(b"1970-01-01T00");
         HourCache {
-            key: *b"1970-01-01T00",
+            key: HourCache::key_of(&epoch),
             start: 0,
         }
     }
@@ -257,12 +272,12 @@ impl Timestamp {
         if b[13] != b':' || b[16] != b':' || b[19] != b'.' || b[29] != b'Z' {
             return None;
         }
-        let (key, _) = b.split_first_chunk::<13>()?;
-        let start = if *key == cache.key {
+        let key = HourCache::key_of(b);
+        let start = if key == cache.key {
             cache.start
         } else {
-            let start = hour_start(key)?;
-            *cache = HourCache { key: *key, start };
+            let start = hour_start(&b[..13])?;
+            *cache = HourCache { key, start };
             start
         };
         let two = |i: usize| {

@@ -135,22 +135,43 @@ pub fn quantiles(values: &mut [f64], qs: &[f64]) -> Vec<Option<f64>> {
     if n == 0 {
         return vec![None; qs.len()];
     }
-    // Every rank the interpolation reads: ⌊h⌋ and ⌊h⌋ + 1 for each quantile.
+    // Every rank the interpolation reads: ⌊h⌋, and ⌊h⌋ + 1 when h has a fraction
+    // (otherwise its weight is 0; every value above ⌊h⌋ is finite).
     let mut ranks: Vec<usize> = Vec::with_capacity(qs.len() * 2);
     for q in qs {
         let h = (n - 1) as f64 * q.clamp(0.0, 1.0);
         ranks.push(h.floor() as usize);
-        ranks.push((h.floor() as usize + 1).min(n - 1));
+        if h.fract() > 0.0 {
+            ranks.push((h.floor() as usize + 1).min(n - 1));
+        }
     }
     ranks.sort_unstable();
     ranks.dedup();
-    // Select ranks in ascending order, each in the part above the previous one.
+    // Place each rank at its index, in ascending order, each within the part above
+    // the previous one. The smallest or the largest value of that part is found by
+    // a scan and swapped into place, which is several times cheaper than a
+    // selection (min, max, and the rank just above a selected one are such).
     let mut lo = 0;
     for &r in &ranks {
-        if r >= lo {
-            values[lo..].select_nth_unstable_by(r - lo, f64::total_cmp);
-            lo = r + 1;
+        let part = &mut values[lo..];
+        let extreme = if r == lo {
+            part.iter()
+                .enumerate()
+                .min_by(|a, b| a.1.total_cmp(b.1))
+                .map(|(i, _)| (i, 0))
+        } else if r == n - 1 {
+            part.iter()
+                .enumerate()
+                .max_by(|a, b| a.1.total_cmp(b.1))
+                .map(|(i, _)| (i, part.len() - 1))
+        } else {
+            part.select_nth_unstable_by(r - lo, f64::total_cmp);
+            None
+        };
+        if let Some((from, to)) = extreme {
+            part.swap(from, to);
         }
+        lo = r + 1;
     }
     qs.iter()
         .map(|q| {
@@ -258,7 +279,10 @@ mod tests {
     proptest::proptest! {
         #[test]
         fn selection_quantiles_equal_sorted_quantiles(
-            mut v in proptest::collection::vec(-1e6f64..1e6, 1..200),
+            mut v in proptest::collection::vec(
+                proptest::prop_oneof![-1e6f64..1e6, proptest::strategy::Strategy::prop_map(0i32..4, f64::from)],
+                1..200,
+            ),
             q in 0.0f64..=1.0,
         ) {
             let mut sorted = v.clone();
@@ -266,6 +290,21 @@ mod tests {
             let by_sort = quantile_sorted(&sorted, q).unwrap();
             let by_select = quantiles(&mut v, &[q, 0.5, 0.999])[0].unwrap();
             proptest::prop_assert_eq!(by_sort, by_select);
+        }
+
+        /// Every quantile a summary reports, at once, with ties and small sizes.
+        #[test]
+        fn summary_quantiles_equal_sorted_quantiles(
+            mut v in proptest::collection::vec(
+                proptest::prop_oneof![-1e6f64..1e6, proptest::strategy::Strategy::prop_map(0i32..4, f64::from)],
+                1..300,
+            ),
+        ) {
+            let qs = [0.0, 0.5, 0.9, 0.95, 0.99, 0.999, 1.0];
+            let mut sorted = v.clone();
+            sort_values(&mut sorted);
+            let by_sort: Vec<_> = qs.iter().map(|&q| quantile_sorted(&sorted, q)).collect();
+            proptest::prop_assert_eq!(by_sort, quantiles(&mut v, &qs));
         }
     }
 
