@@ -199,7 +199,7 @@ fn attempt(c: &mut Cursor<'_>, hours: &mut HourCache) -> Option<u64> {
         false
     };
     c.need(b",\"tokens\":")?;
-    let tokens = c.uint()?;
+    let tokens = c.uint().filter(|&n| n <= MAX_PLAUSIBLE_TOKENS)?;
     if c.lit(b",\"connection_reused\":") && !(c.lit(b"true") || c.lit(b"false")) {
         return None;
     }

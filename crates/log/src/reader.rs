@@ -715,6 +715,14 @@ fn attempt_waste(a: &RawAttempt<'_>, unit: Option<TimeUnit>) -> FieldResult<u64>
         .map(|v| as_u64("tokens", v))
         .transpose()?
         .unwrap_or(0);
+    // Bounded so that the span's wasted tokens cannot overflow.
+    if tokens > tpscope_model::MAX_PLAUSIBLE_TOKENS {
+        return Err(problem(
+            "tokens",
+            "implausible",
+            format!("{tokens} tokens is implausible"),
+        ));
+    }
     let failed = present(&a.cause)
         .map(|c| cause_of("cause", c))
         .transpose()?
@@ -1436,6 +1444,34 @@ mod tests {
                 prop_assert_eq!(Some(f), general(text), "{}", text);
             }
         }
+    }
+
+    /// A log as `tpscope bench` wrote it against `tpscope sim` with 429s, 500s and
+    /// cut streams (one retry allowed): every span and sample line takes the fast
+    /// path, and reads as the general path reads it.
+    #[test]
+    fn a_bench_log_with_retries_and_errors_reads_alike_on_both_paths() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/bench_sim_faults.jsonl"
+        );
+        let text = std::fs::read_to_string(path).unwrap();
+        let (mut spans, mut retried, mut failed) = (0, 0, 0);
+        for line in text.lines() {
+            let general = general(line);
+            if line.starts_with(r#"{"kind":"run""#) || line.starts_with(r#"{"kind":"end""#) {
+                assert_eq!(fast(line.as_bytes()), None);
+                continue;
+            }
+            assert!(general.is_some(), "{line}");
+            assert_eq!(fast(line.as_bytes()), general, "{line}");
+            if let Some(Owned::Span(_, _, facts, _)) = general {
+                spans += 1;
+                retried += usize::from(facts.retry_count > 0);
+                failed += usize::from(facts.status != Status::Ok);
+            }
+        }
+        assert_eq!((spans, retried, failed), (24, 9, 3));
     }
 
     #[test]

@@ -350,6 +350,13 @@ fn fast_scanner_errors_name_the_field_inside_attempts() {
         with(r#""status":"ok""#),
         "test.jsonl:2: field `status`: the field appears twice in the record"
     );
+    // Two attempts of 2^64 − 1 wasted tokens each overflowed the span's sum.
+    let huge =
+        r#"{"started_at":"2026-01-01T00:00:00Z","cause":"http_5xx","tokens":18446744073709551615}"#;
+    assert_eq!(
+        with(&format!(r#""attempts":[{huge},{huge}]"#)),
+        "test.jsonl:2: field `attempts[0].tokens`: 18446744073709551615 tokens is implausible"
+    );
     assert_eq!(
         with(r#""retry_causes":"http_429""#),
         "test.jsonl:2: field `retry_causes`: expected an array of cause names, found the string \"http_429\""
