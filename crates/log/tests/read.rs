@@ -268,6 +268,31 @@ fn runs_are_grouped_by_run_id_across_files() {
     assert!(!r.complete);
 }
 
+/// An ok span of 7 tokens, queued at 2026-01-01T00:00:00Z and streaming from 20 ms
+/// to 120 ms.
+fn ok_span(run_id: &str, span_id: &str) -> Span {
+    let t = |ms: i64| Timestamp::from_unix_nanos(1_767_225_600_000_000_000 + ms * 1_000_000);
+    Span {
+        run_id: run_id.into(),
+        span_id: span_id.into(),
+        request_id: None,
+        status: Status::Ok,
+        queued_at: t(0),
+        admitted_at: Some(t(1)),
+        first_token_at: Some(t(20)),
+        last_token_at: Some(t(120)),
+        released_at: t(121),
+        output_tokens: 7,
+        input_tokens: Some(12),
+        token_source: None,
+        retry_count: 0,
+        retry_causes: vec![],
+        attempts: vec![],
+        error: None,
+        chunks: None,
+    }
+}
+
 #[test]
 fn writer_output_reads_back_identically() {
     let t = |s: i64| Timestamp::from_unix_nanos(1_767_225_600_000_000_000 + s * 1_000_000);
@@ -284,25 +309,7 @@ fn writer_output_reads_back_identically() {
         load: serde_json::json!({"concurrency": 3}),
         labels: Default::default(),
     };
-    let span = Span {
-        run_id: "w".into(),
-        span_id: "s1".into(),
-        request_id: None,
-        status: Status::Ok,
-        queued_at: t(0),
-        admitted_at: Some(t(1)),
-        first_token_at: Some(t(20)),
-        last_token_at: Some(t(120)),
-        released_at: t(121),
-        output_tokens: 7,
-        input_tokens: Some(12),
-        token_source: None,
-        retry_count: 0,
-        retry_causes: vec![],
-        attempts: vec![],
-        error: None,
-        chunks: None,
-    };
+    let span = ok_span("w", "s1");
     let mut w = LogWriter::new(Vec::new());
     w.write(&Record::Run(run.clone())).unwrap();
     w.write(&Record::Span(span.clone())).unwrap();
@@ -378,26 +385,10 @@ fn fast_scanner_reads_reordered_and_escaped_keys_like_the_canonical_line() {
 /// every form, and ids that only look alike must not collide.
 #[test]
 fn duplicate_span_ids_are_found_in_written_lines_of_every_id_form() {
-    let t = |ms: i64| Timestamp::from_unix_nanos(1_767_225_600_000_000_000 + ms * 1_000_000);
     let span = |id: &str| {
         Record::Span(Span {
-            run_id: "r".into(),
-            span_id: id.into(),
             request_id: Some(format!("chatcmpl-{id}")),
-            status: Status::Ok,
-            queued_at: t(0),
-            admitted_at: Some(t(1)),
-            first_token_at: Some(t(20)),
-            last_token_at: Some(t(120)),
-            released_at: t(121),
-            output_tokens: 7,
-            input_tokens: Some(12),
-            token_source: None,
-            retry_count: 0,
-            retry_causes: vec![],
-            attempts: vec![],
-            error: None,
-            chunks: None,
+            ..ok_span("r", id)
         })
     };
     let ids = [
