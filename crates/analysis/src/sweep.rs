@@ -158,11 +158,18 @@ impl Sweep {
             let last = admitted.map(|_| (s.released_at, RELEASE));
             [first, middle, last].into_iter().flatten()
         };
-        // Every edge lies within [min queued_at, max released_at].
-        let origin = input.spans.iter().map(|s| s.queued_at).min();
-        let end = input.spans.iter().map(|s| s.released_at).max();
-        let origin = origin.map_or(0, |t| t.unix_nanos());
-        let range = end.map_or(0, |t| t.unix_nanos().abs_diff(origin));
+        // Every edge is at a span's queued_at, admitted_at or released_at (a span
+        // built by a library caller need not have them in order).
+        let (origin, end) = input
+            .spans
+            .iter()
+            .flat_map(|s| [Some(s.queued_at), s.admitted_at, Some(s.released_at)])
+            .flatten()
+            .fold(None, |acc: Option<(Timestamp, Timestamp)>, t| {
+                Some(acc.map_or((t, t), |(lo, hi)| (lo.min(t), hi.max(t))))
+            })
+            .map_or((0, 0), |(lo, hi)| (lo.unix_nanos(), hi.unix_nanos()));
+        let range = end.abs_diff(origin);
         let offset = |t: Timestamp| t.unix_nanos().abs_diff(origin);
         let capacity = input.spans.len() * 3;
         let edges = if range < 1 << (64 - KIND_BITS) && !wide {
@@ -421,6 +428,19 @@ mod tests {
                 (y2200 + 1, y2200 + 3, 1, 0, Some(1)),
             ]
         );
+    }
+
+    /// Span facts built by a library caller are not checked: an admission before
+    /// the span was queued must still sort before it (offsets from the earliest
+    /// instant of any edge, not from the earliest queued_at).
+    #[test]
+    fn spans_with_edges_before_their_queued_at_are_swept_in_time_order() {
+        let input = input(vec![span(10, Some(4), 20), span(6, Some(6), 8)], &[]);
+        let got: Vec<_> = Sweep::new(&input)
+            .segments()
+            .map(|s| (s.start.unix_nanos(), s.end.unix_nanos(), s.in_flight))
+            .collect();
+        assert_eq!(got, [(4, 6, 1), (6, 8, 2), (8, 20, 1)]);
     }
 
     proptest! {
