@@ -4,11 +4,12 @@
 use std::time::Duration;
 
 use tpscope_model::{
-    Cause, ChunkMark, EndRecord, RunRecord, SampleRecord, Span, Status, Timestamp, TokenSource,
+    Cause, ChunkMark, EndRecord, Lifecycle, RunRecord, SampleRecord, Span, Status, Timestamp,
+    TokenSource,
 };
 
 /// What the analysis needs of one span, without ids, text or attempt details
-/// (≈ 150 bytes, so a million spans fit in memory comfortably).
+/// (120 bytes, so a million spans fit in memory comfortably).
 #[derive(Clone, Debug, PartialEq)]
 pub struct SpanFacts {
     /// How the request ended.
@@ -56,6 +57,21 @@ impl SpanFacts {
             retry_causes: span.retry_causes.clone(),
             wasted_tokens: span.wasted_tokens(),
             chunks: span.chunks.as_ref().map(|c| c.clone().into_boxed_slice()),
+        }
+    }
+
+    /// The fields [`tpscope_model::check_lifecycle`] judges (an error is present
+    /// when the facts name a cause).
+    pub fn lifecycle(&self) -> Lifecycle {
+        Lifecycle {
+            status: self.status,
+            queued_at: self.queued_at,
+            admitted_at: self.admitted_at,
+            first_token_at: self.first_token_at,
+            last_token_at: self.last_token_at,
+            released_at: self.released_at,
+            output_tokens: self.output_tokens,
+            has_error: self.error_cause.is_some(),
         }
     }
 

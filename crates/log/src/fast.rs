@@ -6,8 +6,7 @@
 
 use tpscope_analysis::{SampleFacts, SpanFacts};
 use tpscope_model::{
-    Cause, HourCache, Lifecycle, MAX_PLAUSIBLE_TOKENS, Status, Timestamp, TokenSource,
-    check_lifecycle,
+    Cause, HourCache, MAX_PLAUSIBLE_TOKENS, Status, Timestamp, TokenSource, check_lifecycle,
 };
 
 use crate::json::plain_len;
@@ -140,35 +139,26 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
     } else {
         None
     };
-    check_lifecycle(Lifecycle {
+    let facts = SpanFacts {
         status,
+        error_cause,
         queued_at,
         admitted_at,
         first_token_at,
         last_token_at,
         released_at,
         output_tokens,
-        has_error: error_cause.is_some(),
-    })
-    .ok()?;
+        input_tokens,
+        retry_count,
+        retry_causes,
+        wasted_tokens,
+        chunks: None,
+    };
+    check_lifecycle(facts.lifecycle()).ok()?;
     Some(FastRecord::Span {
         run_id,
         span_id,
-        facts: SpanFacts {
-            status,
-            error_cause,
-            queued_at,
-            admitted_at,
-            first_token_at,
-            last_token_at,
-            released_at,
-            output_tokens,
-            input_tokens,
-            retry_count,
-            retry_causes,
-            wasted_tokens,
-            chunks: None,
-        },
+        facts,
         source,
     })
 }
