@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use tpscope_model::{Cause, Status, Timestamp};
+use tpscope_model::{Cause, Occupancy, Status, Timestamp};
 
 use crate::input::{RunInput, SpanFacts};
 use crate::report::*;
@@ -111,10 +111,10 @@ pub fn steady_bounds(sweep: &Sweep) -> Option<(Timestamp, Timestamp)> {
     let mut start = None;
     let mut last_backlog_end = None;
     for seg in sweep.segments() {
-        if start.is_none() && seg.cap.is_some_and(|c| seg.in_flight >= c) {
+        if start.is_none() && seg.occupancy().at_cap() {
             start = Some(seg.start);
         }
-        if seg.queue_depth > 0 {
+        if seg.is_backlog() {
             last_backlog_end = Some(seg.end);
         }
     }
@@ -483,7 +483,12 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         }
         if window.is_some() && smp.at >= w0 && smp.at <= w1 {
             n_samples += 1;
-            if smp.queue_depth > 0 && cap.is_none_or(|c| smp.in_flight < c) {
+            let occ = Occupancy {
+                in_flight: smp.in_flight,
+                queue_depth: smp.queue_depth,
+                cap,
+            };
+            if occ.is_gap() {
                 n_gap += 1;
             }
         }

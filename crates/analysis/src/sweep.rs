@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use tpscope_model::Timestamp;
+use tpscope_model::{Occupancy, Timestamp};
 
 use crate::input::RunInput;
 
@@ -27,12 +27,21 @@ impl Segment {
     /// Whether this stretch is a gap: work waits (queue depth > 0) while fewer
     /// streams than the cap are in flight (any in-flight count, when uncapped).
     pub fn is_gap(&self) -> bool {
-        self.queue_depth > 0 && self.cap.is_none_or(|c| self.in_flight < c)
+        self.occupancy().is_gap()
     }
 
     /// Whether work waits.
     pub fn is_backlog(&self) -> bool {
-        self.queue_depth > 0
+        self.occupancy().is_backlog()
+    }
+
+    /// What the run held during this stretch.
+    pub fn occupancy(&self) -> Occupancy {
+        Occupancy {
+            in_flight: self.in_flight,
+            queue_depth: self.queue_depth,
+            cap: self.cap,
+        }
     }
 
     /// Length in nanoseconds.

@@ -16,7 +16,6 @@ use anyhow::{Context, bail};
 use tpscope_client::{Api, Client, ClientConfig, Endpoint, RxTimestamps, Timeouts};
 use tpscope_load::schedule::scale_offsets;
 use tpscope_load::sweep::{Knee, LevelPoint, knee};
-use tpscope_load::units::{Warmup, parse_duration, parse_warmup};
 use tpscope_load::workload::{
     self, PromptItem, TraceEntry, TraceFormat, parse_trace_arg, read_azure_csv, read_mooncake,
     read_prompts_jsonl, read_sharegpt,
@@ -25,6 +24,7 @@ use tpscope_load::{
     Arrival, Column, Control, Dispatch, LengthDist, LiveStats, Recorder, RetryPolicy, RunPlan,
     RunSummary, Schedule, Workload, execute,
 };
+use tpscope_model::units::{Warmup, parse_duration, parse_warmup};
 use tpscope_model::{RunClock, RunRecord, SCHEMA, Target, Timestamp, TokenSource};
 use tpscope_sim::{SimConfig, SimOverrides};
 use tpscope_tokens::{Tokenizer, mix};

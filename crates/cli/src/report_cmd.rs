@@ -133,7 +133,7 @@ impl ReportConfig {
                     .map_err(|e| anyhow::anyhow!("--time-unit: {e}"))
             })
             .transpose()?;
-        let bucket = tpscope_load::units::parse_duration(&a.bucket)
+        let bucket = tpscope_model::units::parse_duration(&a.bucket)
             .map_err(|e| anyhow::anyhow!("--bucket: {e}"))?;
         if bucket.is_zero() {
             bail!("--bucket: the bucket must be longer than 0");

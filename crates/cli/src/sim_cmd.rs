@@ -8,7 +8,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use tpscope_sim::{SimOverrides, parse_duration};
+use tpscope_model::parse_duration;
+use tpscope_sim::SimOverrides;
 
 /// Flags of `tpscope sim`. Every engine flag can also be set in `--config FILE.toml`
 /// under the same name with `_` for `-` (flags win over the file).

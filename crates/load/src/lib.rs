@@ -14,7 +14,6 @@ pub mod sampler;
 pub mod schedule;
 pub mod sender;
 pub mod sweep;
-pub mod units;
 pub mod workload;
 
 pub use admission::{Admission, Dispatch};

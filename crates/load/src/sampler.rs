@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use tpscope_model::{RunClock, SampleRecord};
+use tpscope_model::{Occupancy, RunClock, SampleRecord};
 
 use crate::live::LiveStats;
 use crate::recorder::RecorderTx;
@@ -42,7 +42,12 @@ impl Sampler {
                 let take = || {
                     let (at, in_flight, queue_depth, cap) = probe();
                     live.samples.fetch_add(1, Relaxed);
-                    if queue_depth > 0 && cap.is_none_or(|c| in_flight < c) {
+                    let occ = Occupancy {
+                        in_flight,
+                        queue_depth,
+                        cap,
+                    };
+                    if occ.is_gap() {
                         live.gap_samples.fetch_add(1, Relaxed);
                     }
                     live.in_flight.store(in_flight, Relaxed);

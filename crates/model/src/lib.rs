@@ -3,14 +3,18 @@
 //! Pure: no I/O, no async.
 
 pub mod cause;
+pub mod occupancy;
 pub mod record;
 pub mod span;
 pub mod time;
+pub mod units;
 
 pub use cause::{Cause, Status, UnknownCause};
+pub use occupancy::Occupancy;
 pub use record::{EndRecord, Record, RunRecord, SCHEMA, SampleRecord, Target};
 pub use span::{
     Attempt, ChunkMark, Invalid, Lifecycle, MAX_PLAUSIBLE_SPAN, MAX_PLAUSIBLE_TOKENS, Span,
     SpanError, TokenSource, check_lifecycle,
 };
 pub use time::{HourCache, RunClock, TimeParseError, Timestamp};
+pub use units::{BadDuration, format_duration, parse_duration};

@@ -617,32 +617,6 @@ fn unknown_gpu(name: &str) -> SimError {
     )
 }
 
-/// Parses a duration: a number with a unit (`2s`, `1.5s`, `250ms`, `100us`, `1m`),
-/// or a bare number of seconds.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let v: f64 = num
-        .parse()
-        .map_err(|_| format!("`{s}` is not a duration (expected e.g. 2s, 250ms, 1.5)"))?;
-    let secs = match unit.trim() {
-        "" | "s" => v,
-        "ms" => v / 1e3,
-        "us" | "µs" => v / 1e6,
-        "ns" => v / 1e9,
-        "m" | "min" => v * 60.0,
-        _ => {
-            return Err(format!(
-                "`{s}` has an unknown unit (expected s, ms, us, ns or m)"
-            ));
-        }
-    };
-    Duration::try_from_secs_f64(secs).map_err(|_| format!("`{s}` is not a valid duration"))
-}
-
 /// A duration in TOML: a number of seconds or a string with a unit.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(untagged)]
@@ -657,7 +631,7 @@ fn de_duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duration
         Some(DurationValue::Secs(v)) => Duration::try_from_secs_f64(v)
             .map(Some)
             .map_err(|_| serde::de::Error::custom(format!("{v} is not a number of seconds ≥ 0"))),
-        Some(DurationValue::Text(t)) => parse_duration(&t)
+        Some(DurationValue::Text(t)) => tpscope_model::parse_duration(&t)
             .map(Some)
             .map_err(serde::de::Error::custom),
     }
@@ -969,9 +943,11 @@ mod tests {
         assert_eq!("max".parse::<Speed>().unwrap(), Speed::Max);
         assert_eq!("10x".parse::<Speed>().unwrap(), Speed::Scaled(10.0));
         assert!("0".parse::<Speed>().is_err());
-        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
-        assert_eq!(parse_duration("2").unwrap(), Duration::from_secs(2));
-        assert!(parse_duration("2h").is_err());
+        // One duration grammar for every flag and key (tpscope_model::units).
+        let parse = tpscope_model::parse_duration;
+        assert_eq!(parse("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse("2").unwrap(), Duration::from_secs(2));
+        assert_eq!(parse("2h").unwrap(), Duration::from_secs(7200));
         assert_eq!(
             "fixed:64".parse::<OutputLen>().unwrap(),
             OutputLen::Fixed(64)

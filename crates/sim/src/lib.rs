@@ -23,7 +23,6 @@ use std::time::Duration;
 
 pub use config::{
     BLOCK_SIZE, Faults, GpuSpec, ModelSpec, OutputLen, SimConfig, SimOverrides, Speed,
-    parse_duration,
 };
 pub use draws::Fault;
 pub use metrics::StepLateness;

@@ -1,5 +1,6 @@
-//! Parsing of the human units used by load flags: durations (`10ms`, `1.5s`, `2m`)
-//! and "count or duration" values (`--warmup 20` or `--warmup 10s`).
+//! The one duration grammar of every flag and config key (`10ms`, `1.5s`, `2m`, `1h`,
+//! a bare number of seconds) and "count or duration" values (`--warmup 20` or
+//! `--warmup 10s`).
 
 use std::fmt;
 use std::time::Duration;
