@@ -3,6 +3,7 @@
 
 mod bench_cmd;
 mod compare_cmd;
+mod exit;
 mod progress;
 mod report_cmd;
 mod sim_cmd;
@@ -11,9 +12,6 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-
-/// Exit status for bad input (flags, files, records).
-pub const EXIT_BAD_INPUT: u8 = 2;
 
 #[derive(Parser)]
 #[command(
@@ -61,7 +59,7 @@ fn main() -> ExitCode {
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             let _ = writeln!(io::stderr(), "error: {e:#}");
-            ExitCode::from(EXIT_BAD_INPUT)
+            ExitCode::from(exit::status_of(&e))
         }
     }
 }
