@@ -116,23 +116,31 @@ impl AnalysisFlags {
 }
 
 /// Writes rendered bytes to `path`, or to standard output without one; `flag`,
-/// when given, names the flag that chose the file in the error. Failing to write is
-/// a runtime failure, except a broken pipe on standard output, which `main` treats
-/// as success.
-pub fn write_out(bytes: &[u8], path: Option<&Path>, flag: Option<&str>) -> anyhow::Result<()> {
+/// when given, names the flag that chose the file in the error. A write error is a
+/// runtime failure (exit 1) when `runtime_failure` is set (`compare` leaves it
+/// unset: its exit 1 means a criterion failed), except a broken pipe on standard
+/// output, which `main` treats as success.
+pub fn write_out(
+    bytes: &[u8],
+    path: Option<&Path>,
+    flag: Option<&str>,
+    runtime_failure: bool,
+) -> anyhow::Result<()> {
+    let mark = |e: std::io::Error| -> anyhow::Error {
+        if runtime_failure && e.kind() != std::io::ErrorKind::BrokenPipe {
+            Err::<(), _>(e).failure().unwrap_err()
+        } else {
+            e.into()
+        }
+    };
     match path {
-        Some(path) => std::fs::write(path, bytes).failure().with_context(|| {
+        Some(path) => std::fs::write(path, bytes).map_err(mark).with_context(|| {
             let flag = flag.map(|f| format!("{f}: ")).unwrap_or_default();
             format!("{flag}writing {}", path.display())
         }),
         None => {
             let mut out = std::io::stdout().lock();
-            out.write_all(bytes)
-                .and_then(|()| out.flush())
-                .or_else(|e| match e.kind() {
-                    std::io::ErrorKind::BrokenPipe => Err(anyhow::Error::new(e)),
-                    _ => Err(e).failure(),
-                })
+            out.write_all(bytes).and_then(|()| out.flush()).map_err(mark)
         }
     }
 }

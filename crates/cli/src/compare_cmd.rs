@@ -14,7 +14,6 @@ use tpscope_analysis::stats::bootstrap::BootstrapConfig;
 use tpscope_log::{LoadedRun, LogSet, ReadOptions};
 
 use crate::analysis_flags::{AnalysisFlags, write_out};
-use crate::exit::ResultExt;
 use crate::report_cmd;
 
 /// Output formats of `tpscope compare`.
@@ -315,16 +314,17 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let c = &compared.comparison;
     let bytes = match args.format {
         CompareFormat::Text => tpscope_render::compare::text(c),
-        CompareFormat::Json => tpscope_render::compare::json(c).failure()?,
+        // Unmarked like every compare error: exit 1 means a criterion failed.
+        CompareFormat::Json => tpscope_render::compare::json(c)?,
         CompareFormat::Markdown => tpscope_render::compare::markdown(c),
     };
     if let Some(path) = &args.html {
         let db = detail(&base.run.input, &compared.baseline);
         let dc = detail(&cand.run.input, &compared.candidate);
         let page = tpscope_render::html::compare(&compared, &db, &dc);
-        write_out(&page, Some(path), Some("--html"))?;
+        write_out(&page, Some(path), Some("--html"), false)?;
     }
-    write_out(&bytes, args.output.as_deref(), Some("--output"))?;
+    write_out(&bytes, args.output.as_deref(), Some("--output"), false)?;
     Ok(ExitCode::from(tpscope_render::compare::exit_code(
         c.overall,
     )))

@@ -138,9 +138,9 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             .map(|(r, rep)| tpscope_analysis::detail::detail(&r.input, rep))
             .collect();
         let page = tpscope_render::html::report(&report, &details);
-        write_out(&page, Some(path), Some("--html"))?;
+        write_out(&page, Some(path), Some("--html"), true)?;
     }
-    write_out(&bytes, args.output.as_deref(), None)?;
+    write_out(&bytes, args.output.as_deref(), None, true)?;
     Ok(ExitCode::SUCCESS)
 }
 
