@@ -298,7 +298,9 @@ impl SpanMetrics {
 
     /// The value of the metric named `name` (`None` also for an unknown name).
     pub fn get(&self, name: &str) -> Option<f64> {
-        self.iter().find(|(m, _)| m.name == name).and_then(|(_, v)| v)
+        self.iter()
+            .find(|(m, _)| m.name == name)
+            .and_then(|(_, v)| v)
     }
 }
 

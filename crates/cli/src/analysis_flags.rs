@@ -140,7 +140,9 @@ pub fn write_out(
         }),
         None => {
             let mut out = std::io::stdout().lock();
-            out.write_all(bytes).and_then(|()| out.flush()).map_err(mark)
+            out.write_all(bytes)
+                .and_then(|()| out.flush())
+                .map_err(mark)
         }
     }
 }

@@ -170,6 +170,12 @@ fn an_unwritable_output_is_a_runtime_failure_exit_1() {
 fn help_lists_bucket_between_window_and_time_unit() {
     let out = tpscope(&["report", "--help"]);
     let s = text(&out.stdout);
-    let at = |flag: &str| s.find(flag).unwrap_or_else(|| panic!("{flag} missing: {s}"));
-    assert!(at("--window") < at("--bucket") && at("--bucket") < at("--time-unit"), "{s}");
+    let at = |flag: &str| {
+        s.find(flag)
+            .unwrap_or_else(|| panic!("{flag} missing: {s}"))
+    };
+    assert!(
+        at("--window") < at("--bucket") && at("--bucket") < at("--time-unit"),
+        "{s}"
+    );
 }

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use tpscope_analysis::compare::{
-    BootstrapUsed, COMPARE_SCHEMA, ChangeKind, Comparison, Criterion, CriterionResult,
-    HeadlineRow, Mismatch, Side, Thresholds, Verdict,
+    BootstrapUsed, COMPARE_SCHEMA, ChangeKind, Comparison, Criterion, CriterionResult, HeadlineRow,
+    Mismatch, Side, Thresholds, Verdict,
 };
 use tpscope_analysis::metrics::{Better, MetricUnit};
 use tpscope_analysis::stats::bootstrap::Interval;

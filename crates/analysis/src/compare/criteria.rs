@@ -244,8 +244,11 @@ fn interval_of(
     let rb = draw(base, b.block_len, 1);
     let rc = draw(cand, c.block_len, 2);
     let kind = def.change;
-    percentile_interval(&paired_change(&rb, &rc, |b, c| change_of(kind, b, c)), cfg.level)
-        .ok_or_else(|| format!("no interval: too many resamples of the {what} had no value"))
+    percentile_interval(
+        &paired_change(&rb, &rc, |b, c| change_of(kind, b, c)),
+        cfg.level,
+    )
+    .ok_or_else(|| format!("no interval: too many resamples of the {what} had no value"))
 }
 
 /// A threshold in the criterion's terms: signed percent of the baseline for a

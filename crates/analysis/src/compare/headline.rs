@@ -7,13 +7,21 @@ use crate::report::{Cost, RunReport};
 use crate::stats::{Quantity, Summary};
 
 /// A run-level figure: name, unit, direction and how to read it from a report.
-type Figure = (&'static str, MetricUnit, Better, fn(&RunReport) -> Option<f64>);
+type Figure = (
+    &'static str,
+    MetricUnit,
+    Better,
+    fn(&RunReport) -> Option<f64>,
+);
 
 /// The run-level figures, first.
 const FIGURES: [Figure; 6] = [
-    ("system_tps", MetricUnit::TokensPerSecond, Better::Higher, |r| {
-        r.system_tps.map(|v| v.0)
-    }),
+    (
+        "system_tps",
+        MetricUnit::TokensPerSecond,
+        Better::Higher,
+        |r| r.system_tps.map(|v| v.0),
+    ),
     ("success_rate", MetricUnit::Fraction, Better::Higher, |r| {
         r.success_rate
     }),

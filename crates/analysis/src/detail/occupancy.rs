@@ -6,13 +6,18 @@ use std::time::Duration;
 
 use tpscope_model::Timestamp;
 
-use super::{GapBand, MAX_EXACT_STEPS, MAX_GAP_INTERVALS, OCCUPANCY_BINS, Occupancy, OccupancyStep};
+use super::{
+    GapBand, MAX_EXACT_STEPS, MAX_GAP_INTERVALS, OCCUPANCY_BINS, Occupancy, OccupancyStep,
+};
 use crate::input::RunInput;
 use crate::sweep::Sweep;
 
 /// The occupancy steps and gap bands of a run, offsets from `origin`, and whether
 /// the bands are binned.
-pub(super) fn occupancy_and_gaps(input: &RunInput, origin: Timestamp) -> (Occupancy, Vec<GapBand>, bool) {
+pub(super) fn occupancy_and_gaps(
+    input: &RunInput,
+    origin: Timestamp,
+) -> (Occupancy, Vec<GapBand>, bool) {
     let sweep = Sweep::new(input);
     let segments: Vec<_> = sweep.segments().collect();
     let (Some(first), Some(last)) = (segments.first(), segments.last()) else {
@@ -132,4 +137,3 @@ pub(super) fn occupancy_and_gaps(input: &RunInput, origin: Timestamp) -> (Occupa
         .collect();
     (occupancy, bands, true)
 }
-
