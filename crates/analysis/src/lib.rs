@@ -21,6 +21,8 @@ pub mod report;
 pub mod series;
 pub mod stats;
 pub mod sweep;
+#[cfg(test)]
+mod test_support;
 
 pub use analyze::{Options, Prices, WindowSpec, analyze, steady_bounds};
 pub use collect::LENGTH_EDGES;

@@ -13,8 +13,17 @@ use crate::stats::{Summary, Tokens, TokensPerSecond};
 /// The schema name of the JSON report.
 pub const REPORT_SCHEMA: &str = "tpscope.report/1";
 
+/// Serialises a duration as seconds (every duration in tpscope's JSON).
 pub(crate) fn secs<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(d.as_secs_f64())
+}
+
+/// Serialises an optional duration as seconds or null.
+pub(crate) fn opt_secs<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => secs(d, s),
+        None => s.serialize_none(),
+    }
 }
 
 /// Reports of every run read, plus what the reader had to say.

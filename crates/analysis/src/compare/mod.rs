@@ -9,16 +9,21 @@
 //! over the window's spans. Baseline and candidate are resampled independently and
 //! the i-th replicates are paired; the interval is the percentile interval of the
 //! paired changes.
+//!
+//! This file holds the comparison's value types and [`compare`]; the criteria are
+//! one table in `criteria.rs`, the headline rows tables in `headline.rs`, run
+//! preparation for the bootstrap in `prepare.rs` and the comparability check in
+//! `identity.rs`.
 
 use std::fmt;
 use std::time::Duration;
 
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 
 use crate::analyze::Options;
 use crate::input::RunInput;
 use crate::metrics::{Better, MetricUnit};
-use crate::report::RunReport;
+use crate::report::{RunReport, opt_secs};
 use crate::stats::bootstrap::{BootstrapConfig, Interval};
 
 mod criteria;
@@ -257,13 +262,6 @@ pub struct Side {
     pub bucket: Option<Duration>,
     /// Buckets per resampled block.
     pub block_len: usize,
-}
-
-fn opt_secs<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
-    match d {
-        Some(d) => s.serialize_f64(d.as_secs_f64()),
-        None => s.serialize_none(),
-    }
 }
 
 /// Bootstrap settings as used, for the record.

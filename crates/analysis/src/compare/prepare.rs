@@ -115,31 +115,12 @@ pub(crate) fn prepare(input: &RunInput, opts: &Options) -> Prepared {
 mod tests {
     use super::*;
     use crate::input::SpanFacts;
-    use tpscope_model::{Cause, RunRecord, SCHEMA, Target, Timestamp};
-
-    fn ts(ms: i64) -> Timestamp {
-        Timestamp::from_unix_nanos(1_800_000_000_000_000_000 + ms * 1_000_000)
-    }
+    use crate::test_support::{capped_run, ts};
+    use tpscope_model::Cause;
 
     /// Spans through cap 2 with queueing, gaps, failures, a cancellation and retries.
     fn input() -> RunInput {
-        let mut input = RunInput {
-            run_id: "r".into(),
-            run: Some(RunRecord {
-                run_id: "r".into(),
-                schema: SCHEMA.into(),
-                tool: String::new(),
-                started_at: ts(0),
-                target: Target::default(),
-                cap: Some(2),
-                token_source: None,
-                tokenizer: None,
-                sample_interval: None,
-                load: serde_json::Value::Null,
-                labels: Default::default(),
-            }),
-            ..RunInput::default()
-        };
+        let mut input = capped_run(2);
         for i in 0..60i64 {
             let q = i * 150;
             let a = q + (i % 4) * 90;

@@ -13,7 +13,7 @@ use tpscope_model::{Status, Timestamp};
 
 use crate::input::{RunInput, SpanFacts};
 use crate::metrics::{MetricUnit, metric, span_metrics};
-use crate::report::{RunReport, WindowKind};
+use crate::report::{RunReport, WindowKind, opt_secs, secs};
 use crate::stats::{TokensPerSecond, quantile_sorted, ratio, sort_values};
 
 mod occupancy;
@@ -250,17 +250,6 @@ impl Detail {
     /// The CDF of one metric.
     pub fn cdf(&self, m: CdfMetric) -> Option<&Cdf> {
         self.cdfs.iter().find(|c| c.metric == m)
-    }
-}
-
-fn secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_f64(d.as_secs_f64())
-}
-
-fn opt_secs<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
-    match d {
-        Some(d) => s.serialize_f64(d.as_secs_f64()),
-        None => s.serialize_none(),
     }
 }
 

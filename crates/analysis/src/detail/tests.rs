@@ -2,11 +2,7 @@
 
 use super::*;
 use crate::analyze::{Options, analyze};
-use tpscope_model::{RunRecord, SCHEMA, Target};
-
-fn ts(ms: i64) -> Timestamp {
-    Timestamp::from_unix_nanos(1_800_000_000_000_000_000 + ms * 1_000_000)
-}
+use crate::test_support::{capped_run, ts};
 
 fn span(q: i64, a: i64, f: i64, l: i64, r: i64, tokens: u64) -> SpanFacts {
     SpanFacts {
@@ -27,23 +23,7 @@ fn span(q: i64, a: i64, f: i64, l: i64, r: i64, tokens: u64) -> SpanFacts {
 }
 
 fn input(spans: Vec<SpanFacts>, cap: u32) -> RunInput {
-    let mut i = RunInput {
-        run_id: "r".into(),
-        run: Some(RunRecord {
-            run_id: "r".into(),
-            schema: SCHEMA.into(),
-            tool: String::new(),
-            started_at: ts(0),
-            target: Target::default(),
-            cap: Some(cap),
-            token_source: None,
-            tokenizer: None,
-            sample_interval: None,
-            load: serde_json::Value::Null,
-            labels: Default::default(),
-        }),
-        ..RunInput::default()
-    };
+    let mut i = capped_run(cap);
     for s in spans {
         i.push_span(s, None);
     }
