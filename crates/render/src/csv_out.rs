@@ -71,3 +71,17 @@ pub fn render(runs: &[(&RunInput, &[Box<str>])]) -> Result<Vec<u8>, RenderError>
     w.into_inner()
         .map_err(|e| RenderError::Csv(e.into_error().into()))
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn header_is_the_facts_then_one_column_per_metric() {
+        assert_eq!(
+            super::header().join(","),
+            "run_id,span_id,status,error_cause,queued_at,admitted_at,first_token_at,\
+             last_token_at,released_at,output_tokens,input_tokens,retry_count,t_queue_s,\
+             t_first_token_s,ttft_user_s,t_stream_s,t_in_flight_s,t_post_s,stream_tps,\
+             end_to_end_tps,tpot_s,decode_tps"
+        );
+    }
+}

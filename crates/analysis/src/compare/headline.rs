@@ -162,3 +162,13 @@ pub(crate) fn headline(b: &RunReport, c: &RunReport) -> Vec<HeadlineRow> {
     }
     rows
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_percentile_row_names_a_per_span_metric() {
+        for (name, _) in super::PERCENTILES {
+            assert!(super::metric(name).is_some(), "{name}");
+        }
+    }
+}

@@ -181,3 +181,10 @@ fn even_sample_keeps_ends_and_bounds() {
     assert_eq!((s[0], s[999]), (0, 9999));
     assert!(s.windows(2).all(|w| w[0] < w[1]));
 }
+
+#[test]
+fn every_cdf_is_a_row_of_the_metric_table() {
+    for c in CdfMetric::ALL {
+        assert!(metric(c.name()).is_some(), "{}", c.name());
+    }
+}
