@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use serde::Serialize;
+use tpscope_model::Timestamp;
 
 use crate::input::SpanFacts;
 use crate::report::{Conventional, Distributions};
@@ -116,13 +117,13 @@ impl std::fmt::Debug for SpanMetric {
 
 // The lifecycle as the metrics read it: an instant counts only when the one before
 // it exists (a first token without admission is none).
-fn admitted(s: &SpanFacts) -> Option<tpscope_model::Timestamp> {
+fn admitted(s: &SpanFacts) -> Option<Timestamp> {
     s.admitted_at
 }
-fn first(s: &SpanFacts) -> Option<tpscope_model::Timestamp> {
+fn first(s: &SpanFacts) -> Option<Timestamp> {
     s.first_token_at.filter(|_| s.admitted_at.is_some())
 }
-fn last(s: &SpanFacts) -> Option<tpscope_model::Timestamp> {
+fn last(s: &SpanFacts) -> Option<Timestamp> {
     s.last_token_at.filter(|_| first(s).is_some())
 }
 fn t_stream(s: &SpanFacts) -> Option<Duration> {
