@@ -1,14 +1,16 @@
-//! From a run's facts to its [`RunReport`]: windows, counts, rates, idle time,
-//! distributions, length buckets, time series and cost.
+//! From a run's facts to its [`RunReport`]: the options, the window, counts, rates,
+//! idle time, the sampled gap estimate, cost and the run's warnings. Distributions
+//! are collected by [`crate::collect`], the time series by [`crate::series`].
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use tpscope_model::{Cause, Occupancy, Status, Timestamp};
 
+use crate::collect::Collected;
 use crate::input::{RunInput, SpanFacts};
 use crate::report::*;
-use crate::stats::{Summary, Tokens, TokensPerSecond, ratio};
+use crate::series::{MAX_BUCKETS, time_series, tokens_in};
+use crate::stats::{TokensPerSecond, ratio};
 use crate::sweep::{Integrals, Sweep};
 
 /// Which window the figures cover.
@@ -71,28 +73,6 @@ impl Default for Options {
     }
 }
 
-/// The most buckets a time series may have; a finer bucket is refused by a warning.
-pub const MAX_BUCKETS: u64 = 1_000_000;
-
-/// Output-length bucket edges for stream TPS by length (inclusive upper bounds).
-pub const LENGTH_EDGES: [u64; 5] = [16, 64, 256, 1024, 4096];
-
-/// Why a span lacks a metric.
-pub mod missing {
-    /// The span never took a slot.
-    pub const NOT_ADMITTED: &str = "not_admitted";
-    /// No chunk carrying output arrived.
-    pub const NO_FIRST_TOKEN: &str = "no_first_token";
-    /// First and last token arrived at the same instant (one chunk).
-    pub const ZERO_STREAM_TIME: &str = "zero_stream_time";
-    /// Admission and release at the same instant.
-    pub const ZERO_IN_FLIGHT_TIME: &str = "zero_in_flight_time";
-    /// One output token: no gap between tokens.
-    pub const SINGLE_TOKEN: &str = "single_token";
-    /// Chunk arrivals were not recorded.
-    pub const NO_CHUNKS_RECORDED: &str = "no_chunks_recorded";
-}
-
 fn window_of(kind: WindowKind, start: Timestamp, end: Timestamp, origin: Timestamp) -> Window {
     Window {
         kind,
@@ -120,233 +100,6 @@ pub fn steady_bounds(sweep: &Sweep) -> Option<(Timestamp, Timestamp)> {
     }
     let (s, e) = (start?, last_backlog_end?);
     (e > s).then_some((s, e))
-}
-
-/// Tokens of a span attributed to `[a, b]`: at recorded chunk arrivals when present,
-/// else spread uniformly over `[first_token_at, last_token_at]` (a point mass at
-/// the first token when the two coincide). A point on `b` counts when `closed_end`.
-fn tokens_in(span: &SpanFacts, a: i64, b: i64, closed_end: bool) -> f64 {
-    let (Some(f), Some(l)) = (span.first_token_at, span.last_token_at) else {
-        return 0.0;
-    };
-    let (f, l) = (f.unix_nanos(), l.unix_nanos());
-    let point_in = |t: i64| t >= a && (t < b || (closed_end && t == b));
-    if let Some(chunks) = span.chunks.as_deref().filter(|c| !c.is_empty()) {
-        let marked: u64 = chunks.iter().map(|c| u64::from(c.tokens)).sum();
-        // Chunk counts may differ from the span's total (e.g. usage counts more):
-        // scale so the span still contributes exactly its output tokens.
-        let scale = if marked > 0 {
-            span.output_tokens as f64 / marked as f64
-        } else {
-            0.0
-        };
-        return chunks
-            .iter()
-            .filter(|c| point_in(f.saturating_add(c.offset.as_nanos() as i64)))
-            .map(|c| f64::from(c.tokens) * scale)
-            .sum();
-    }
-    let n = span.output_tokens as f64;
-    if l <= f {
-        return if point_in(f) { n } else { 0.0 };
-    }
-    let overlap = (l.min(b) - f.max(a)).max(0);
-    n * overlap as f64 / (l - f) as f64
-}
-
-struct Collected {
-    t_queue: Vec<f64>,
-    t_first_token: Vec<f64>,
-    ttft_user: Vec<f64>,
-    t_stream: Vec<f64>,
-    t_in_flight: Vec<f64>,
-    t_post: Vec<f64>,
-    stream_tps: Vec<f64>,
-    end_to_end_tps: Vec<f64>,
-    tpot: Vec<f64>,
-    decode_tps: Vec<f64>,
-    itl: Vec<f64>,
-    output_len: Vec<f64>,
-    by_length: Vec<Vec<f64>>,
-    missing: BTreeMap<&'static str, BTreeMap<&'static str, u64>>,
-}
-
-impl Collected {
-    fn new(n: usize) -> Collected {
-        let v = || Vec::with_capacity(n);
-        Collected {
-            t_queue: v(),
-            t_first_token: v(),
-            ttft_user: v(),
-            t_stream: v(),
-            t_in_flight: v(),
-            t_post: v(),
-            stream_tps: v(),
-            end_to_end_tps: v(),
-            tpot: v(),
-            decode_tps: v(),
-            itl: Vec::new(),
-            output_len: v(),
-            by_length: vec![Vec::new(); LENGTH_EDGES.len() + 1],
-            missing: BTreeMap::new(),
-        }
-    }
-
-    fn lack(&mut self, metric: &'static str, reason: &'static str) {
-        *self
-            .missing
-            .entry(metric)
-            .or_default()
-            .entry(reason)
-            .or_default() += 1;
-    }
-
-    /// Collects the metrics of one ok span, or the reason each is absent.
-    fn add(&mut self, s: &SpanFacts) {
-        let n = s.output_tokens;
-        self.output_len.push(n as f64);
-        let m = span_metrics(s);
-        let reason = |zero: &'static str| {
-            if s.admitted_at.is_none() {
-                missing::NOT_ADMITTED
-            } else if s.first_token_at.is_none() {
-                missing::NO_FIRST_TOKEN
-            } else {
-                zero
-            }
-        };
-        let d = |v: Option<Duration>| v.map(|d| d.as_secs_f64());
-        let cols: [(&'static str, Option<f64>, &'static str); 10] = [
-            ("t_queue", d(m.t_queue), missing::NOT_ADMITTED),
-            ("t_first_token", d(m.t_first_token), missing::NO_FIRST_TOKEN),
-            ("ttft_user", d(m.ttft_user), missing::NO_FIRST_TOKEN),
-            ("t_stream", d(m.t_stream), missing::NO_FIRST_TOKEN),
-            ("t_in_flight", d(m.t_in_flight), missing::NOT_ADMITTED),
-            ("t_post", d(m.t_post), missing::NO_FIRST_TOKEN),
-            (
-                "stream_tps",
-                m.stream_tps.map(|r| r.0),
-                missing::ZERO_STREAM_TIME,
-            ),
-            (
-                "end_to_end_tps",
-                m.end_to_end_tps.map(|r| r.0),
-                missing::ZERO_IN_FLIGHT_TIME,
-            ),
-            ("tpot", d(m.tpot), missing::SINGLE_TOKEN),
-            (
-                "decode_tps",
-                m.decode_tps.map(|r| r.0),
-                if n <= 1 {
-                    missing::SINGLE_TOKEN
-                } else {
-                    missing::ZERO_STREAM_TIME
-                },
-            ),
-        ];
-        for (i, (name, value, zero)) in cols.into_iter().enumerate() {
-            match value {
-                Some(v) => match i {
-                    0 => self.t_queue.push(v),
-                    1 => self.t_first_token.push(v),
-                    2 => self.ttft_user.push(v),
-                    3 => self.t_stream.push(v),
-                    4 => self.t_in_flight.push(v),
-                    5 => self.t_post.push(v),
-                    6 => self.stream_tps.push(v),
-                    7 => self.end_to_end_tps.push(v),
-                    8 => self.tpot.push(v),
-                    _ => self.decode_tps.push(v),
-                },
-                None => {
-                    let why = if name == "end_to_end_tps" && s.admitted_at.is_none() {
-                        missing::NOT_ADMITTED
-                    } else if matches!(name, "t_queue" | "t_in_flight" | "end_to_end_tps") {
-                        zero
-                    } else {
-                        reason(zero)
-                    };
-                    self.lack(name, why);
-                }
-            }
-        }
-        if let Some(tps) = m.stream_tps {
-            let bucket = LENGTH_EDGES
-                .iter()
-                .position(|e| n <= *e)
-                .unwrap_or(LENGTH_EDGES.len());
-            self.by_length[bucket].push(tps.0);
-        }
-        match s.chunks.as_deref() {
-            _ if s.first_token_at.is_none() => {
-                self.lack("inter_token_latency", reason(missing::NO_FIRST_TOKEN))
-            }
-            Some(chunks) if chunks.len() > 1 => {
-                for w in chunks.windows(2) {
-                    let gap = w[1].offset.saturating_sub(w[0].offset).as_secs_f64();
-                    let k = w[1].tokens.max(1);
-                    let per = gap / f64::from(k);
-                    self.itl.extend(std::iter::repeat_n(per, k as usize));
-                }
-            }
-            Some(_) => self.lack("inter_token_latency", missing::SINGLE_TOKEN),
-            None => self.lack("inter_token_latency", missing::NO_CHUNKS_RECORDED),
-        }
-    }
-}
-
-/// The derived metrics of one span (DESIGN.md §3); each is `None` when it cannot
-/// be computed for the span (missing instant, zero duration, too few tokens).
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct SpanMetrics {
-    /// admitted_at − queued_at.
-    pub t_queue: Option<Duration>,
-    /// first_token_at − admitted_at.
-    pub t_first_token: Option<Duration>,
-    /// first_token_at − queued_at.
-    pub ttft_user: Option<Duration>,
-    /// last_token_at − first_token_at.
-    pub t_stream: Option<Duration>,
-    /// released_at − admitted_at.
-    pub t_in_flight: Option<Duration>,
-    /// released_at − last_token_at.
-    pub t_post: Option<Duration>,
-    /// output_tokens / t_stream (t_stream > 0).
-    pub stream_tps: Option<TokensPerSecond>,
-    /// output_tokens / t_in_flight (t_in_flight > 0).
-    pub end_to_end_tps: Option<TokensPerSecond>,
-    /// t_stream / (output_tokens − 1) (at least 2 tokens).
-    pub tpot: Option<Duration>,
-    /// (output_tokens − 1) / t_stream (at least 2 tokens, t_stream > 0).
-    pub decode_tps: Option<TokensPerSecond>,
-}
-
-/// The derived metrics of one span. The one place they are computed.
-pub fn span_metrics(s: &SpanFacts) -> SpanMetrics {
-    let n = s.output_tokens;
-    let adm = s.admitted_at;
-    let first = s.first_token_at.filter(|_| adm.is_some());
-    let last = s.last_token_at.filter(|_| first.is_some());
-    let t_in_flight = adm.and_then(|a| s.released_at.since(a));
-    let t_stream = first.zip(last).and_then(|(f, l)| l.since(f));
-    let per_sec = |num: f64, d: Option<Duration>| {
-        d.filter(|d| !d.is_zero())
-            .map(|d| TokensPerSecond(num / d.as_secs_f64()))
-    };
-    SpanMetrics {
-        t_queue: adm.and_then(|a| a.since(s.queued_at)),
-        t_first_token: adm.zip(first).and_then(|(a, f)| f.since(a)),
-        ttft_user: first.and_then(|f| f.since(s.queued_at)),
-        t_stream,
-        t_in_flight,
-        t_post: last.and_then(|l| s.released_at.since(l)),
-        stream_tps: per_sec(n as f64, t_stream),
-        end_to_end_tps: per_sec(n as f64, t_in_flight),
-        tpot: t_stream
-            .filter(|_| n > 1)
-            .map(|d| d / (n - 1).min(u64::from(u32::MAX)) as u32),
-        decode_tps: per_sec(n.saturating_sub(1) as f64, t_stream).filter(|_| n > 1),
-    }
 }
 
 /// Analyses one run.
@@ -424,10 +177,7 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         counts.retries += u64::from(s.retry_count);
         counts.wasted_tokens += s.wasted_tokens;
         for c in &s.retry_causes {
-            *counts
-                .retries_by_cause
-                .entry(c.as_str().to_string())
-                .or_default() += 1;
+            counts.retries_by_cause.add(*c);
         }
         match s.status {
             Status::Ok => {
@@ -454,10 +204,7 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
                 } else {
                     Cause::Disconnect
                 });
-                *counts
-                    .errors_by_cause
-                    .entry(cause.as_str().to_string())
-                    .or_default() += 1;
+                counts.errors_by_cause.add(cause);
             }
         }
     }
@@ -522,40 +269,7 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         ));
     }
 
-    let summ_d = |v: &mut Vec<f64>| Summary::<Duration>::of(v);
-    let summ_r = |v: &mut Vec<f64>| Summary::<TokensPerSecond>::of(v);
-    let c = &mut collected;
-    let distributions = Distributions {
-        t_queue: summ_d(&mut c.t_queue),
-        t_first_token: summ_d(&mut c.t_first_token),
-        ttft_user: summ_d(&mut c.ttft_user),
-        t_stream: summ_d(&mut c.t_stream),
-        t_in_flight: summ_d(&mut c.t_in_flight),
-        t_post: summ_d(&mut c.t_post),
-        stream_tps: summ_r(&mut c.stream_tps),
-        end_to_end_tps: summ_r(&mut c.end_to_end_tps),
-    };
-    let conventional = Conventional {
-        tpot: summ_d(&mut c.tpot),
-        decode_tps: summ_r(&mut c.decode_tps),
-        inter_token_latency: summ_d(&mut c.itl),
-    };
-    let mut lower = 1u64;
-    let stream_tps_by_output_length = c
-        .by_length
-        .iter_mut()
-        .enumerate()
-        .map(|(i, v)| {
-            let max = LENGTH_EDGES.get(i).copied();
-            let b = LengthBucket {
-                min_tokens: lower,
-                max_tokens: max,
-                stream_tps: summ_r(v),
-            };
-            lower = max.map_or(lower, |m| m + 1);
-            b
-        })
-        .collect();
+    let summaries = collected.summarise();
 
     let cost = opts.prices.any().then(|| {
         let per_hour = opts.prices.per_hour;
@@ -631,79 +345,13 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
             backlog_time: integrals.backlog(),
             samples: n_samples,
         },
-        distributions,
-        conventional,
-        missing: collected.missing,
-        output_length: Summary::<Tokens>::of(&mut collected.output_len),
-        stream_tps_by_output_length,
+        distributions: summaries.distributions,
+        conventional: summaries.conventional,
+        missing: summaries.missing,
+        output_length: summaries.output_length,
+        stream_tps_by_output_length: summaries.by_length,
         cost,
         time_series,
         warnings,
     }
-}
-
-fn time_series(
-    input: &RunInput,
-    sweep: &Sweep,
-    w: Window,
-    bucket: Duration,
-    n: usize,
-) -> TimeSeries {
-    let w0 = w.start.unix_nanos();
-    let w1 = w.end.unix_nanos();
-    let b = bucket.as_nanos() as i64;
-    let mut tokens = vec![0.0; n];
-    let mut integ = vec![Integrals::default(); n];
-    let mut caps = vec![None; n];
-    let idx = |t: i64| (((t - w0).max(0) / b) as usize).min(n - 1);
-    for s in input.spans.iter().filter(|s| s.status == Status::Ok) {
-        let (Some(f), Some(l)) = (s.first_token_at, s.last_token_at) else {
-            continue;
-        };
-        let (f, l) = (f.unix_nanos().max(w0), l.unix_nanos().min(w1));
-        if f > l {
-            continue;
-        }
-        for (i, slot) in tokens.iter_mut().enumerate().take(idx(l) + 1).skip(idx(f)) {
-            let a = w0 + i as i64 * b;
-            let last = i == n - 1;
-            *slot += tokens_in(s, a, if last { w1 } else { a + b }, last);
-        }
-    }
-    for seg in sweep.segments() {
-        let (s, e) = (seg.start.unix_nanos().max(w0), seg.end.unix_nanos().min(w1));
-        if e <= s {
-            continue;
-        }
-        for (i, slot) in integ
-            .iter_mut()
-            .enumerate()
-            .take(idx(e - 1) + 1)
-            .skip(idx(s))
-        {
-            let a = (w0 + i as i64 * b).max(s);
-            let z = (w0 + (i as i64 + 1) * b).min(e);
-            slot.add(&seg, z - a);
-            caps[i] = seg.cap;
-        }
-    }
-    let buckets = (0..n)
-        .map(|i| {
-            let start = i as i64 * b;
-            let len = (b.min(w1 - w0 - start)).max(0);
-            let secs = len as f64 / 1e9;
-            Bucket {
-                start: Duration::from_nanos(start as u64),
-                duration: Duration::from_nanos(len as u64),
-                tokens: tokens[i],
-                system_tps: ratio(tokens[i], secs).map(TokensPerSecond),
-                in_flight: ratio(integ[i].in_flight_ns, len as f64).unwrap_or(0.0),
-                queue_depth: ratio(integ[i].queue_ns, len as f64).unwrap_or(0.0),
-                cap: caps[i].or(if i == 0 { input.run_cap() } else { None }),
-                gap: integ[i].gap(),
-                backlog: integ[i].backlog(),
-            }
-        })
-        .collect();
-    TimeSeries { bucket, buckets }
 }

@@ -12,15 +12,22 @@
 //! ```
 
 pub mod analyze;
+mod collect;
 pub mod compare;
 pub mod detail;
 pub mod input;
+pub mod metrics;
 pub mod report;
+pub mod series;
 pub mod stats;
 pub mod sweep;
+#[cfg(test)]
+mod test_support;
 
-pub use analyze::{Options, Prices, SpanMetrics, WindowSpec, analyze, span_metrics, steady_bounds};
+pub use analyze::{Options, Prices, WindowSpec, analyze, steady_bounds};
+pub use collect::LENGTH_EDGES;
 pub use input::{RunInput, SampleFacts, SpanFacts};
-pub use report::{REPORT_SCHEMA, Report, RunReport, Window, WindowKind};
+pub use metrics::{METRICS, SpanMetric, SpanMetrics, SpanRow, span_metrics, span_rows};
+pub use report::{CauseCounts, REPORT_SCHEMA, Report, RunReport, Window, WindowKind};
 pub use stats::{Summary, Tokens, TokensPerSecond};
 pub use sweep::{Segment, Sweep};

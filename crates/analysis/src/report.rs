@@ -4,16 +4,26 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
-use tpscope_model::{Target, Timestamp};
+use tpscope_model::{Cause, Target, Timestamp};
 
 use crate::stats::{Summary, Tokens, TokensPerSecond};
 
 /// The schema name of the JSON report.
 pub const REPORT_SCHEMA: &str = "tpscope.report/1";
 
+/// Serialises a duration as seconds (every duration in tpscope's JSON).
 pub(crate) fn secs<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(d.as_secs_f64())
+}
+
+/// Serialises an optional duration as seconds or null.
+pub(crate) fn opt_secs<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => secs(d, s),
+        None => s.serialize_none(),
+    }
 }
 
 /// Reports of every run read, plus what the reader had to say.
@@ -73,11 +83,11 @@ pub struct Counts {
     /// Spans with status `cancelled` (kept apart from the success rate).
     pub cancelled: u64,
     /// Non-ok spans by failure cause.
-    pub errors_by_cause: BTreeMap<String, u64>,
+    pub errors_by_cause: CauseCounts,
     /// Σ retry_count.
     pub retries: u64,
     /// Retried attempts by cause.
-    pub retries_by_cause: BTreeMap<String, u64>,
+    pub retries_by_cause: CauseCounts,
     /// Tokens received by attempts that did not end ok.
     pub wasted_tokens: u64,
     /// Output tokens of ok spans (whole spans, not only their part in the window).
@@ -86,6 +96,56 @@ pub struct Counts {
     pub input_tokens: u64,
     /// Ok spans that do not know their input tokens.
     pub ok_without_input_tokens: u64,
+}
+
+/// Counts by failure cause. Listed and serialised (as a JSON object) in the
+/// alphabetical order of the cause names, the order reports have always used.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CauseCounts(BTreeMap<Cause, u64>);
+
+impl CauseCounts {
+    /// Counts one more of `cause`.
+    pub fn add(&mut self, cause: Cause) {
+        *self.0.entry(cause).or_default() += 1;
+    }
+
+    /// The count of `cause` (0 when none).
+    pub fn get(&self, cause: Cause) -> u64 {
+        self.0.get(&cause).copied().unwrap_or(0)
+    }
+
+    /// Whether nothing was counted.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The causes counted with their counts, by cause name.
+    pub fn iter(&self) -> impl Iterator<Item = (Cause, u64)> + '_ {
+        let mut v: Vec<(Cause, u64)> = self.0.iter().map(|(c, n)| (*c, *n)).collect();
+        v.sort_unstable_by_key(|(c, _)| c.as_str());
+        v.into_iter()
+    }
+}
+
+/// The count of the cause named `name`; panics, like a map, when none was counted.
+impl std::ops::Index<&str> for CauseCounts {
+    type Output = u64;
+    fn index(&self, name: &str) -> &u64 {
+        name.parse::<Cause>()
+            .ok()
+            .and_then(|c| self.0.get(&c))
+            .unwrap_or_else(|| panic!("no count for cause `{name}`"))
+    }
+}
+
+impl Serialize for CauseCounts {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (c, n) in self.iter() {
+            m.serialize_entry(c.as_str(), &n)?;
+        }
+        m.end()
+    }
 }
 
 /// Idle time (DESIGN.md §3) over the window.

@@ -3,7 +3,6 @@
 //! verdicts; optionally write the HTML page. Exit 0 all pass, 1 any fail, 3
 //! inconclusive, 2 bad input.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -12,9 +11,10 @@ use clap::ValueEnum;
 use tpscope_analysis::compare::{CompareConfig, RunRef, Thresholds, compare};
 use tpscope_analysis::detail::detail;
 use tpscope_analysis::stats::bootstrap::BootstrapConfig;
-use tpscope_log::{LoadedRun, LogSet};
+use tpscope_log::{LoadedRun, LogSet, ReadOptions};
 
-use crate::report_cmd::{self, ReportArgs, ReportConfig};
+use crate::analysis_flags::{AnalysisFlags, write_out};
+use crate::report_cmd;
 
 /// Output formats of `tpscope compare`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -29,6 +29,11 @@ pub enum CompareFormat {
 
 /// Flags of `tpscope compare`.
 #[derive(clap::Args, Debug, Clone)]
+// Two shared flags read differently here: both runs are windowed, and both priced.
+#[command(
+    mut_arg("window", |a| a.help("The window both runs' figures cover: full, steady, or FROM..TO in seconds from each run's start")),
+    mut_arg("price_per_hour", |a| a.help("Price of the deployment per hour (cost per million output tokens and per completion, side by side)"))
+)]
 pub struct CompareArgs {
     /// BASELINE and CANDIDATE span logs; or one log holding both runs, chosen with --baseline-run and --candidate-run.
     #[arg(required = true, num_args = 1..=2, value_name = "FILE")]
@@ -82,24 +87,9 @@ pub struct CompareArgs {
     /// Compare even when the runs' token source, tokenizer or model differ.
     #[arg(long)]
     pub allow_mismatch: bool,
-    /// The window both runs' figures cover: full, steady, or FROM..TO in seconds from each run's start.
-    #[arg(long, default_value = "full", value_name = "full|steady|FROM..TO")]
-    pub window: String,
-    /// Unit of timestamps written as numbers (since the Unix epoch).
-    #[arg(long, value_name = "s|ms|us|ns")]
-    pub time_unit: Option<String>,
-    /// Skip invalid records (counted and reported by reason) instead of stopping at the first.
-    #[arg(long)]
-    pub skip_invalid: bool,
-    /// Price of the deployment per hour (cost per million output tokens and per completion, side by side).
-    #[arg(long, value_name = "PRICE")]
-    pub price_per_hour: Option<f64>,
-    /// Price per million input tokens (API pricing).
-    #[arg(long, value_name = "PRICE")]
-    pub price_per_mtok_in: Option<f64>,
-    /// Price per million output tokens (API pricing).
-    #[arg(long, value_name = "PRICE")]
-    pub price_per_mtok_out: Option<f64>,
+    /// Reading, window and prices (shared with `report`).
+    #[command(flatten)]
+    pub analysis: AnalysisFlags,
 }
 
 /// A share written as `5%` or `0.05`.
@@ -169,19 +159,6 @@ fn config(a: &CompareArgs) -> anyhow::Result<CompareConfig> {
         },
         allow_mismatch: a.allow_mismatch,
     })
-}
-
-/// The `report` flags that reading and analysing share with `compare`.
-fn report_args(a: &CompareArgs) -> ReportArgs {
-    ReportArgs {
-        window: a.window.clone(),
-        time_unit: a.time_unit.clone(),
-        skip_invalid: a.skip_invalid,
-        price_per_hour: a.price_per_hour,
-        price_per_mtok_in: a.price_per_mtok_in,
-        price_per_mtok_out: a.price_per_mtok_out,
-        ..ReportArgs::for_file(&a.files[0])
-    }
 }
 
 /// One side's run, taken out of its file's log set.
@@ -260,7 +237,7 @@ fn choose(
     })
 }
 
-fn load_sides(a: &CompareArgs, rc: &ReportConfig) -> anyhow::Result<(Chosen, Chosen)> {
+fn load_sides(a: &CompareArgs, read: ReadOptions) -> anyhow::Result<(Chosen, Chosen)> {
     match a.files.as_slice() {
         [one] => {
             let (Some(b), Some(c)) = (&a.baseline_run, &a.candidate_run) else {
@@ -271,7 +248,7 @@ fn load_sides(a: &CompareArgs, rc: &ReportConfig) -> anyhow::Result<(Chosen, Cho
             if b == c {
                 bail!("--baseline-run and --candidate-run name the same run `{b}`");
             }
-            let set = report_cmd::load(std::slice::from_ref(one), rc.read)?;
+            let set = report_cmd::load(std::slice::from_ref(one), read)?;
             Ok((
                 choose(&set, one, Some(b), "baseline", "--baseline-run")?,
                 choose(&set, one, Some(c), "candidate", "--candidate-run")?,
@@ -279,8 +256,8 @@ fn load_sides(a: &CompareArgs, rc: &ReportConfig) -> anyhow::Result<(Chosen, Cho
         }
         [bf, cf] => {
             // Read apart: a run id that appears in both files is two runs here.
-            let bs = report_cmd::load(std::slice::from_ref(bf), rc.read)?;
-            let cs = report_cmd::load(std::slice::from_ref(cf), rc.read)?;
+            let bs = report_cmd::load(std::slice::from_ref(bf), read)?;
+            let cs = report_cmd::load(std::slice::from_ref(cf), read)?;
             Ok((
                 choose(
                     &bs,
@@ -305,8 +282,10 @@ fn load_sides(a: &CompareArgs, rc: &ReportConfig) -> anyhow::Result<(Chosen, Cho
 /// Runs `tpscope compare`.
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let cfg = config(&args)?;
-    let rc = ReportConfig::from_args(&report_args(&args))?;
-    let (base, cand) = load_sides(&args, &rc)?;
+    let read = args.analysis.read_options()?;
+    // The bootstrap chooses each run's bucket.
+    let opts = args.analysis.analysis_options(None)?;
+    let (base, cand) = load_sides(&args, read)?;
     let mut compared = compare(
         RunRef {
             input: &base.run.input,
@@ -316,7 +295,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
             input: &cand.run.input,
             source: &cand.source,
         },
-        &rc.analysis,
+        &opts,
         &cfg,
     )
     .with_context(|| format!("comparing {} with {}", base.source, cand.source))
@@ -335,25 +314,17 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let c = &compared.comparison;
     let bytes = match args.format {
         CompareFormat::Text => tpscope_render::compare::text(c),
-        CompareFormat::Json => tpscope_render::compare::json(c),
+        // Unmarked like every compare error: exit 1 means a criterion failed.
+        CompareFormat::Json => tpscope_render::compare::json(c)?,
         CompareFormat::Markdown => tpscope_render::compare::markdown(c),
     };
     if let Some(path) = &args.html {
         let db = detail(&base.run.input, &compared.baseline);
         let dc = detail(&cand.run.input, &compared.candidate);
         let page = tpscope_render::html::compare(&compared, &db, &dc);
-        std::fs::write(path, page)
-            .with_context(|| format!("--html: writing {}", path.display()))?;
+        write_out(&page, Some(path), Some("--html"), false)?;
     }
-    match &args.output {
-        Some(path) => std::fs::write(path, &bytes)
-            .with_context(|| format!("--output: writing {}", path.display()))?,
-        None => {
-            let mut out = std::io::stdout().lock();
-            out.write_all(&bytes)?;
-            out.flush()?;
-        }
-    }
+    write_out(&bytes, args.output.as_deref(), Some("--output"), false)?;
     Ok(ExitCode::from(tpscope_render::compare::exit_code(
         c.overall,
     )))

@@ -1,6 +1,7 @@
 //! The `tpscope` binary: flags, configuration, progress display and wiring of the
 //! library crates. The only crate with clap, the terminal and `anyhow`.
 
+mod analysis_flags;
 mod bench_cmd;
 mod compare_cmd;
 mod exit;

@@ -1,14 +1,16 @@
 //! `tpscope report`: read span logs, analyse every run, render the report.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use clap::ValueEnum;
-use tpscope_analysis::{Options, Prices, REPORT_SCHEMA, Report, WindowSpec, analyze};
-use tpscope_log::{LogSet, ReadOptions, TimeUnit, read_paths};
+use tpscope_analysis::{Options, REPORT_SCHEMA, Report, analyze};
+use tpscope_log::{LogSet, ReadOptions, read_paths};
+use tpscope_render::RenderError;
+
+use crate::analysis_flags::{AnalysisFlags, write_out};
+use crate::exit::ResultExt;
 
 /// Output formats of `tpscope report`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -32,27 +34,14 @@ pub struct ReportArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
-    /// The window the figures cover: full, steady, or FROM..TO in seconds from the run's start (e.g. 10..70).
-    #[arg(long, default_value = "full", value_name = "full|steady|FROM..TO")]
-    pub window: String,
+    /// Reading, window and prices (shared with `compare`).
+    #[command(flatten)]
+    pub analysis: AnalysisFlags,
     /// Bucket length of the time series in the JSON output (e.g. 1s, 500ms).
-    #[arg(long, default_value = "1s", value_name = "DURATION")]
+    // Listed right after --window, as before the shared flags were grouped: it takes
+    // --time-unit's place in the order, and a tie sorts by name ("bucket" first).
+    #[arg(long, default_value = "1s", value_name = "DURATION", display_order = 2)]
     pub bucket: String,
-    /// Unit of timestamps written as numbers (since the Unix epoch).
-    #[arg(long, value_name = "s|ms|us|ns")]
-    pub time_unit: Option<String>,
-    /// Skip invalid records (counted and reported by reason) instead of stopping at the first.
-    #[arg(long)]
-    pub skip_invalid: bool,
-    /// Price of the deployment per hour (for cost per million output tokens and per completion).
-    #[arg(long, value_name = "PRICE")]
-    pub price_per_hour: Option<f64>,
-    /// Price per million input tokens (API pricing).
-    #[arg(long, value_name = "PRICE")]
-    pub price_per_mtok_in: Option<f64>,
-    /// Price per million output tokens (API pricing).
-    #[arg(long, value_name = "PRICE")]
-    pub price_per_mtok_out: Option<f64>,
     /// Also write a self-contained HTML page with charts to FILE.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
@@ -67,13 +56,8 @@ impl ReportArgs {
         ReportArgs {
             files: vec![path.to_path_buf()],
             format: Format::Text,
-            window: "full".into(),
+            analysis: AnalysisFlags::default(),
             bucket: "1s".into(),
-            time_unit: None,
-            skip_invalid: false,
-            price_per_hour: None,
-            price_per_mtok_in: None,
-            price_per_mtok_out: None,
             html: None,
             output: None,
         }
@@ -89,50 +73,10 @@ pub struct ReportConfig {
     pub analysis: Options,
 }
 
-fn parse_window(text: &str) -> anyhow::Result<WindowSpec> {
-    match text {
-        "full" => Ok(WindowSpec::Full),
-        "steady" => Ok(WindowSpec::Steady),
-        _ => {
-            let (a, b) = text.split_once("..").with_context(|| {
-                format!("--window: `{text}` is not full, steady or FROM..TO (seconds from the run's start, e.g. 10..70)")
-            })?;
-            let secs = |s: &str| -> anyhow::Result<Duration> {
-                let v: f64 = s
-                    .trim()
-                    .parse()
-                    .with_context(|| format!("--window: `{s}` is not a number of seconds"))?;
-                Duration::try_from_secs_f64(v).map_err(|_| {
-                    anyhow::anyhow!("--window: `{s}` is not a non-negative number of seconds")
-                })
-            };
-            let (from, to) = (secs(a)?, secs(b)?);
-            if to <= from {
-                bail!("--window: the end ({b}) must be after the start ({a})");
-            }
-            Ok(WindowSpec::Range { from, to })
-        }
-    }
-}
-
-fn price(flag: &str, v: Option<f64>) -> anyhow::Result<Option<f64>> {
-    match v {
-        Some(p) if !p.is_finite() || p < 0.0 => bail!("{flag}: {p} is not a non-negative price"),
-        _ => Ok(v),
-    }
-}
-
 impl ReportConfig {
     /// Validates the flags.
     pub fn from_args(a: &ReportArgs) -> anyhow::Result<ReportConfig> {
-        let time_unit = a
-            .time_unit
-            .as_deref()
-            .map(|u| {
-                u.parse::<TimeUnit>()
-                    .map_err(|e| anyhow::anyhow!("--time-unit: {e}"))
-            })
-            .transpose()?;
+        let read = a.analysis.read_options()?;
         let bucket = tpscope_model::units::parse_duration(&a.bucket)
             .map_err(|e| anyhow::anyhow!("--bucket: {e}"))?;
         if bucket.is_zero() {
@@ -140,20 +84,10 @@ impl ReportConfig {
         }
         Ok(ReportConfig {
             read: ReadOptions {
-                time_unit,
-                skip_invalid: a.skip_invalid,
                 keep_span_ids: a.format == Format::Csv,
+                ..read
             },
-            analysis: Options {
-                window: parse_window(&a.window)?,
-                bucket: Some(bucket),
-                prices: Prices {
-                    per_hour: price("--price-per-hour", a.price_per_hour)?,
-                    per_mtok_in: price("--price-per-mtok-in", a.price_per_mtok_in)?,
-                    per_mtok_out: price("--price-per-mtok-out", a.price_per_mtok_out)?,
-                },
-                ..Options::default()
-            },
+            analysis: a.analysis.analysis_options(Some(bucket))?,
         })
     }
 }
@@ -174,11 +108,11 @@ pub fn build_report(set: &LogSet, opts: &Options) -> Report {
 }
 
 /// Renders a report in a format (CSV needs the log set's spans and ids).
-pub fn render(report: &Report, set: &LogSet, format: Format) -> Vec<u8> {
+pub fn render(report: &Report, set: &LogSet, format: Format) -> Result<Vec<u8>, RenderError> {
     match format {
-        Format::Text => tpscope_render::text::render(report),
+        Format::Text => Ok(tpscope_render::text::render(report)),
         Format::Json => tpscope_render::json(report),
-        Format::Markdown => tpscope_render::markdown::render(report),
+        Format::Markdown => Ok(tpscope_render::markdown::render(report)),
         Format::Csv => {
             let runs: Vec<_> = set
                 .runs
@@ -195,7 +129,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let cfg = ReportConfig::from_args(&args)?;
     let set = load(&args.files, cfg.read)?;
     let report = build_report(&set, &cfg.analysis);
-    let bytes = render(&report, &set, args.format);
+    let bytes = render(&report, &set, args.format).failure()?;
     if let Some(path) = &args.html {
         let details: Vec<_> = set
             .runs
@@ -203,19 +137,10 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             .zip(&report.runs)
             .map(|(r, rep)| tpscope_analysis::detail::detail(&r.input, rep))
             .collect();
-        std::fs::write(path, tpscope_render::html::report(&report, &details))
-            .with_context(|| format!("--html: writing {}", path.display()))?;
+        let page = tpscope_render::html::report(&report, &details);
+        write_out(&page, Some(path), Some("--html"), true)?;
     }
-    match &args.output {
-        Some(path) => {
-            std::fs::write(path, &bytes).with_context(|| format!("writing {}", path.display()))?
-        }
-        None => {
-            let mut out = std::io::stdout().lock();
-            out.write_all(&bytes)?;
-            out.flush()?;
-        }
-    }
+    write_out(&bytes, args.output.as_deref(), None, true)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -155,3 +155,27 @@ fn bad_flags_exit_2_naming_the_flag() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("/nonexistent.jsonl"));
 }
+
+#[test]
+fn an_unwritable_output_is_a_runtime_failure_exit_1() {
+    let g = golden();
+    for flag in ["--output", "--html"] {
+        let out = tpscope(&["report", g.to_str().unwrap(), flag, "/nonexistent/dir/out"]);
+        assert_eq!(out.status.code(), Some(1), "{flag}");
+        assert!(text(&out.stderr).contains("/nonexistent/dir/out"), "{flag}");
+    }
+}
+
+#[test]
+fn help_lists_bucket_between_window_and_time_unit() {
+    let out = tpscope(&["report", "--help"]);
+    let s = text(&out.stdout);
+    let at = |flag: &str| {
+        s.find(flag)
+            .unwrap_or_else(|| panic!("{flag} missing: {s}"))
+    };
+    assert!(
+        at("--window") < at("--bucket") && at("--bucket") < at("--time-unit"),
+        "{s}"
+    );
+}

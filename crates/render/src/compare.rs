@@ -5,8 +5,9 @@
 use std::fmt::Write as _;
 
 use tpscope_analysis::compare::{
-    ChangeKind, Comparison, Criterion, CriterionResult, HeadlineRow, MetricUnit, Side, Verdict,
+    ChangeKind, Comparison, Criterion, CriterionResult, HeadlineRow, Side, Verdict,
 };
+use tpscope_analysis::metrics::MetricUnit;
 
 use crate::fmt::{or_dash, rate};
 
@@ -27,11 +28,7 @@ pub fn criterion_label(c: Criterion) -> &'static str {
 
 /// A criterion's value (baseline or candidate) with its unit.
 pub fn criterion_value(c: Criterion, v: Option<f64>) -> String {
-    or_dash(v.map(|v| match c {
-        Criterion::SystemTps => format!("{} tok/s", rate(v)),
-        Criterion::SuccessRate | Criterion::GapFraction => format!("{:.2} %", v * 100.0),
-        Criterion::RetryRate => format!("{v:.4} /span"),
-    }))
+    headline_value(c.def().unit, v)
 }
 
 /// A change (or an interval bound, or a threshold) in the criterion's terms:
@@ -40,11 +37,9 @@ pub fn criterion_value(c: Criterion, v: Option<f64>) -> String {
 pub fn criterion_change(c: Criterion, kind: ChangeKind, v: f64) -> String {
     // −0.0 prints as +0.00, not −0.00.
     let v = if v == 0.0 { 0.0 } else { v };
-    let s = match (kind, c) {
+    let s = match (kind, c.def().unit) {
         (ChangeKind::Relative, _) => format!("{:+.2} %", v * 100.0),
-        (ChangeKind::Absolute, Criterion::SuccessRate | Criterion::GapFraction) => {
-            format!("{:+.2} pp", v * 100.0)
-        }
+        (ChangeKind::Absolute, MetricUnit::Fraction) => format!("{:+.2} pp", v * 100.0),
         (ChangeKind::Absolute, _) => format!("{v:+.4}"),
     };
     s.replace('-', "−")
@@ -63,14 +58,9 @@ pub fn criterion_interval(r: &CriterionResult) -> String {
 
 /// What the interval is held against, e.g. `> +0.00 %` or `≥ −1.00 pp`.
 pub fn criterion_threshold(r: &CriterionResult) -> String {
-    let op = match r.criterion {
-        Criterion::SystemTps => ">",
-        Criterion::SuccessRate => "≥",
-        Criterion::GapFraction => "<",
-        Criterion::RetryRate => "≤",
-    };
     format!(
-        "{op} {}",
+        "{} {}",
+        r.criterion.def().direction.symbol(),
         criterion_change(r.criterion, r.change_kind, r.threshold)
     )
 }
@@ -222,10 +212,8 @@ pub fn text(c: &Comparison) -> Vec<u8> {
 }
 
 /// The comparison as pretty JSON (schema `tpscope.compare/1`), ending with a newline.
-pub fn json(c: &Comparison) -> Vec<u8> {
-    let mut v = serde_json::to_vec_pretty(c).unwrap_or_default();
-    v.push(b'\n');
-    v
+pub fn json(c: &Comparison) -> Result<Vec<u8>, crate::RenderError> {
+    crate::pretty_json(c)
 }
 
 fn verdict_badge(v: Verdict) -> &'static str {

@@ -1,9 +1,13 @@
-//! One CSV row per span with its derived metrics (seconds and tokens per second).
+//! One CSV row per span: its facts, then its derived metrics (one column per row of
+//! [`METRICS`]: seconds with a `_s` suffix, tokens per second without).
 
-use tpscope_analysis::{RunInput, SpanMetrics, span_metrics};
+use tpscope_analysis::metrics::MetricUnit;
+use tpscope_analysis::{METRICS, RunInput, span_rows};
 
-/// The header of the per-span CSV.
-pub const HEADER: [&str; 22] = [
+use crate::RenderError;
+
+/// The columns before the metrics: the span's identity and facts.
+const FACT_COLUMNS: [&str; 12] = [
     "run_id",
     "span_id",
     "status",
@@ -16,34 +20,32 @@ pub const HEADER: [&str; 22] = [
     "output_tokens",
     "input_tokens",
     "retry_count",
-    "t_queue_s",
-    "t_first_token_s",
-    "ttft_user_s",
-    "t_stream_s",
-    "t_in_flight_s",
-    "t_post_s",
-    "stream_tps",
-    "end_to_end_tps",
-    "tpot_s",
-    "decode_tps",
 ];
+
+/// The header of the per-span CSV.
+pub fn header() -> Vec<String> {
+    let metrics = METRICS.iter().map(|m| match m.unit {
+        MetricUnit::Seconds => format!("{}_s", m.name),
+        _ => m.name.to_string(),
+    });
+    FACT_COLUMNS
+        .iter()
+        .map(|c| c.to_string())
+        .chain(metrics)
+        .collect()
+}
 
 /// Renders the spans of runs as CSV: `runs` pairs each run's input with its span
 /// ids (in span order; a missing id is written empty). Absent values are empty cells.
-pub fn render(runs: &[(&RunInput, &[Box<str>])]) -> Vec<u8> {
+pub fn render(runs: &[(&RunInput, &[Box<str>])]) -> Result<Vec<u8>, RenderError> {
     let mut w = csv::Writer::from_writer(Vec::new());
-    let _ = w.write_record(HEADER);
+    w.write_record(header())?;
     let opt = |v: Option<String>| v.unwrap_or_default();
+    let t = |v: Option<tpscope_model::Timestamp>| opt(v.map(|t| t.to_string()));
     for (input, ids) in runs {
-        for (i, s) in input.spans.iter().enumerate() {
-            let m: SpanMetrics = span_metrics(s);
-            let d =
-                |v: Option<std::time::Duration>| opt(v.map(|d| format!("{:.9}", d.as_secs_f64())));
-            let r = |v: Option<tpscope_analysis::TokensPerSecond>| {
-                opt(v.map(|r| format!("{:.6}", r.0)))
-            };
-            let t = |v: Option<tpscope_model::Timestamp>| opt(v.map(|t| t.to_string()));
-            let row = [
+        for (i, row) in span_rows(input).enumerate() {
+            let s = row.facts;
+            let mut cells = vec![
                 input.run_id.clone(),
                 ids.get(i).map(|s| s.to_string()).unwrap_or_default(),
                 s.status.to_string(),
@@ -56,19 +58,30 @@ pub fn render(runs: &[(&RunInput, &[Box<str>])]) -> Vec<u8> {
                 s.output_tokens.to_string(),
                 opt(s.input_tokens.map(|n| n.to_string())),
                 s.retry_count.to_string(),
-                d(m.t_queue),
-                d(m.t_first_token),
-                d(m.ttft_user),
-                d(m.t_stream),
-                d(m.t_in_flight),
-                d(m.t_post),
-                r(m.stream_tps),
-                r(m.end_to_end_tps),
-                d(m.tpot),
-                r(m.decode_tps),
             ];
-            let _ = w.write_record(&row);
+            cells.extend(row.metrics.iter().map(|(m, v)| {
+                opt(v.map(|v| match m.unit {
+                    MetricUnit::Seconds => format!("{v:.9}"),
+                    _ => format!("{v:.6}"),
+                }))
+            }));
+            w.write_record(&cells)?;
         }
     }
-    w.into_inner().unwrap_or_default()
+    w.into_inner()
+        .map_err(|e| RenderError::Csv(e.into_error().into()))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn header_is_the_facts_then_one_column_per_metric() {
+        assert_eq!(
+            super::header().join(","),
+            "run_id,span_id,status,error_cause,queued_at,admitted_at,first_token_at,\
+             last_token_at,released_at,output_tokens,input_tokens,retry_count,t_queue_s,\
+             t_first_token_s,ttft_user_s,t_stream_s,t_in_flight_s,t_post_s,stream_tps,\
+             end_to_end_tps,tpot_s,decode_tps"
+        );
+    }
 }

@@ -12,9 +12,25 @@ pub mod text;
 
 use tpscope_analysis::Report;
 
-/// The report as pretty JSON (schema `tpscope.report/1`), ending with a newline.
-pub fn json(report: &Report) -> Vec<u8> {
-    let mut v = serde_json::to_vec_pretty(report).unwrap_or_default();
+/// A report could not be serialised.
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    /// JSON serialisation failed.
+    #[error("writing JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    /// CSV serialisation failed.
+    #[error("writing CSV: {0}")]
+    Csv(#[from] csv::Error),
+}
+
+/// A value as pretty JSON, ending with a newline.
+pub(crate) fn pretty_json<T: serde::Serialize>(value: &T) -> Result<Vec<u8>, RenderError> {
+    let mut v = serde_json::to_vec_pretty(value)?;
     v.push(b'\n');
-    v
+    Ok(v)
+}
+
+/// The report as pretty JSON (schema `tpscope.report/1`), ending with a newline.
+pub fn json(report: &Report) -> Result<Vec<u8>, RenderError> {
+    pretty_json(report)
 }

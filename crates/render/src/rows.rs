@@ -3,8 +3,9 @@
 
 use std::time::Duration;
 
-use tpscope_analysis::RunReport;
-use tpscope_analysis::stats::Summary;
+use tpscope_analysis::metrics::{Section, SummaryRef};
+use tpscope_analysis::stats::{Summary, TokensPerSecond};
+use tpscope_analysis::{CauseCounts, METRICS, RunReport};
 
 use crate::fmt::*;
 
@@ -27,42 +28,39 @@ fn dur_row(name: &'static str, s: &Summary<Duration>) -> DistRow {
     }
 }
 
-/// The distribution rows of a run: the derived metrics, then the conventional forms.
+fn rate_row(name: &'static str, s: &Summary<TokensPerSecond>) -> DistRow {
+    DistRow {
+        name,
+        unit: "tok/s",
+        cells: summary_cells(s, 1.0, 1),
+    }
+}
+
+/// The distribution rows of a run: the derived metrics, then the conventional forms,
+/// each in the order of [`METRICS`] with the distributions that are not per span
+/// (output length, inter-token latency) last.
 pub fn distribution_rows(r: &RunReport) -> (Vec<DistRow>, Vec<DistRow>) {
-    let d = &r.distributions;
-    let main = vec![
-        dur_row("t_queue", &d.t_queue),
-        dur_row("t_first_token", &d.t_first_token),
-        dur_row("ttft_user", &d.ttft_user),
-        dur_row("t_stream", &d.t_stream),
-        dur_row("t_in_flight", &d.t_in_flight),
-        dur_row("t_post", &d.t_post),
-        DistRow {
-            name: "stream_tps",
-            unit: "tok/s",
-            cells: summary_cells(&d.stream_tps, 1.0, 1),
-        },
-        DistRow {
-            name: "end_to_end_tps",
-            unit: "tok/s",
-            cells: summary_cells(&d.end_to_end_tps, 1.0, 1),
-        },
-        DistRow {
-            name: "output_length",
-            unit: "tokens",
-            cells: summary_cells(&r.output_length, 1.0, 0),
-        },
-    ];
-    let c = &r.conventional;
-    let conv = vec![
-        dur_row("tpot", &c.tpot),
-        DistRow {
-            name: "decode_tps",
-            unit: "tok/s",
-            cells: summary_cells(&c.decode_tps, 1.0, 1),
-        },
-        dur_row("inter_token_latency", &c.inter_token_latency),
-    ];
+    let section = |sec: Section| -> Vec<DistRow> {
+        METRICS
+            .iter()
+            .filter(|m| m.section == sec)
+            .map(|m| match (m.summary)(&r.distributions, &r.conventional) {
+                SummaryRef::Seconds(s) => dur_row(m.name, s),
+                SummaryRef::TokensPerSecond(s) => rate_row(m.name, s),
+            })
+            .collect()
+    };
+    let mut main = section(Section::Distributions);
+    main.push(DistRow {
+        name: "output_length",
+        unit: "tokens",
+        cells: summary_cells(&r.output_length, 1.0, 0),
+    });
+    let mut conv = section(Section::Conventional);
+    conv.push(dur_row(
+        "inter_token_latency",
+        &r.conventional.inter_token_latency,
+    ));
     (main, conv)
 }
 
@@ -148,8 +146,8 @@ pub fn headline_rows(r: &RunReport) -> Vec<(&'static str, String, &'static str)>
     rows
 }
 
-/// "cause n, cause n" of a count map, or "none".
-pub fn by_cause(m: &std::collections::BTreeMap<String, u64>) -> String {
+/// "cause n, cause n" of counts by cause, or "none".
+pub fn by_cause(m: &CauseCounts) -> String {
     if m.is_empty() {
         return "none".to_string();
     }

@@ -4,9 +4,10 @@
 use std::time::Duration;
 
 use tpscope_analysis::compare::{
-    Better, BootstrapUsed, COMPARE_SCHEMA, ChangeKind, Comparison, Criterion, CriterionResult,
-    HeadlineRow, MetricUnit, Mismatch, Side, Thresholds, Verdict,
+    BootstrapUsed, COMPARE_SCHEMA, ChangeKind, Comparison, Criterion, CriterionResult, HeadlineRow,
+    Mismatch, Side, Thresholds, Verdict,
 };
+use tpscope_analysis::metrics::{Better, MetricUnit};
 use tpscope_analysis::stats::bootstrap::Interval;
 use tpscope_render::compare::{exit_code, json, markdown, text};
 
@@ -173,7 +174,7 @@ fn compare_markdown_snapshot() {
 
 #[test]
 fn compare_json_snapshot() {
-    insta::assert_snapshot!(String::from_utf8(json(&comparison())).unwrap());
+    insta::assert_snapshot!(String::from_utf8(json(&comparison()).unwrap()).unwrap());
 }
 
 #[test]

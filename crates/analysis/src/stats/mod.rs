@@ -13,8 +13,10 @@ use std::time::Duration;
 
 use serde::{Serialize, Serializer};
 
-/// The `q`-quantile (0 ≤ q ≤ 1) of values sorted ascending, by the method in the
-/// module doc. `None` for an empty slice or a `q` outside [0, 1].
+/// The `q`-quantile (0 ≤ q ≤ 1) of values sorted ascending, by the one percentile
+/// method of tpscope: linear interpolation between closest ranks (Hyndman & Fan
+/// type 7, numpy's default; see the module doc). `None` for an empty slice or a `q`
+/// outside [0, 1].
 pub fn quantile_sorted(sorted: &[f64], q: f64) -> Option<f64> {
     if sorted.is_empty() || !(0.0..=1.0).contains(&q) {
         return None;
@@ -127,8 +129,9 @@ fn ser_opt<Q: Quantity, S: Serializer>(v: &Option<Q>, s: S) -> Result<S::Ok, S::
     }
 }
 
-/// The quantiles `qs` (each in [0, 1]) of unsorted values, by the method in the
-/// module doc, in O(n) expected time per distinct rank (selection, not a full sort).
+/// The quantiles `qs` (each in [0, 1]) of unsorted values, by linear interpolation
+/// between closest ranks (Hyndman & Fan type 7, as [`quantile_sorted`]), in O(n)
+/// expected time per distinct rank (selection, not a full sort).
 /// Reorders `values`. `None` for each quantile when `values` is empty.
 pub fn quantiles(values: &mut [f64], qs: &[f64]) -> Vec<Option<f64>> {
     let n = values.len();
@@ -184,6 +187,30 @@ pub fn quantiles(values: &mut [f64], qs: &[f64]) -> Vec<Option<f64>> {
             Some(values[l] + (h - l as f64) * (values[u] - values[l]))
         })
         .collect()
+}
+
+/// The `q`-quantile (0 ≤ q ≤ 1) of a histogram: `(value, count)` pairs sorted
+/// ascending by value. The same number as [`quantile_sorted`] (Hyndman & Fan type
+/// 7) over the values each repeated `count` times, without expanding them. `None`
+/// when the counts sum to 0 or `q` is outside [0, 1].
+pub fn quantile_counted(counted: &[(f64, u64)], q: f64) -> Option<f64> {
+    let n: u64 = counted.iter().map(|(_, c)| c).sum();
+    if n == 0 || !(0.0..=1.0).contains(&q) {
+        return None;
+    }
+    let h = (n - 1) as f64 * q;
+    let lo = h.floor() as u64;
+    let hi = (lo + 1).min(n - 1);
+    // The value at 0-based rank r: the first whose cumulative count exceeds r.
+    let at = |r: u64| {
+        let mut cum = 0;
+        counted.iter().find_map(|(v, c)| {
+            cum += c;
+            (cum > r).then_some(*v)
+        })
+    };
+    let (x_lo, x_hi) = (at(lo)?, at(hi)?);
+    Some(x_lo + (h - lo as f64) * (x_hi - x_lo))
 }
 
 impl<Q: Quantity> Summary<Q> {
@@ -306,6 +333,21 @@ mod tests {
             let by_sort: Vec<_> = qs.iter().map(|&q| quantile_sorted(&sorted, q)).collect();
             proptest::prop_assert_eq!(by_sort, quantiles(&mut v, &qs));
         }
+    }
+
+    #[test]
+    fn counted_quantiles_equal_expanded_ones() {
+        let counted = [(1.0, 3), (2.0, 0), (5.0, 2), (9.0, 1)];
+        let expanded = [1.0, 1.0, 1.0, 5.0, 5.0, 9.0];
+        for q in [0.0, 0.1, 0.25, 0.5, 0.6, 0.9, 0.99, 1.0] {
+            assert_eq!(
+                quantile_counted(&counted, q),
+                quantile_sorted(&expanded, q),
+                "q={q}"
+            );
+        }
+        assert_eq!(quantile_counted(&[(4.0, 0)], 0.5), None);
+        assert_eq!(quantile_counted(&counted, 1.5), None);
     }
 
     #[test]

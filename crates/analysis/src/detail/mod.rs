@@ -11,11 +11,14 @@ use std::time::Duration;
 use serde::Serialize;
 use tpscope_model::{Status, Timestamp};
 
-use crate::analyze::span_metrics;
 use crate::input::{RunInput, SpanFacts};
-use crate::report::{RunReport, WindowKind};
+use crate::metrics::{MetricUnit, metric, span_metrics};
+use crate::report::{RunReport, WindowKind, opt_secs, secs};
 use crate::stats::{TokensPerSecond, quantile_sorted, ratio, sort_values};
-use crate::sweep::Sweep;
+
+mod occupancy;
+
+use occupancy::occupancy_and_gaps;
 
 /// Most steps the occupancy series keeps exactly; a busier run is binned.
 pub const MAX_EXACT_STEPS: usize = 2000;
@@ -166,12 +169,18 @@ impl CdfMetric {
         }
     }
 
+    /// Every CDF, in the order of [`Detail::cdfs`].
+    pub const ALL: [CdfMetric; 5] = [
+        CdfMetric::TtftUser,
+        CdfMetric::TFirstToken,
+        CdfMetric::TQueue,
+        CdfMetric::StreamTps,
+        CdfMetric::EndToEndTps,
+    ];
+
     /// Whether values are seconds (else tokens per second).
     pub fn is_duration(self) -> bool {
-        matches!(
-            self,
-            CdfMetric::TtftUser | CdfMetric::TFirstToken | CdfMetric::TQueue
-        )
+        metric(self.name()).is_some_and(|m| m.unit == MetricUnit::Seconds)
     }
 }
 
@@ -244,17 +253,6 @@ impl Detail {
     }
 }
 
-fn secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_f64(d.as_secs_f64())
-}
-
-fn opt_secs<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
-    match d {
-        Some(d) => s.serialize_f64(d.as_secs_f64()),
-        None => s.serialize_none(),
-    }
-}
-
 fn offset(origin: Timestamp, t: Timestamp) -> Duration {
     t.since(origin).unwrap_or_default()
 }
@@ -271,127 +269,6 @@ fn even_sample(n: usize, max: usize) -> Vec<usize> {
     (0..max)
         .map(|i| ((i as u128 * (n - 1) as u128) / (max - 1) as u128) as usize)
         .collect()
-}
-
-fn occupancy_and_gaps(input: &RunInput, origin: Timestamp) -> (Occupancy, Vec<GapBand>, bool) {
-    let sweep = Sweep::new(input);
-    let segments: Vec<_> = sweep.segments().collect();
-    let (Some(first), Some(last)) = (segments.first(), segments.last()) else {
-        return (Occupancy::default(), Vec::new(), false);
-    };
-    let (t0, t1) = (first.start.unix_nanos(), last.end.unix_nanos());
-    let o = origin.unix_nanos();
-    let at = |ns: i64| Duration::from_nanos((ns - o).max(0) as u64);
-    let end = at(t1);
-
-    // Exact gap intervals, contiguous ones merged.
-    let mut gaps: Vec<(i64, i64)> = Vec::new();
-    for s in segments.iter().filter(|s| s.is_gap()) {
-        let (a, b) = (s.start.unix_nanos(), s.end.unix_nanos());
-        match gaps.last_mut() {
-            Some(g) if g.1 == a => g.1 = b,
-            _ => gaps.push((a, b)),
-        }
-    }
-
-    let span_ns = (t1 - t0).max(1);
-    let bins = OCCUPANCY_BINS as i64;
-    let bin_ns = (span_ns + bins - 1) / bins;
-    let bin_of = |ns: i64| (((ns - t0) / bin_ns).clamp(0, bins - 1)) as usize;
-
-    let occupancy = if segments.len() <= MAX_EXACT_STEPS {
-        Occupancy {
-            steps: segments
-                .iter()
-                .map(|s| OccupancyStep {
-                    at: at(s.start.unix_nanos()),
-                    in_flight_min: s.in_flight,
-                    in_flight_max: s.in_flight,
-                    queue_min: s.queue_depth,
-                    queue_max: s.queue_depth,
-                    cap: s.cap,
-                })
-                .collect(),
-            end,
-            bin: None,
-        }
-    } else {
-        let mut steps: Vec<Option<OccupancyStep>> = vec![None; OCCUPANCY_BINS];
-        for s in &segments {
-            let (a, b) = (s.start.unix_nanos(), s.end.unix_nanos());
-            for slot in steps.iter_mut().take(bin_of(b - 1) + 1).skip(bin_of(a)) {
-                let st = slot.get_or_insert(OccupancyStep {
-                    at: Duration::ZERO,
-                    in_flight_min: u32::MAX,
-                    in_flight_max: 0,
-                    queue_min: u32::MAX,
-                    queue_max: 0,
-                    cap: s.cap,
-                });
-                st.in_flight_min = st.in_flight_min.min(s.in_flight);
-                st.in_flight_max = st.in_flight_max.max(s.in_flight);
-                st.queue_min = st.queue_min.min(s.queue_depth);
-                st.queue_max = st.queue_max.max(s.queue_depth);
-                st.cap = match (st.cap, s.cap) {
-                    (Some(x), Some(y)) => Some(x.min(y)),
-                    (x, y) => x.or(y),
-                };
-            }
-        }
-        Occupancy {
-            steps: steps
-                .into_iter()
-                .enumerate()
-                .filter_map(|(i, s)| {
-                    s.map(|mut s| {
-                        s.at = at(t0 + i as i64 * bin_ns);
-                        s
-                    })
-                })
-                .collect(),
-            end,
-            bin: Some(Duration::from_nanos(bin_ns as u64)),
-        }
-    };
-
-    if gaps.len() <= MAX_GAP_INTERVALS {
-        let bands = gaps
-            .iter()
-            .map(|(a, b)| GapBand {
-                from: at(*a),
-                to: at(*b),
-                share: 1.0,
-            })
-            .collect();
-        return (occupancy, bands, false);
-    }
-    let mut gap_ns = vec![0i64; OCCUPANCY_BINS];
-    for (a, b) in gaps {
-        for (i, slot) in gap_ns
-            .iter_mut()
-            .enumerate()
-            .take(bin_of(b - 1) + 1)
-            .skip(bin_of(a))
-        {
-            let lo = t0 + i as i64 * bin_ns;
-            *slot += (b.min(lo + bin_ns) - a.max(lo)).max(0);
-        }
-    }
-    let bands = gap_ns
-        .iter()
-        .enumerate()
-        .filter(|(_, g)| **g > 0)
-        .map(|(i, g)| {
-            let lo = t0 + i as i64 * bin_ns;
-            let hi = (lo + bin_ns).min(t1);
-            GapBand {
-                from: at(lo),
-                to: at(hi),
-                share: (*g as f64 / (hi - lo).max(1) as f64).min(1.0),
-            }
-        })
-        .collect();
-    (occupancy, bands, true)
 }
 
 fn cdf(metric: CdfMetric, mut values: Vec<f64>) -> Cdf {
@@ -473,32 +350,22 @@ pub fn detail(input: &RunInput, report: &RunReport) -> Detail {
         total: windowed.len(),
     };
 
-    let mut cols: [Vec<f64>; 5] = Default::default();
+    let mut cols: [Vec<f64>; CdfMetric::ALL.len()] = Default::default();
     let mut scatter_all: Vec<(u64, TokensPerSecond)> = Vec::new();
     for s in windowed.iter().filter(|s| s.status == Status::Ok) {
         let m = span_metrics(s);
-        let d = |v: Option<Duration>| v.map(|d| d.as_secs_f64());
-        for (col, v) in cols.iter_mut().zip([
-            d(m.ttft_user),
-            d(m.t_first_token),
-            d(m.t_queue),
-            m.stream_tps.map(|r| r.0),
-            m.end_to_end_tps.map(|r| r.0),
-        ]) {
-            col.extend(v);
+        for (col, c) in cols.iter_mut().zip(CdfMetric::ALL) {
+            col.extend(m.get(c.name()));
         }
-        if let Some(r) = m.stream_tps {
-            scatter_all.push((s.output_tokens, r));
+        if let Some(r) = m.get(CdfMetric::StreamTps.name()) {
+            scatter_all.push((s.output_tokens, TokensPerSecond(r)));
         }
     }
-    let [ttft_user, t_first, t_queue, stream, e2e] = cols;
-    let cdfs = vec![
-        cdf(CdfMetric::TtftUser, ttft_user),
-        cdf(CdfMetric::TFirstToken, t_first),
-        cdf(CdfMetric::TQueue, t_queue),
-        cdf(CdfMetric::StreamTps, stream),
-        cdf(CdfMetric::EndToEndTps, e2e),
-    ];
+    let cdfs = CdfMetric::ALL
+        .into_iter()
+        .zip(cols)
+        .map(|(c, values)| cdf(c, values))
+        .collect();
     let scatter = Scatter {
         points: even_sample(scatter_all.len(), MAX_SCATTER)
             .into_iter()
@@ -528,206 +395,4 @@ pub fn detail(input: &RunInput, report: &RunReport) -> Detail {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::analyze::{Options, analyze};
-    use tpscope_model::{RunRecord, SCHEMA, Target};
-
-    fn ts(ms: i64) -> Timestamp {
-        Timestamp::from_unix_nanos(1_800_000_000_000_000_000 + ms * 1_000_000)
-    }
-
-    fn span(q: i64, a: i64, f: i64, l: i64, r: i64, tokens: u64) -> SpanFacts {
-        SpanFacts {
-            status: Status::Ok,
-            error_cause: None,
-            queued_at: ts(q),
-            admitted_at: Some(ts(a)),
-            first_token_at: Some(ts(f)),
-            last_token_at: Some(ts(l)),
-            released_at: ts(r),
-            output_tokens: tokens,
-            input_tokens: None,
-            retry_count: 0,
-            retry_causes: vec![],
-            wasted_tokens: 0,
-            chunks: None,
-        }
-    }
-
-    fn input(spans: Vec<SpanFacts>, cap: u32) -> RunInput {
-        let mut i = RunInput {
-            run_id: "r".into(),
-            run: Some(RunRecord {
-                run_id: "r".into(),
-                schema: SCHEMA.into(),
-                tool: String::new(),
-                started_at: ts(0),
-                target: Target::default(),
-                cap: Some(cap),
-                token_source: None,
-                tokenizer: None,
-                sample_interval: None,
-                load: serde_json::Value::Null,
-                labels: Default::default(),
-            }),
-            ..RunInput::default()
-        };
-        for s in spans {
-            i.push_span(s, None);
-        }
-        i
-    }
-
-    #[test]
-    fn small_run_has_exact_steps_gaps_and_phases() {
-        // cap 1: A holds the slot 0..1000; B waits from 0, admitted at 1200 after a
-        // 200 ms gap (queue 1, in-flight 0 < cap 1), released at 2000.
-        let inp = input(
-            vec![
-                span(0, 0, 100, 900, 1000, 81),
-                span(0, 1200, 1300, 1900, 2000, 61),
-            ],
-            1,
-        );
-        let rep = analyze(
-            &inp,
-            &Options {
-                bucket: Some(Duration::from_millis(500)),
-                ..Options::default()
-            },
-        );
-        let d = detail(&inp, &rep);
-        assert!(d.occupancy.bin.is_none());
-        let steps: Vec<_> = d
-            .occupancy
-            .steps
-            .iter()
-            .map(|s| (s.at.as_millis(), s.in_flight_max, s.queue_max, s.cap))
-            .collect();
-        assert_eq!(
-            steps,
-            vec![
-                (0, 1, 1, Some(1)),
-                (1000, 0, 1, Some(1)),
-                (1200, 1, 0, Some(1))
-            ]
-        );
-        assert_eq!(d.occupancy.end, Duration::from_millis(2000));
-        assert_eq!(
-            d.gaps,
-            vec![GapBand {
-                from: Duration::from_millis(1000),
-                to: Duration::from_millis(1200),
-                share: 1.0
-            }]
-        );
-        assert_eq!(d.waterfall.total, 2);
-        assert!(!d.waterfall.sampled());
-        assert_eq!(
-            d.waterfall.rows[1].admitted,
-            Some(Duration::from_millis(1200))
-        );
-        // TPS buckets cover the window, offset from the origin.
-        assert_eq!(d.tps.len(), 4);
-        assert_eq!(d.tps[0].start, Duration::ZERO);
-        // CDF ends are min and max; the middle is the report's p50.
-        let q = d.cdf(CdfMetric::TQueue).unwrap();
-        assert_eq!(q.count, 2);
-        assert_eq!(q.points.first().unwrap(), &(0.0, 0.0));
-        assert_eq!(q.points.last().unwrap(), &(1.2, 1.0));
-        let p50 = q.points[(CDF_POINTS - 1) / 2].0;
-        assert!((p50 - rep.distributions.t_queue.p50.unwrap().as_secs_f64()).abs() < 1e-12);
-        // stream TPS: 81 tokens / 0.8 s and 61 / 0.6 s.
-        let sc: Vec<_> = d
-            .scatter
-            .points
-            .iter()
-            .map(|(n, r)| (*n, (r.0 * 1000.0).round()))
-            .collect();
-        assert_eq!(sc, vec![(81, 101250.0), (61, 101667.0)]);
-    }
-
-    #[test]
-    fn big_runs_are_bounded_and_keep_maxima() {
-        // 5,000 short requests through cap 4, one burst of 50 queued at 1 s.
-        let mut spans = Vec::new();
-        for i in 0..5000i64 {
-            let t = i * 10;
-            spans.push(span(t, t, t + 2, t + 8, t + 9, 10));
-        }
-        for k in 0..50 {
-            spans.push(span(
-                1000,
-                1000 + k * 9,
-                1000 + k * 9 + 1,
-                1000 + k * 9 + 5,
-                1000 + k * 9 + 6,
-                5,
-            ));
-        }
-        let inp = input(spans, 4);
-        let rep = analyze(&inp, &Options::default());
-        let d = detail(&inp, &rep);
-        assert!(d.occupancy.bin.is_some());
-        assert!(d.occupancy.steps.len() <= OCCUPANCY_BINS);
-        let max_q = d.occupancy.steps.iter().map(|s| s.queue_max).max().unwrap();
-        assert!(max_q >= 49, "the burst's queue survives binning: {max_q}");
-        assert_eq!(d.waterfall.rows.len(), MAX_WATERFALL);
-        assert_eq!(d.waterfall.total, 5050);
-        assert_eq!(d.waterfall.first, (5050 - MAX_WATERFALL) / 2);
-        assert!(
-            d.waterfall
-                .rows
-                .windows(2)
-                .all(|w| w[0].queued <= w[1].queued)
-        );
-        assert!(d.waterfall.sampled());
-        assert!(d.scatter.points.len() <= MAX_SCATTER);
-        assert_eq!(d.scatter.total, 5050);
-        for c in &d.cdfs {
-            assert!(c.points.len() <= CDF_POINTS);
-        }
-        // Without a time series there is no TPS data, and nothing breaks.
-        assert!(d.tps.is_empty());
-        // With a fine one, neighbouring buckets merge, keeping the total.
-        let rep = analyze(
-            &inp,
-            &Options {
-                bucket: Some(Duration::from_millis(20)),
-                ..Options::default()
-            },
-        );
-        let buckets = rep.time_series.as_ref().unwrap().buckets.len();
-        assert!(buckets > MAX_TPS_POINTS);
-        let d = detail(&inp, &rep);
-        assert!(d.tps.len() <= MAX_TPS_POINTS);
-        let total: f64 = d
-            .tps
-            .iter()
-            .map(|p| p.system_tps.unwrap().0 * p.duration.as_secs_f64())
-            .sum();
-        assert!(
-            (total - rep.counts.output_tokens as f64).abs() < 1e-6 * total,
-            "{total}"
-        );
-    }
-
-    #[test]
-    fn empty_run_gives_empty_charts() {
-        let inp = input(vec![], 2);
-        let rep = analyze(&inp, &Options::default());
-        let d = detail(&inp, &rep);
-        assert!(d.occupancy.steps.is_empty() && d.gaps.is_empty() && d.waterfall.rows.is_empty());
-        assert!(d.cdfs.iter().all(|c| c.points.is_empty() && c.count == 0));
-    }
-
-    #[test]
-    fn even_sample_keeps_ends_and_bounds() {
-        assert_eq!(even_sample(3, 10), vec![0, 1, 2]);
-        let s = even_sample(10_000, 1000);
-        assert_eq!(s.len(), 1000);
-        assert_eq!((s[0], s[999]), (0, 9999));
-        assert!(s.windows(2).all(|w| w[0] < w[1]));
-    }
-}
+mod tests;

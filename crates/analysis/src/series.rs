@@ -1,0 +1,113 @@
+//! Output tokens over time: the part of a span's tokens that falls in an interval,
+//! and the report's time series (tokens, occupancy, gap and backlog per bucket).
+
+use std::time::Duration;
+
+use tpscope_model::Status;
+
+use crate::input::{RunInput, SpanFacts};
+use crate::report::{Bucket, TimeSeries, Window};
+use crate::stats::{TokensPerSecond, ratio};
+use crate::sweep::{Integrals, Sweep};
+
+/// The most buckets a time series may have; a finer bucket is refused by a warning.
+pub const MAX_BUCKETS: u64 = 1_000_000;
+
+/// Tokens of a span attributed to `[a, b]`: at recorded chunk arrivals when present,
+/// else spread uniformly over `[first_token_at, last_token_at]` (a point mass at
+/// the first token when the two coincide). A point on `b` counts when `closed_end`.
+pub(crate) fn tokens_in(span: &SpanFacts, a: i64, b: i64, closed_end: bool) -> f64 {
+    let (Some(f), Some(l)) = (span.first_token_at, span.last_token_at) else {
+        return 0.0;
+    };
+    let (f, l) = (f.unix_nanos(), l.unix_nanos());
+    let point_in = |t: i64| t >= a && (t < b || (closed_end && t == b));
+    if let Some(chunks) = span.chunks.as_deref().filter(|c| !c.is_empty()) {
+        let marked: u64 = chunks.iter().map(|c| u64::from(c.tokens)).sum();
+        // Chunk counts may differ from the span's total (e.g. usage counts more):
+        // scale so the span still contributes exactly its output tokens.
+        let scale = if marked > 0 {
+            span.output_tokens as f64 / marked as f64
+        } else {
+            0.0
+        };
+        return chunks
+            .iter()
+            .filter(|c| point_in(f.saturating_add(c.offset.as_nanos() as i64)))
+            .map(|c| f64::from(c.tokens) * scale)
+            .sum();
+    }
+    let n = span.output_tokens as f64;
+    if l <= f {
+        return if point_in(f) { n } else { 0.0 };
+    }
+    let overlap = (l.min(b) - f.max(a)).max(0);
+    n * overlap as f64 / (l - f) as f64
+}
+
+/// The time series of a window in `n` buckets of `bucket` (the last may be shorter).
+pub(crate) fn time_series(
+    input: &RunInput,
+    sweep: &Sweep,
+    w: Window,
+    bucket: Duration,
+    n: usize,
+) -> TimeSeries {
+    let w0 = w.start.unix_nanos();
+    let w1 = w.end.unix_nanos();
+    let b = bucket.as_nanos() as i64;
+    let mut tokens = vec![0.0; n];
+    let mut integ = vec![Integrals::default(); n];
+    let mut caps = vec![None; n];
+    let idx = |t: i64| (((t - w0).max(0) / b) as usize).min(n - 1);
+    for s in input.spans.iter().filter(|s| s.status == Status::Ok) {
+        let (Some(f), Some(l)) = (s.first_token_at, s.last_token_at) else {
+            continue;
+        };
+        let (f, l) = (f.unix_nanos().max(w0), l.unix_nanos().min(w1));
+        if f > l {
+            continue;
+        }
+        for (i, slot) in tokens.iter_mut().enumerate().take(idx(l) + 1).skip(idx(f)) {
+            let a = w0 + i as i64 * b;
+            let last = i == n - 1;
+            *slot += tokens_in(s, a, if last { w1 } else { a + b }, last);
+        }
+    }
+    for seg in sweep.segments() {
+        let (s, e) = (seg.start.unix_nanos().max(w0), seg.end.unix_nanos().min(w1));
+        if e <= s {
+            continue;
+        }
+        for (i, slot) in integ
+            .iter_mut()
+            .enumerate()
+            .take(idx(e - 1) + 1)
+            .skip(idx(s))
+        {
+            let a = (w0 + i as i64 * b).max(s);
+            let z = (w0 + (i as i64 + 1) * b).min(e);
+            slot.add(&seg, z - a);
+            caps[i] = seg.cap;
+        }
+    }
+    let buckets = (0..n)
+        .map(|i| {
+            let start = i as i64 * b;
+            let len = (b.min(w1 - w0 - start)).max(0);
+            let secs = len as f64 / 1e9;
+            Bucket {
+                start: Duration::from_nanos(start as u64),
+                duration: Duration::from_nanos(len as u64),
+                tokens: tokens[i],
+                system_tps: ratio(tokens[i], secs).map(TokensPerSecond),
+                in_flight: ratio(integ[i].in_flight_ns, len as f64).unwrap_or(0.0),
+                queue_depth: ratio(integ[i].queue_ns, len as f64).unwrap_or(0.0),
+                cap: caps[i].or(if i == 0 { input.run_cap() } else { None }),
+                gap: integ[i].gap(),
+                backlog: integ[i].backlog(),
+            }
+        })
+        .collect();
+    TimeSeries { bucket, buckets }
+}

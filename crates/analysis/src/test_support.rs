@@ -1,0 +1,31 @@
+//! Fixtures shared by the unit tests: instants and a run with a cap.
+
+use tpscope_model::{RunRecord, SCHEMA, Target, Timestamp};
+
+use crate::input::RunInput;
+
+/// `ms` milliseconds after a fixed instant.
+pub(crate) fn ts(ms: i64) -> Timestamp {
+    Timestamp::from_unix_nanos(1_800_000_000_000_000_000 + ms * 1_000_000)
+}
+
+/// Run `r`, started at `ts(0)` with a cap, and no spans yet.
+pub(crate) fn capped_run(cap: u32) -> RunInput {
+    RunInput {
+        run_id: "r".into(),
+        run: Some(RunRecord {
+            run_id: "r".into(),
+            schema: SCHEMA.into(),
+            tool: String::new(),
+            started_at: ts(0),
+            target: Target::default(),
+            cap: Some(cap),
+            token_source: None,
+            tokenizer: None,
+            sample_interval: None,
+            load: serde_json::Value::Null,
+            labels: Default::default(),
+        }),
+        ..RunInput::default()
+    }
+}

@@ -1,0 +1,148 @@
+//! What `report` and `compare` share: the flags that choose how span logs are read
+//! and analysed (window, timestamp unit, invalid records, prices), validated into
+//! the reader's and the analysis' options, and writing the rendered bytes out.
+
+use std::io::Write;
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use tpscope_analysis::{Options, Prices, WindowSpec};
+use tpscope_log::{ReadOptions, TimeUnit};
+
+use crate::exit::ResultExt;
+
+/// The reading and analysis flags of `report` and `compare`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct AnalysisFlags {
+    /// The window the figures cover: full, steady, or FROM..TO in seconds from the run's start (e.g. 10..70).
+    #[arg(long, default_value = "full", value_name = "full|steady|FROM..TO")]
+    pub window: String,
+    /// Unit of timestamps written as numbers (since the Unix epoch).
+    #[arg(long, value_name = "s|ms|us|ns")]
+    pub time_unit: Option<String>,
+    /// Skip invalid records (counted and reported by reason) instead of stopping at the first.
+    #[arg(long)]
+    pub skip_invalid: bool,
+    /// Price of the deployment per hour (for cost per million output tokens and per completion).
+    #[arg(long, value_name = "PRICE")]
+    pub price_per_hour: Option<f64>,
+    /// Price per million input tokens (API pricing).
+    #[arg(long, value_name = "PRICE")]
+    pub price_per_mtok_in: Option<f64>,
+    /// Price per million output tokens (API pricing).
+    #[arg(long, value_name = "PRICE")]
+    pub price_per_mtok_out: Option<f64>,
+}
+
+impl Default for AnalysisFlags {
+    /// The flags as given when none is.
+    fn default() -> Self {
+        AnalysisFlags {
+            window: "full".into(),
+            time_unit: None,
+            skip_invalid: false,
+            price_per_hour: None,
+            price_per_mtok_in: None,
+            price_per_mtok_out: None,
+        }
+    }
+}
+
+fn parse_window(text: &str) -> anyhow::Result<WindowSpec> {
+    match text {
+        "full" => Ok(WindowSpec::Full),
+        "steady" => Ok(WindowSpec::Steady),
+        _ => {
+            let (a, b) = text.split_once("..").with_context(|| {
+                format!("--window: `{text}` is not full, steady or FROM..TO (seconds from the run's start, e.g. 10..70)")
+            })?;
+            let secs = |s: &str| -> anyhow::Result<Duration> {
+                let v: f64 = s
+                    .trim()
+                    .parse()
+                    .with_context(|| format!("--window: `{s}` is not a number of seconds"))?;
+                Duration::try_from_secs_f64(v).map_err(|_| {
+                    anyhow::anyhow!("--window: `{s}` is not a non-negative number of seconds")
+                })
+            };
+            let (from, to) = (secs(a)?, secs(b)?);
+            if to <= from {
+                bail!("--window: the end ({b}) must be after the start ({a})");
+            }
+            Ok(WindowSpec::Range { from, to })
+        }
+    }
+}
+
+fn price(flag: &str, v: Option<f64>) -> anyhow::Result<Option<f64>> {
+    match v {
+        Some(p) if !p.is_finite() || p < 0.0 => bail!("{flag}: {p} is not a non-negative price"),
+        _ => Ok(v),
+    }
+}
+
+impl AnalysisFlags {
+    /// How to read the logs (span ids are dropped; set `keep_span_ids` to keep them).
+    pub fn read_options(&self) -> anyhow::Result<ReadOptions> {
+        let time_unit = self
+            .time_unit
+            .as_deref()
+            .map(|u| {
+                u.parse::<TimeUnit>()
+                    .map_err(|e| anyhow::anyhow!("--time-unit: {e}"))
+            })
+            .transpose()?;
+        Ok(ReadOptions {
+            time_unit,
+            skip_invalid: self.skip_invalid,
+            keep_span_ids: false,
+        })
+    }
+
+    /// How to analyse each run, with `bucket` as the time series' bucket.
+    pub fn analysis_options(&self, bucket: Option<Duration>) -> anyhow::Result<Options> {
+        Ok(Options {
+            window: parse_window(&self.window)?,
+            bucket,
+            prices: Prices {
+                per_hour: price("--price-per-hour", self.price_per_hour)?,
+                per_mtok_in: price("--price-per-mtok-in", self.price_per_mtok_in)?,
+                per_mtok_out: price("--price-per-mtok-out", self.price_per_mtok_out)?,
+            },
+            ..Options::default()
+        })
+    }
+}
+
+/// Writes rendered bytes to `path`, or to standard output without one; `flag`,
+/// when given, names the flag that chose the file in the error. A write error is a
+/// runtime failure (exit 1) when `runtime_failure` is set (`compare` leaves it
+/// unset: its exit 1 means a criterion failed), except a broken pipe on standard
+/// output, which `main` treats as success.
+pub fn write_out(
+    bytes: &[u8],
+    path: Option<&Path>,
+    flag: Option<&str>,
+    runtime_failure: bool,
+) -> anyhow::Result<()> {
+    let mark = |e: std::io::Error| -> anyhow::Error {
+        if runtime_failure && e.kind() != std::io::ErrorKind::BrokenPipe {
+            Err::<(), _>(e).failure().unwrap_err()
+        } else {
+            e.into()
+        }
+    };
+    match path {
+        Some(path) => std::fs::write(path, bytes).map_err(mark).with_context(|| {
+            let flag = flag.map(|f| format!("{f}: ")).unwrap_or_default();
+            format!("{flag}writing {}", path.display())
+        }),
+        None => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(bytes)
+                .and_then(|()| out.flush())
+                .map_err(mark)
+        }
+    }
+}
