@@ -15,6 +15,7 @@ pub mod analyze;
 pub mod compare;
 pub mod detail;
 pub mod input;
+pub mod knee;
 pub mod report;
 pub mod stats;
 pub mod sweep;
