@@ -1,5 +1,5 @@
-//! What the workload readers share: the error naming a file's line and field, and
-//! reading a file and a token count from it.
+//! What the workload readers share: the error naming a file's line and field,
+//! reading a file, its JSON lines, and a token count from it.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -50,6 +50,21 @@ pub(super) fn ferr(
 
 pub(super) fn read(path: &Path) -> Result<String, FileError> {
     std::fs::read_to_string(path).map_err(|e| ferr(path, None, None, format!("cannot read: {e}")))
+}
+
+/// The non-blank lines of a JSON Lines text, each parsed, with its 1-based number.
+pub(super) fn json_lines<'a>(
+    path: &'a Path,
+    text: &'a str,
+) -> impl Iterator<Item = Result<(usize, Value), FileError>> + 'a {
+    text.lines()
+        .enumerate()
+        .filter(|(_, raw)| !raw.trim().is_empty())
+        .map(move |(i, raw)| {
+            serde_json::from_str(raw)
+                .map(|v| (i + 1, v))
+                .map_err(|e| ferr(path, Some(i + 1), None, format!("not valid JSON: {e}")))
+        })
 }
 
 pub(super) fn positive_u32(

@@ -8,7 +8,7 @@ use serde_json::Value;
 use tpscope_client::{Message, Prompt};
 use tpscope_tokens::Tokenizer;
 
-use super::file::{FileError, ferr, positive_u32, read};
+use super::file::{FileError, ferr, json_lines, positive_u32, read};
 use crate::dist::MAX_LENGTH;
 
 /// One prompt read from a file.
@@ -89,13 +89,8 @@ fn messages_of(
 pub fn read_prompts_jsonl(path: &Path) -> Result<Vec<PromptItem>, FileError> {
     let text = read(path)?;
     let mut items = Vec::new();
-    for (i, raw) in text.lines().enumerate() {
-        let line = i + 1;
-        if raw.trim().is_empty() {
-            continue;
-        }
-        let v: Value = serde_json::from_str(raw)
-            .map_err(|e| ferr(path, Some(line), None, format!("not valid JSON: {e}")))?;
+    for parsed in json_lines(path, &text) {
+        let (line, v) = parsed?;
         let v = match v.get("body") {
             Some(b) if b.is_object() => b.clone(),
             _ => v,
@@ -169,16 +164,9 @@ pub fn read_sharegpt(path: &Path, tokenizer: Tokenizer) -> Result<Vec<PromptItem
         })?;
         v.into_iter().map(|r| (None, r)).collect()
     } else {
-        let mut out = Vec::new();
-        for (i, raw) in text.lines().enumerate() {
-            if raw.trim().is_empty() {
-                continue;
-            }
-            let v = serde_json::from_str(raw)
-                .map_err(|e| ferr(path, Some(i + 1), None, format!("not valid JSON: {e}")))?;
-            out.push((Some(i + 1), v));
-        }
-        out
+        json_lines(path, &text)
+            .map(|parsed| parsed.map(|(line, v)| (Some(line), v)))
+            .collect::<Result<_, _>>()?
     };
     let mut items = Vec::new();
     for (idx, (line, rec)) in records.iter().enumerate() {

@@ -9,7 +9,7 @@ use serde_json::Value;
 use tpscope_model::Timestamp;
 use tpscope_tokens::{Tokenizer, mix};
 
-use super::file::{FileError, ferr, positive_u32, read};
+use super::file::{FileError, ferr, json_lines, positive_u32, read};
 use crate::dist::MAX_LENGTH;
 
 /// One request of a trace.
@@ -52,13 +52,8 @@ pub(super) fn prefix_shared_text(e: &TraceEntry, req_seed: u64, tokenizer: Token
 pub fn read_mooncake(path: &Path) -> Result<Vec<TraceEntry>, FileError> {
     let text = read(path)?;
     let mut out = Vec::new();
-    for (i, raw) in text.lines().enumerate() {
-        let line = i + 1;
-        if raw.trim().is_empty() {
-            continue;
-        }
-        let v: Value = serde_json::from_str(raw)
-            .map_err(|e| ferr(path, Some(line), None, format!("not valid JSON: {e}")))?;
+    for parsed in json_lines(path, &text) {
+        let (line, v) = parsed?;
         let ts = v
             .get("timestamp")
             .and_then(|t| t.as_f64())
