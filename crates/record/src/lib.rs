@@ -7,7 +7,7 @@
 //! A producer's life, as the bench does it: start a [`Writer`]; per run, send a
 //! [`RunInfo`]'s record; let requests through an [`Admission`] while a [`Sampler`]
 //! reads its occupancy; stamp each attempt as an [`Outcome`], and when a request
-//! gives its slot back, [`assemble`] its [`Finished`] attempts into a span, count it
+//! gives its slot back, [`assemble()`] its [`Finished`] attempts into a span, count it
 //! in [`LiveStats`] and send it with its [`ToCount`]; end the run with an `end`
 //! record.
 

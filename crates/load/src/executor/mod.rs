@@ -1,9 +1,11 @@
 //! The one executor every mode uses: it takes ready times from a pure
-//! [`Schedule`](crate::schedule::Schedule), lets requests through the
-//! [`Admission`](tpscope_record::Admission) controller, runs their
-//! attempts and retries through a [`Sender`], and hands each finished request to
-//! the writer as a span. Closed loop, open loop, trace replay, warm-up and every
-//! sweep level are this same code with different plans.
+//! [`Schedule`](crate::schedule::Schedule), lets requests through the [`Admission`]
+//! controller, runs their attempts and retries through a [`Sender`], and hands each
+//! finished request to the writer as a span. Closed loop, open loop, trace replay,
+//! warm-up and every sweep level are this same code with different plans.
+//!
+//! The files: `plan.rs` (what a run is told, how it ended), `request.rs` (one
+//! request's life, admission under the lock), `arrivals.rs` (feeding the queue).
 //!
 //! Instants: `queued_at` is the scheduled ready time (so a late timer shows up as
 //! queue time, never hidden); `admitted_at` and `released_at` are stamped under the
