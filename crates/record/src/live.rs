@@ -1,6 +1,6 @@
 //! Live counters of a running recording, written by the producer (the bench's
-//! executor), the sampler and the writer thread, and read by progress displays. They never own a measurement: the
-//! span log is the record; these are for watching.
+//! executor), the sampler and the writer thread, and read by progress displays.
+//! They never own a measurement: the span log is the record; these are for watching.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
