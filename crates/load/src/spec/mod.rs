@@ -6,6 +6,8 @@
 
 mod error;
 mod settings;
+#[cfg(test)]
+mod tests;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
