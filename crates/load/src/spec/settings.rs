@@ -1,12 +1,9 @@
 //! The run record's `load` settings: what a run of the spec was asked to do, as
-//! one serialisable value per run (derived from the spec, never assembled by hand).
-
-use std::time::Duration;
+//! one serialisable value per run (made by `BenchSpec::load_settings`, never
+//! assembled by hand as JSON).
 
 use serde::Serialize;
 
-use super::BenchSpec;
-use crate::schedule::Schedule;
 use crate::workload::WorkloadSettings;
 
 /// The `load` object of a bench run's `run` record.
@@ -105,60 +102,4 @@ pub struct SimulatorSettings {
     pub max_num_seqs: u32,
     /// Its seed.
     pub seed: u64,
-}
-
-fn secs(d: Option<Duration>) -> Option<f64> {
-    d.map(|d| d.as_secs_f64())
-}
-
-impl BenchSpec {
-    /// The load settings of the run of level `index`.
-    pub fn load_settings(
-        &self,
-        index: usize,
-        simulator: Option<SimulatorSettings>,
-    ) -> LoadSettings<'_> {
-        let level = &self.levels[index];
-        let (mode, rate, arrival) = match &level.schedule {
-            Schedule::Backlog => ("closed_loop", None, None),
-            Schedule::Rate { rate, arrival } => {
-                ("open_loop", Some(*rate), Some(arrival.to_string()))
-            }
-            Schedule::Trace { .. } => ("trace_replay", None, None),
-        };
-        let t = &self.client.timeouts;
-        LoadSettings {
-            mode,
-            concurrency: level.cap,
-            requests: level.requests,
-            duration_s: secs(self.duration),
-            dispatch: self.dispatch.to_string(),
-            seed: self.seed,
-            workload: self.workload.settings(),
-            max_retries: self.retry.max_retries,
-            retry_backoff_s: self.retry.base.as_secs_f64(),
-            timeouts_s: TimeoutSettings {
-                connect: secs(t.connect),
-                first_token: secs(t.first_token),
-                stall: secs(t.stall),
-                total: secs(t.total),
-            },
-            include_usage: self.include_usage,
-            record_chunks: self.client.record_chunks,
-            rx_timestamps: self.client.rx_timestamps.effective().as_str(),
-            rate,
-            arrival,
-            warmup: self.warmup.map(|w| WarmupSettings {
-                amount: w.to_string(),
-                written: false,
-            }),
-            sweep: self.sweep.map(|parameter| SweepSettings {
-                parameter,
-                level: level.value,
-                index,
-                levels: self.levels.len(),
-            }),
-            simulator,
-        }
-    }
 }
