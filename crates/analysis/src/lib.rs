@@ -16,6 +16,7 @@ mod collect;
 pub mod compare;
 pub mod detail;
 pub mod input;
+pub mod knee;
 pub mod metrics;
 pub mod report;
 pub mod series;

@@ -2,7 +2,11 @@
 //! library crates. The only crate with clap, the terminal and `anyhow`.
 
 mod analysis_flags;
+mod bench_args;
 mod bench_cmd;
+mod bench_config;
+mod bench_sim_flags;
+mod bench_sweep;
 mod compare_cmd;
 mod exit;
 mod progress;
@@ -29,7 +33,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Drive load at an OpenAI-compatible endpoint (or the built-in simulator) and record a span log.
-    Bench(Box<bench_cmd::BenchArgs>),
+    Bench(Box<bench_args::BenchArgs>),
     /// Turn span logs into metrics: TPS, TTFT, queue time, gap fraction, retries, cost.
     Report(Box<report_cmd::ReportArgs>),
     /// Judge a candidate run against a baseline by the acceptance criteria (exit 0/1/3, 2 on bad input).

@@ -1,6 +1,6 @@
 //! The live progress line of `tpscope bench`: one line on stderr, redrawn a few
 //! times a second, only when stderr is a terminal and `--quiet` is not given. It
-//! reads the load engine's live counters; it never owns a measurement.
+//! reads the recorder's live counters; it never owns a measurement.
 
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use tpscope_load::{LiveSnapshot, LiveStats};
+use tpscope_record::{LiveSnapshot, LiveStats};
 
 /// How often the line is redrawn.
 const EVERY: Duration = Duration::from_millis(250);

@@ -6,7 +6,7 @@
 //!
 //! The simulator runs in this process on its own runtime; its threads are named
 //! `tpscope-sim-*`, so per-thread CPU from /proc/self/task/*/stat separates its
-//! share from the client's (executor, client, recorder, sampler).
+//! share from the client's (executor, client, writer thread, sampler).
 //!
 //! The client stamps body reads with the kernel's receive timestamps by default
 //! (`--rx-timestamps user`: with the instant its task got the bytes, as before).
@@ -27,11 +27,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tpscope_client::{Api, Client, ClientConfig, Endpoint, RxTimestamps};
-use tpscope_load::{
-    Control, Dispatch, LengthDist, LiveStats, Recorder, RetryPolicy, RunPlan, Schedule, Workload,
-    execute,
-};
+use tpscope_load::{Control, LengthDist, RetryPolicy, RunPlan, Schedule, Workload, execute};
 use tpscope_model::{Record, RunClock, Status, Timestamp};
+use tpscope_record::{Dispatch, LiveStats, Writer};
 use tpscope_sim::{SimConfig, Speed};
 use tpscope_tokens::Tokenizer;
 
@@ -163,7 +161,7 @@ fn bench_cpu(o: &Opts) {
     let rt = client_runtime();
     let client = client_for(o, sim.base_url(), sim.model_name());
     let live = Arc::new(LiveStats::default());
-    let rec = Recorder::to_writer(std::io::sink(), Tokenizer::O200kBase, Some(live.clone()));
+    let rec = Writer::to_writer(std::io::sink(), Tokenizer::O200kBase, Some(live.clone()));
     // A short warm-up opens the connections and loads the tokenizer.
     rt.block_on(execute(
         plan(o, u64::from(o.streams), 8),
@@ -249,7 +247,7 @@ fn bench_ttft(o: &Opts) {
         Arc::new(LiveStats::default()),
         &Control::default(),
     ));
-    let rec = Recorder::create(&log_path, Tokenizer::O200kBase, None).unwrap();
+    let rec = Writer::create(&log_path, Tokenizer::O200kBase, None).unwrap();
     let requests = o.requests.unwrap_or(u64::from(o.streams) * 2);
     rt.block_on(execute(
         plan(o, requests, 64),

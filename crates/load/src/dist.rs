@@ -16,7 +16,7 @@ use std::str::FromStr;
 use rand::Rng;
 use rand_distr::{Distribution, Exp, LogNormal, Normal};
 
-use crate::workload::azure_lengths;
+use crate::azure::azure_lengths;
 
 /// The largest length a distribution may produce.
 pub const MAX_LENGTH: u32 = 1_000_000;

@@ -4,8 +4,9 @@
 use tokio_util::sync::CancellationToken;
 use tpscope_client::{AttemptOutcome, Client};
 use tpscope_model::RunClock;
+use tpscope_record::{Outcome, Usage};
 
-use crate::sender::{Outcome, Sender, Usage};
+use crate::sender::Sender;
 use crate::workload::Request;
 
 /// Converts the client's outcome (moving, never copying, the text).

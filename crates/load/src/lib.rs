@@ -1,27 +1,22 @@
-//! tpscope's load engine: workloads, pure arrival schedules, the admission
-//! controller (cap and FIFO queue, work-conserving or waves), retries, the sampler,
-//! the recorder, and the one executor every mode of `tpscope bench` runs on.
+//! tpscope's load engine: workloads, pure arrival schedules, retries, the validated
+//! spec of a benchmark, and the one executor every mode of `tpscope bench` runs on.
+//! What it records goes through `tpscope_record` (admission, sampler, span
+//! assembly, the writer thread).
 
-pub mod admission;
-pub mod assemble;
+mod azure;
 pub mod dist;
 pub mod executor;
 pub mod http;
-pub mod live;
-pub mod recorder;
 pub mod retry;
-pub mod sampler;
 pub mod schedule;
 pub mod sender;
-pub mod sweep;
+pub mod spec;
 pub mod workload;
 
-pub use admission::{Admission, Dispatch};
 pub use dist::{Column, LengthDist};
 pub use executor::{Control, RunPlan, RunSummary, execute};
-pub use live::{LiveSnapshot, LiveStats};
-pub use recorder::{Recorder, RecorderTx, RunCounts};
 pub use retry::RetryPolicy;
 pub use schedule::{Arrival, Schedule};
-pub use sender::{Outcome, Sender, Usage};
+pub use sender::Sender;
+pub use spec::{BenchSpec, Flags, Level, SpecError};
 pub use workload::{Message, Prompt, Request, Workload};

@@ -3,9 +3,9 @@
 
 use tpscope_model::{Cause, Span, SpanError, Status, Timestamp, TokenSource};
 
-use crate::sender::Outcome;
+use crate::attempt::Outcome;
 
-/// Everything the executor knows about a request when it gives its slot back (or
+/// Everything a producer knows about a request when it gives its slot back (or
 /// leaves the queue without one).
 #[derive(Debug)]
 pub struct Finished {
@@ -174,7 +174,7 @@ pub fn apply_counts(span: &mut Span, counts: &[(usize, u64)], span_from_final: b
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sender::Usage;
+    use crate::attempt::Usage;
     use std::time::Duration;
     use tpscope_model::Attempt;
 

@@ -1,18 +1,19 @@
-//! The recorder: writes `run`, `span`, `sample` and `end` records as JSON Lines on
-//! its own thread through a `BufWriter`, counting tokens of replies without `usage`
-//! there (off the hot path). It flushes at least every [`FLUSH_EVERY`] while records
-//! arrive, so a killed run keeps every span released more than a second before.
+//! The writer thread: writes `run`, `span`, `sample` and `end` records through
+//! `tpscope_log`'s [`LogWriter`] over a `BufWriter`, on its own thread, counting
+//! tokens of replies without `usage` there (off the hot path). It flushes at least
+//! every [`FLUSH_EVERY`] while records arrive, so a killed run keeps every span
+//! released more than a second before.
 
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use tpscope_log::LogWriter;
 use tpscope_model::{EndRecord, Record, RunRecord, SampleRecord, Span, Status, Timestamp};
 use tpscope_tokens::Tokenizer;
 
@@ -48,11 +49,11 @@ pub struct RunCounts {
 
 /// A handle to send records to the writer thread; cheap to clone.
 #[derive(Clone)]
-pub struct RecorderTx {
+pub struct WriterTx {
     tx: mpsc::Sender<Msg>,
 }
 
-impl RecorderTx {
+impl WriterTx {
     /// Writes a run's first record.
     pub fn run(&self, r: RunRecord) {
         let _ = self.tx.send(Msg::Run(Box::new(r)));
@@ -86,20 +87,20 @@ impl RecorderTx {
 }
 
 /// The writer thread and its channel.
-pub struct Recorder {
-    tx: RecorderTx,
+pub struct Writer {
+    tx: WriterTx,
     handle: Option<JoinHandle<io::Result<HashMap<String, RunCounts>>>>,
 }
 
-impl Recorder {
+impl Writer {
     /// Creates (truncates) `path` and starts writing to it.
     pub fn create(
         path: &Path,
         tokenizer: Tokenizer,
         live: Option<Arc<LiveStats>>,
-    ) -> io::Result<Recorder> {
+    ) -> io::Result<Writer> {
         let file = File::create(path)?;
-        Ok(Recorder::to_writer(file, tokenizer, live))
+        Ok(Writer::to_writer(file, tokenizer, live))
     }
 
     /// Starts writing to any writer.
@@ -107,22 +108,23 @@ impl Recorder {
         w: W,
         tokenizer: Tokenizer,
         live: Option<Arc<LiveStats>>,
-    ) -> Recorder {
+    ) -> Writer {
         let (tx, rx) = mpsc::channel();
         let handle = std::thread::Builder::new()
             .name("tpscope-recorder".into())
             .spawn(move || {
-                writer_loop(BufWriter::with_capacity(256 * 1024, w), rx, tokenizer, live)
+                let out = LogWriter::new(BufWriter::with_capacity(256 * 1024, w));
+                writer_loop(out, rx, tokenizer, live)
             })
             .expect("spawn the recorder thread");
-        Recorder {
-            tx: RecorderTx { tx },
+        Writer {
+            tx: WriterTx { tx },
             handle: Some(handle),
         }
     }
 
     /// A handle for sending records.
-    pub fn sender(&self) -> RecorderTx {
+    pub fn sender(&self) -> WriterTx {
         self.tx.clone()
     }
 
@@ -138,7 +140,7 @@ impl Recorder {
     }
 }
 
-impl Drop for Recorder {
+impl Drop for Writer {
     fn drop(&mut self) {
         if let Some(h) = self.handle.take() {
             let _ = self.tx.tx.send(Msg::Close);
@@ -147,13 +149,8 @@ impl Drop for Recorder {
     }
 }
 
-fn write_record<W: Write>(w: &mut W, r: &Record) -> io::Result<()> {
-    serde_json::to_writer(&mut *w, r).map_err(io::Error::other)?;
-    w.write_all(b"\n")
-}
-
 fn writer_loop<W: Write>(
-    mut w: BufWriter<W>,
+    mut w: LogWriter<BufWriter<W>>,
     rx: mpsc::Receiver<Msg>,
     tokenizer: Tokenizer,
     live: Option<Arc<LiveStats>>,
@@ -207,11 +204,8 @@ fn writer_loop<W: Write>(
                     if let Some(live) = &live
                         && s.status == Status::Ok
                     {
-                        // The executor counted the provisional (chunk) figure.
-                        let after = s.output_tokens;
-                        let _ = live.tokens.fetch_update(Relaxed, Relaxed, |v| {
-                            Some(v.saturating_sub(before).saturating_add(after))
-                        });
+                        // The producer counted the provisional (chunk) figure.
+                        live.recount_tokens(before, s.output_tokens);
                     }
                 }
                 let c = counts.entry(s.run_id.clone()).or_default();
@@ -241,7 +235,7 @@ fn writer_loop<W: Write>(
             }
         };
         if error.is_none() {
-            if let Err(e) = write_record(&mut w, &record) {
+            if let Err(e) = w.write(&record) {
                 error = Some(e);
             }
             dirty = true;
@@ -331,7 +325,7 @@ mod tests {
     #[test]
     fn writes_every_record_with_end_counts() {
         let buf = Shared::default();
-        let rec = Recorder::to_writer(buf.clone(), Tokenizer::O200kBase, None);
+        let rec = Writer::to_writer(buf.clone(), Tokenizer::O200kBase, None);
         let tx = rec.sender();
         tx.run(RunRecord {
             run_id: "r1".into(),
@@ -371,7 +365,7 @@ mod tests {
     #[test]
     fn spans_are_on_disk_soon_after_release_without_closing() {
         let buf = Shared::default();
-        let rec = Recorder::to_writer(buf.clone(), Tokenizer::O200kBase, None);
+        let rec = Writer::to_writer(buf.clone(), Tokenizer::O200kBase, None);
         rec.sender().span(span(1, Status::Ok), ToCount::default());
         // No sync, no close: the periodic flush must get it out within a second.
         let deadline = Instant::now() + Duration::from_secs(1);
@@ -385,7 +379,7 @@ mod tests {
     #[test]
     fn replies_without_usage_are_counted_by_the_tokenizer_on_the_writer() {
         let buf = Shared::default();
-        let rec = Recorder::to_writer(buf.clone(), Tokenizer::O200kBase, None);
+        let rec = Writer::to_writer(buf.clone(), Tokenizer::O200kBase, None);
         let mut s = span(1, Status::Ok);
         s.token_source = Some(TokenSource::Tokenizer("o200k_base".into()));
         s.attempts.push(tpscope_model::Attempt {

@@ -1,5 +1,5 @@
-//! The throughput-vs-latency table of a sweep (pure): one row per level, and the
-//! knee — where more load stops buying throughput and only adds latency.
+//! The knee of a load sweep (pure): from one throughput-and-latency point per
+//! level, where more load stops buying throughput and only adds latency.
 
 /// One sweep level's figures (from the analysis of its run).
 #[derive(Clone, Debug, PartialEq)]

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use tpscope_model::{Occupancy, RunClock, SampleRecord};
 
 use crate::live::LiveStats;
-use crate::recorder::RecorderTx;
+use crate::writer::WriterTx;
 
 /// One reading: when, in flight, queued, cap.
 pub type Reading = (Instant, u32, u32, Option<u32>);
@@ -30,7 +30,7 @@ impl Sampler {
         interval: Duration,
         clock: RunClock,
         probe: Box<dyn Fn() -> Reading + Send>,
-        tx: Option<RecorderTx>,
+        tx: Option<WriterTx>,
         live: Arc<LiveStats>,
     ) -> Sampler {
         let stop = Arc::new(AtomicBool::new(false));

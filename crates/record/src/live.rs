@@ -1,10 +1,12 @@
-//! Live counters of a running benchmark, written by the executor, the sampler and
-//! the recorder, and read by progress displays. They never own a measurement: the
-//! span log is the record; these are for watching.
+//! Live counters of a running recording, written by the producer (the bench's
+//! executor), the sampler and the writer thread, and read by progress displays.
+//! They never own a measurement: the span log is the record; these are for watching.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
+
+use tpscope_model::Status;
 
 /// Counters of the current run (reset when a sweep moves to its next level).
 #[derive(Debug)]
@@ -105,6 +107,31 @@ impl LiveStats {
         self.planned.store(planned.unwrap_or(u64::MAX), Relaxed);
         *self.started.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
         *self.label.lock().unwrap_or_else(|e| e.into_inner()) = label.to_string();
+    }
+
+    /// Counts one finished span; an ok span adds its output tokens.
+    pub fn span_done(&self, status: Status, output_tokens: u64) {
+        self.done.fetch_add(1, Relaxed);
+        match status {
+            Status::Ok => {
+                self.ok.fetch_add(1, Relaxed);
+                self.tokens.fetch_add(output_tokens, Relaxed);
+            }
+            Status::Error => {
+                self.error.fetch_add(1, Relaxed);
+            }
+            Status::Cancelled => {
+                self.cancelled.fetch_add(1, Relaxed);
+            }
+        }
+    }
+
+    /// Replaces an ok span's provisional token count (chunks, counted when it
+    /// finished) with the tokenizer's count (made later, on the writer thread).
+    pub fn recount_tokens(&self, provisional: u64, counted: u64) {
+        let _ = self.tokens.fetch_update(Relaxed, Relaxed, |v| {
+            Some(v.saturating_sub(provisional).saturating_add(counted))
+        });
     }
 
     /// A copy of the counters now.

@@ -1,0 +1,386 @@
+//! The flags of `tpscope bench` (but the `--sim-*` ones, in `bench_sim_flags.rs`),
+//! each parsed on its own, and their hand-over to the load engine's spec, which
+//! checks them together.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tpscope_client::{Api, RxTimestamps};
+use tpscope_load::spec::Flags;
+use tpscope_load::workload::trace::{TraceFormat, parse_trace_arg};
+use tpscope_load::{Arrival, Column, LengthDist};
+use tpscope_model::units::{Warmup, parse_duration, parse_warmup};
+use tpscope_record::Dispatch;
+
+use crate::bench_sim_flags::SimFlags;
+
+/// Flags of `tpscope bench`.
+///
+/// Modes: with no `--rate` and no `--trace` it is a closed loop — every request is
+/// ready at the start and waits in the queue for one of `--concurrency` slots (a
+/// backlog, like a batch job); with `--rate` it is an open loop (arrivals on a
+/// schedule; those beyond the cap wait in the queue, and that wait is recorded);
+/// with `--trace` the trace's own arrival times are replayed.
+#[derive(clap::Args, Debug)]
+#[command(after_help = AFTER_HELP)]
+pub struct BenchArgs {
+    /// Base URL of an OpenAI-compatible server, up to the API version (e.g.
+    /// http://127.0.0.1:8000/v1). Without it, the built-in simulator is started
+    /// in-process and measured.
+    #[arg(
+        long,
+        visible_alias = "base-url",
+        value_name = "URL",
+        help_heading = "Target"
+    )]
+    pub url: Option<String>,
+    /// API to call: chat (/chat/completions) or completions (/completions).
+    #[arg(long, default_value = "chat", value_parser = parse_api, help_heading = "Target")]
+    pub api: Api,
+    /// Model name to request (default: the first model of GET /models).
+    #[arg(long, help_heading = "Target")]
+    pub model: Option<String>,
+    /// API key, sent as `Authorization: Bearer`; never written to the log.
+    #[arg(
+        long,
+        env = "OPENAI_API_KEY",
+        hide_env_values = true,
+        help_heading = "Target"
+    )]
+    pub api_key: Option<String>,
+    /// Extra request header `Name: value` (repeatable).
+    #[arg(long = "header", value_name = "K:V", value_parser = parse_header, help_heading = "Target")]
+    pub headers: Vec<(String, String)>,
+    /// Extra JSON fields merged into every request body, e.g. '{"ignore_eos": true}'.
+    #[arg(long, value_name = "JSON", value_parser = parse_extra_body, help_heading = "Target")]
+    pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Do not ask for `stream_options.include_usage` (for servers that reject it);
+    /// tokens are then counted from the text with o200k_base.
+    #[arg(long, help_heading = "Target")]
+    pub no_usage: bool,
+
+    /// Prompt length in tokens (o200k_base): N or a distribution
+    /// (uniform:LO..HI, normal:MEAN,SD, lognormal:MEAN,SD, exp:MEAN, azure).
+    /// Default without any workload flag: (input, output) pairs drawn from the
+    /// bundled Azure 2023 conversation trace.
+    #[arg(long, visible_alias = "random-input-len", value_name = "N|DIST", value_parser = parse_input_dist, help_heading = "Workload")]
+    pub input_tokens: Option<LengthDist>,
+    /// Output length (`max_tokens`): N or a distribution, as --input-tokens.
+    #[arg(long, visible_alias = "random-output-len", value_name = "N|DIST", value_parser = parse_output_dist, help_heading = "Workload")]
+    pub output_tokens: Option<LengthDist>,
+    /// JSONL file of prompts: each line a string, {"prompt": ...} or {"messages":
+    /// [...]}, optionally with "max_tokens"; OpenAI batch lines ({"body": ...}) too.
+    #[arg(long, value_name = "FILE", help_heading = "Workload")]
+    pub dataset: Option<PathBuf>,
+    /// ShareGPT file (JSON array or JSONL of {"conversations": [...]}): the first
+    /// human turn is the prompt; a following reply sets the output length.
+    #[arg(long, value_name = "FILE", help_heading = "Workload")]
+    pub sharegpt: Option<PathBuf>,
+    /// Replay a trace's arrival times and lengths: mooncake:FILE (JSONL) or
+    /// azure:FILE (Azure LLM inference CSV). With --rate, only its lengths are used.
+    #[arg(long, value_name = "KIND:FILE", value_parser = parse_trace, help_heading = "Workload")]
+    pub trace: Option<(TraceFormat, PathBuf)>,
+    /// Multiply the trace's arrival offsets by F (0.5 replays twice as fast).
+    #[arg(
+        long,
+        default_value_t = 1.0,
+        value_name = "F",
+        help_heading = "Workload"
+    )]
+    pub time_scale: f64,
+    /// Seed of lengths, prompts, arrivals and retry jitter (same seed, same requests).
+    #[arg(long, default_value_t = 0, help_heading = "Workload")]
+    pub seed: u64,
+
+    /// The in-flight cap; a comma list (1,8,32,128) sweeps it, one run per level.
+    /// Default 32 in closed loop; no cap in open loop or trace replay.
+    #[arg(long, visible_alias = "max-concurrency", value_name = "N[,N…]", value_delimiter = ',', value_parser = parse_positive_u32, help_heading = "Load")]
+    pub concurrency: Vec<u32>,
+    /// Requests per run (default: 10 × the cap, at least 40, in closed loop; the
+    /// whole file or trace; with --duration or in open loop, as many as are ready
+    /// within it).
+    #[arg(long, visible_alias = "num-prompts", value_name = "N", value_parser = parse_positive_u64, help_heading = "Load")]
+    pub requests: Option<u64>,
+    /// Stop admitting after this long (e.g. 60s); requests still queued then are
+    /// recorded as cancelled, in-flight ones finish. Alone in closed loop, the
+    /// backlog is endless (one cap's worth always waits). Open loop default: 30s.
+    #[arg(long, value_name = "DUR", value_parser = parse_duration_arg, help_heading = "Load")]
+    pub duration: Option<Duration>,
+    /// Open loop: requests per second; a comma list (1,2,4) sweeps it. `inf` means
+    /// closed loop (as in vLLM).
+    #[arg(long, visible_alias = "request-rate", value_name = "R[,R…]", value_delimiter = ',', value_parser = parse_rate, help_heading = "Load")]
+    pub rate: Vec<Option<f64>>,
+    /// Inter-arrival process of the open loop: poisson, constant, or gamma:<shape>
+    /// (shape < 1 burstier than Poisson).
+    #[arg(long, value_name = "PROCESS", value_parser = parse_arrival, help_heading = "Load")]
+    pub arrival: Option<Arrival>,
+    /// vLLM's name for the gamma shape (1 = Poisson); same as --arrival gamma:F.
+    #[arg(long, value_name = "F", conflicts_with = "arrival", value_parser = parse_burstiness, help_heading = "Load")]
+    pub burstiness: Option<f64>,
+    /// Warm-up before the measured run: N requests or a time (10s). Warm-up
+    /// requests run the same load, finish, and are not written to the log.
+    #[arg(long, value_name = "N|DUR", value_parser = parse_warmup_arg, help_heading = "Load")]
+    pub warmup: Option<Warmup>,
+    /// How queued requests pass the cap: work-conserving (a freed slot is filled
+    /// at once) or waves (send a batch of N, wait for all of it, send the next).
+    #[arg(long, default_value = "work-conserving", value_parser = parse_dispatch, help_heading = "Load")]
+    pub dispatch: Dispatch,
+    /// After the run stops admitting (--duration, Ctrl-C), how long in-flight
+    /// requests may finish before they are cancelled.
+    #[arg(long, default_value = "30s", value_name = "DUR", value_parser = parse_duration_arg, help_heading = "Load")]
+    pub drain_timeout: Duration,
+
+    /// Retries per request (429, 5xx, connection errors, cut or stalled streams),
+    /// holding the slot while backing off.
+    #[arg(
+        long,
+        default_value_t = 0,
+        value_name = "N",
+        help_heading = "Retries and timeouts"
+    )]
+    pub max_retries: u32,
+    /// First back-off; doubles per retry (jittered, at most 30s), never shorter
+    /// than the server's Retry-After.
+    #[arg(long, default_value = "500ms", value_name = "DUR", value_parser = parse_duration_arg, help_heading = "Retries and timeouts")]
+    pub retry_backoff: Duration,
+    /// Limit for opening a connection.
+    #[arg(long, default_value = "10s", value_name = "DUR", value_parser = parse_duration_arg, help_heading = "Retries and timeouts")]
+    pub timeout_connect: Duration,
+    /// Limit from an attempt's start to its first token (default: none).
+    #[arg(long, value_name = "DUR", value_parser = parse_duration_arg, help_heading = "Retries and timeouts")]
+    pub timeout_first_token: Option<Duration>,
+    /// Limit between two chunks once streaming began (default: none).
+    #[arg(long, value_name = "DUR", value_parser = parse_duration_arg, help_heading = "Retries and timeouts")]
+    pub timeout_stall: Option<Duration>,
+    /// Limit for a whole attempt (default: none).
+    #[arg(long, value_name = "DUR", value_parser = parse_duration_arg, help_heading = "Retries and timeouts")]
+    pub timeout_total: Option<Duration>,
+
+    /// Span log to write (default: tpscope-run-<UTC time>.jsonl here). A sweep
+    /// writes all its runs to this one file.
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub out: Option<PathBuf>,
+    /// Cadence of `sample` records (in-flight, queue depth, cap).
+    #[arg(long, default_value = "10ms", value_name = "DUR", value_parser = parse_sample_interval, help_heading = "Output")]
+    pub sample_interval: Duration,
+    /// Record every chunk's arrival (for inter-token latency).
+    #[arg(long, help_heading = "Output")]
+    pub record_chunks: bool,
+    /// Where arrival times (first byte, first and last token, chunks) come from:
+    /// kernel (when the bytes reached the host: the kernel's receive timestamp,
+    /// Linux only, elsewhere as user) or user (when the client's task got them).
+    #[arg(long, default_value = "kernel", value_name = "SOURCE", value_parser = parse_rx_timestamps, help_heading = "Output")]
+    pub rx_timestamps: RxTimestamps,
+    /// Free-form label `key=value` for the run record (repeatable).
+    #[arg(long = "label", value_name = "K=V", value_parser = parse_label, help_heading = "Output")]
+    pub labels: Vec<(String, String)>,
+    /// No progress line and no report (the span log is still written).
+    #[arg(long, short, help_heading = "Output")]
+    pub quiet: bool,
+
+    /// The built-in simulator's flags.
+    #[command(flatten)]
+    pub sim: SimFlags,
+}
+
+const AFTER_HELP: &str = "\
+Examples:
+  tpscope bench                                   # measure the built-in simulator (~20 s)
+  tpscope bench --url http://127.0.0.1:8000/v1 --concurrency 64 --requests 1000
+  tpscope bench --url URL --rate 2,4,8 --duration 60s        # open-loop sweep
+  tpscope bench --concurrency 1,8,32,128 --output-tokens 256 # concurrency sweep
+  tpscope bench --trace mooncake:trace.jsonl --time-scale 0.5
+  tpscope bench --dispatch waves                  # see what batch-and-wait costs
+
+Warm-up requests are sent before the measured run, drained, and not written.
+vLLM aliases: --base-url --max-concurrency --request-rate --num-prompts
+--random-input-len --random-output-len --burstiness --seed.";
+
+fn parse_api(s: &str) -> Result<Api, String> {
+    match s {
+        "chat" => Ok(Api::Chat),
+        "completions" => Ok(Api::Completions),
+        _ => Err(format!(
+            "`{s}` is not an API (expected chat or completions)"
+        )),
+    }
+}
+
+fn parse_rx_timestamps(s: &str) -> Result<RxTimestamps, String> {
+    s.parse()
+}
+
+fn parse_header(s: &str) -> Result<(String, String), String> {
+    let (k, v) = s
+        .split_once(':')
+        .ok_or_else(|| format!("`{s}` is not a header (expected Name:value)"))?;
+    let k = k.trim();
+    if k.is_empty()
+        || !k
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b))
+    {
+        return Err(format!("`{k}` is not a header name"));
+    }
+    Ok((k.to_string(), v.trim().to_string()))
+}
+
+fn parse_extra_body(s: &str) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+    match serde_json::from_str::<serde_json::Value>(s) {
+        Ok(serde_json::Value::Object(m)) => Ok(m),
+        Ok(_) => Err("expected a JSON object, e.g. '{\"ignore_eos\": true}'".into()),
+        Err(e) => Err(format!("not valid JSON: {e}")),
+    }
+}
+
+fn parse_input_dist(s: &str) -> Result<LengthDist, String> {
+    LengthDist::parse(s, Column::Input).map_err(|e| e.to_string())
+}
+
+fn parse_output_dist(s: &str) -> Result<LengthDist, String> {
+    LengthDist::parse(s, Column::Output).map_err(|e| e.to_string())
+}
+
+fn parse_positive_u32(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("`{s}` is not a whole number ≥ 1")),
+    }
+}
+
+fn parse_positive_u64(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("`{s}` is not a whole number ≥ 1")),
+    }
+}
+
+fn parse_duration_arg(s: &str) -> Result<Duration, String> {
+    parse_duration(s).map_err(|e| e.to_string())
+}
+
+fn parse_sample_interval(s: &str) -> Result<Duration, String> {
+    let d = parse_duration_arg(s)?;
+    if d < Duration::from_millis(1) {
+        return Err(format!("`{s}` is shorter than 1ms"));
+    }
+    Ok(d)
+}
+
+fn parse_rate(s: &str) -> Result<Option<f64>, String> {
+    let t = s.trim();
+    if t == "inf" {
+        return Ok(None);
+    }
+    match t.parse::<f64>() {
+        Ok(r) if r.is_finite() && r > 0.0 && r <= 1e6 => Ok(Some(r)),
+        _ => Err(format!(
+            "`{s}` is not a rate (expected requests per second > 0, or inf)"
+        )),
+    }
+}
+
+fn parse_arrival(s: &str) -> Result<Arrival, String> {
+    s.parse::<Arrival>().map_err(|e| e.to_string())
+}
+
+fn parse_burstiness(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(f) if f.is_finite() && f > 0.0 && f <= 1e6 => Ok(f),
+        _ => Err(format!(
+            "`{s}` is not a gamma shape (expected a number > 0)"
+        )),
+    }
+}
+
+fn parse_warmup_arg(s: &str) -> Result<Warmup, String> {
+    parse_warmup(s).map_err(|e| e.to_string())
+}
+
+fn parse_dispatch(s: &str) -> Result<Dispatch, String> {
+    s.parse::<Dispatch>().map_err(|e| e.to_string())
+}
+
+fn parse_label(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
+        _ => Err(format!("`{s}` is not a label (expected key=value)")),
+    }
+}
+
+fn parse_trace(s: &str) -> Result<(TraceFormat, PathBuf), String> {
+    parse_trace_arg(s).map_err(|e| e.to_string())
+}
+
+impl BenchArgs {
+    /// The load engine's flags (all but the target URL, the simulator's and `--quiet`).
+    pub fn flags(&self) -> Flags {
+        Flags {
+            api: self.api,
+            model: self.model.clone(),
+            api_key: self.api_key.clone(),
+            headers: self.headers.clone(),
+            extra_body: self.extra_body.clone(),
+            no_usage: self.no_usage,
+            input_tokens: self.input_tokens.clone(),
+            output_tokens: self.output_tokens.clone(),
+            dataset: self.dataset.clone(),
+            sharegpt: self.sharegpt.clone(),
+            trace: self.trace.clone(),
+            time_scale: self.time_scale,
+            seed: self.seed,
+            concurrency: self.concurrency.clone(),
+            requests: self.requests,
+            duration: self.duration,
+            rate: self.rate.clone(),
+            arrival: self.arrival,
+            burstiness: self.burstiness,
+            warmup: self.warmup,
+            dispatch: self.dispatch,
+            drain_timeout: self.drain_timeout,
+            max_retries: self.max_retries,
+            retry_backoff: self.retry_backoff,
+            timeout_connect: self.timeout_connect,
+            timeout_first_token: self.timeout_first_token,
+            timeout_stall: self.timeout_stall,
+            timeout_total: self.timeout_total,
+            out: self.out.clone(),
+            sample_interval: self.sample_interval,
+            record_chunks: self.record_chunks,
+            rx_timestamps: self.rx_timestamps,
+            labels: self.labels.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench_sim_flags::parse_sim_fault;
+
+    #[test]
+    fn value_parsers_explain_bad_values() {
+        assert!(parse_header("X-A: b").is_ok());
+        assert!(parse_header("nocolon").unwrap_err().contains("Name:value"));
+        assert!(parse_extra_body("[1]").unwrap_err().contains("JSON object"));
+        assert!(parse_rate("0").is_err());
+        assert_eq!(parse_rate("inf").unwrap(), None);
+        assert!(
+            parse_sim_fault("404=0.1")
+                .unwrap_err()
+                .contains("not a fault")
+        );
+        assert!(
+            parse_sim_fault("429=2")
+                .unwrap_err()
+                .contains("probability")
+        );
+        assert!(parse_sample_interval("100us").is_err());
+        assert_eq!(parse_rx_timestamps("user"), Ok(RxTimestamps::User));
+        assert!(
+            parse_rx_timestamps("hw")
+                .unwrap_err()
+                .contains("expected kernel or user")
+        );
+    }
+}

@@ -1,0 +1,127 @@
+//! The `--sim-*` flags of `tpscope bench`: the built-in simulator's settings,
+//! passed to it when no `--url` is given (kept together, apart from the load's
+//! flags, so that they can follow the simulator's own table of knobs).
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use tpscope_sim::SimOverrides;
+
+/// The help section of the flags passed to the built-in simulator.
+const SIM_HEADING: &str = "Built-in simulator (passed to it; ignored with --url)";
+
+/// The `--sim-*` flags.
+#[derive(clap::Args, Debug)]
+pub struct SimFlags {
+    /// Built-in simulator (no --url): model preset (llama-3.1-8b, llama-3.1-70b).
+    #[arg(
+        long,
+        value_name = "PRESET",
+        help_heading = SIM_HEADING
+    )]
+    pub sim_model: Option<String>,
+    /// Built-in simulator: GPU preset (h100, h200, a100-80gb, l40s).
+    #[arg(
+        long,
+        value_name = "PRESET",
+        help_heading = SIM_HEADING
+    )]
+    pub sim_gpu: Option<String>,
+    /// Built-in simulator: realtime, max, or a speed-up factor such as 10.
+    #[arg(
+        long,
+        value_name = "SPEED",
+        help_heading = SIM_HEADING
+    )]
+    pub sim_speed: Option<String>,
+    /// Built-in simulator: a TOML file of `tpscope sim` settings.
+    #[arg(
+        long,
+        value_name = "FILE",
+        help_heading = SIM_HEADING
+    )]
+    pub sim_config: Option<PathBuf>,
+    /// Built-in simulator: inject a fault with a probability, KIND=P, KIND one of
+    /// 429, 500, 503, cut, stall, malformed, slow-first-token (repeatable).
+    #[arg(long = "sim-fault", value_name = "KIND=P", value_parser = parse_sim_fault, help_heading = SIM_HEADING)]
+    pub sim_faults: Vec<(String, f64)>,
+    /// Built-in simulator: write its ground truth (first/last token times) here.
+    #[arg(
+        long,
+        value_name = "FILE",
+        help_heading = SIM_HEADING
+    )]
+    pub sim_truth_log: Option<PathBuf>,
+}
+
+const SIM_FAULTS: [&str; 7] = [
+    "429",
+    "500",
+    "503",
+    "cut",
+    "stall",
+    "malformed",
+    "slow-first-token",
+];
+
+/// Parses `--sim-fault KIND=P`.
+pub fn parse_sim_fault(s: &str) -> Result<(String, f64), String> {
+    let (k, p) = s
+        .split_once('=')
+        .ok_or_else(|| format!("`{s}` is not KIND=P (e.g. 429=0.1)"))?;
+    if !SIM_FAULTS.contains(&k) {
+        return Err(format!(
+            "`{k}` is not a fault (expected one of {})",
+            SIM_FAULTS.join(", ")
+        ));
+    }
+    match p.trim().parse::<f64>() {
+        Ok(p) if (0.0..=1.0).contains(&p) => Ok((k.to_string(), p)),
+        _ => Err(format!("`{p}` is not a probability in 0..=1")),
+    }
+}
+
+impl SimFlags {
+    /// Whether any `--sim-*` flag is given.
+    pub fn any(&self) -> bool {
+        self.sim_model.is_some()
+            || self.sim_gpu.is_some()
+            || self.sim_speed.is_some()
+            || !self.sim_faults.is_empty()
+            || self.sim_truth_log.is_some()
+            || self.sim_config.is_some()
+    }
+
+    /// The simulator's settings from `--sim-config` and the other flags (the run's
+    /// `--seed` is the simulator's too).
+    pub fn overrides(&self, seed: u64) -> anyhow::Result<SimOverrides> {
+        let a = self;
+        let mut o = match &a.sim_config {
+            Some(p) => SimOverrides::from_toml_file(p)
+                .with_context(|| format!("--sim-config {}", p.display()))?,
+            None => SimOverrides::default(),
+        };
+        let mut f = SimOverrides {
+            model: a.sim_model.clone(),
+            gpu: a.sim_gpu.clone(),
+            speed: a.sim_speed.clone(),
+            truth_log: a.sim_truth_log.clone(),
+            seed: Some(seed),
+            ..SimOverrides::default()
+        };
+        for (k, p) in &a.sim_faults {
+            let p = Some(*p);
+            match k.as_str() {
+                "429" => f.fault_429 = p,
+                "500" => f.fault_500 = p,
+                "503" => f.fault_503 = p,
+                "cut" => f.fault_cut = p,
+                "stall" => f.fault_stall = p,
+                "malformed" => f.fault_malformed = p,
+                _ => f.fault_slow_first_token = p,
+            }
+        }
+        o = o.merge(f);
+        Ok(o)
+    }
+}

@@ -1,0 +1,137 @@
+//! The one executor every mode uses: it takes ready times from a pure
+//! [`Schedule`](crate::schedule::Schedule), lets requests through the [`Admission`]
+//! controller, runs their attempts and retries through a [`Sender`], and hands each
+//! finished request to the writer as a span. Closed loop, open loop, trace replay,
+//! warm-up and every sweep level are this same code with different plans.
+//!
+//! The files: `plan.rs` (what a run is told, how it ended), `request.rs` (one
+//! request's life, admission under the lock), `arrivals.rs` (feeding the queue).
+//!
+//! Instants: `queued_at` is the scheduled ready time (so a late timer shows up as
+//! queue time, never hidden); `admitted_at` and `released_at` are stamped under the
+//! admission lock, so a freed slot handed to the next request gives
+//! `released_at(a) == admitted_at(b)` and samples agree with spans.
+
+mod arrivals;
+mod plan;
+mod request;
+#[cfg(test)]
+mod tests;
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use tokio_util::task::TaskTracker;
+use tpscope_model::RunClock;
+use tpscope_record::{Admission, LiveStats, Sampler, WriterTx};
+
+use crate::sender::Sender;
+use arrivals::dispatch;
+pub use plan::{Control, RunPlan, RunSummary};
+use request::{Shared, State, stop_admitting};
+
+/// Runs one plan to the end and returns its counts. Spans and samples go to `rec`
+/// (nothing is written when it is `None`, as for a warm-up); the caller writes the
+/// `run` record before and the `end` record after.
+pub async fn execute<S: Sender>(
+    plan: RunPlan,
+    clock: RunClock,
+    sender: Arc<S>,
+    rec: Option<WriterTx>,
+    live: Arc<LiveStats>,
+    control: &Control,
+) -> RunSummary {
+    // Load the tokenizer before the clock starts, so the first prompt does not pay
+    // for it inside the measurement.
+    let tk = plan.tokenizer;
+    let _ = tokio::task::spawn_blocking(move || tk.warm()).await;
+    let cancel = control.cancel.child_token();
+    let stop = control.stop.child_token();
+    let sh = Arc::new(Shared {
+        st: Mutex::new(State {
+            adm: Admission::new(plan.cap, plan.dispatch),
+            stopping: false,
+            topup: false,
+            next_seq: 0,
+            summary: RunSummary::default(),
+        }),
+        sender,
+        clock,
+        rec: rec.clone(),
+        live: live.clone(),
+        cancel: cancel.clone(),
+        stop: stop.clone(),
+        tracker: TaskTracker::new(),
+        plan,
+    });
+    let start = Instant::now();
+    let sampler = sh.plan.sample_interval.map(|every| {
+        let probe_sh = sh.clone();
+        Sampler::start(
+            sh.plan.run_id.clone(),
+            every,
+            clock,
+            Box::new(move || {
+                let st = probe_sh.lock();
+                (
+                    Instant::now(),
+                    st.adm.in_flight(),
+                    st.adm.queue_depth(),
+                    st.adm.cap(),
+                )
+            }),
+            rec,
+            live,
+        )
+    });
+
+    let deadline = sh.plan.duration.map(|d| start + d);
+    let until_deadline = async {
+        match deadline {
+            Some(d) => tokio::time::sleep_until(d.into()).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(until_deadline);
+
+    // Phase 1: feed the schedule until it is exhausted, the deadline, or Ctrl-C.
+    let mut interrupted = false;
+    tokio::select! {
+        _ = dispatch(&sh, start, &stop) => {}
+        _ = &mut until_deadline => {}
+        _ = stop.cancelled() => {}
+    }
+    sh.tracker.close();
+    // Phase 2: the queue drains through the cap; stop at the deadline or Ctrl-C.
+    let stop_reason = tokio::select! {
+        _ = sh.tracker.wait() => None,
+        _ = &mut until_deadline => Some("not admitted before --duration ended"),
+        _ = stop.cancelled() => Some("interrupted before admission"),
+    };
+    if stop.is_cancelled() {
+        interrupted = true;
+    }
+    // A Ctrl-C that also cancels the in-flight requests can end the tracker's wait
+    // while requests still queue: those are written too, as cancelled.
+    let stop_reason = stop_reason.or_else(|| {
+        stop.is_cancelled()
+            .then_some("interrupted before admission")
+    });
+    if let Some(why) = stop_reason {
+        stop_admitting(&sh, why);
+        // Phase 3: in-flight requests finish, bounded; then they are cancelled.
+        tokio::select! {
+            _ = sh.tracker.wait() => {}
+            _ = tokio::time::sleep(sh.plan.drain_timeout) => cancel.cancel(),
+            _ = cancel.cancelled() => {}
+        }
+        sh.tracker.wait().await;
+    }
+    if let Some(s) = sampler {
+        s.stop();
+    }
+    let mut summary = sh.lock().summary.clone();
+    summary.interrupted = interrupted || control.cancel.is_cancelled();
+    summary.cancelled_in_flight = cancel.is_cancelled();
+    summary
+}

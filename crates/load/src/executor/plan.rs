@@ -1,0 +1,71 @@
+//! What a run is told before it starts ([`RunPlan`]), what may stop it from outside
+//! ([`Control`]), and how it ended ([`RunSummary`]).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use tpscope_record::Dispatch;
+use tpscope_tokens::Tokenizer;
+
+use crate::retry::RetryPolicy;
+use crate::schedule::Schedule;
+use crate::workload::Workload;
+
+/// Everything one run needs to know.
+#[derive(Clone, Debug)]
+pub struct RunPlan {
+    /// The run's id (every record carries it).
+    pub run_id: String,
+    /// When requests become ready.
+    pub schedule: Schedule,
+    /// Stop creating requests after this many (`None`: no limit).
+    pub requests: Option<u64>,
+    /// Stop admitting this long after the start (`None`: no limit).
+    pub duration: Option<Duration>,
+    /// The in-flight cap (`None`: none; a closed loop needs one).
+    pub cap: Option<u32>,
+    /// How the queue is let through the cap.
+    pub dispatch: Dispatch,
+    /// What requests ask for.
+    pub workload: Arc<Workload>,
+    /// The tokenizer of synthetic prompts and of counting replies without usage.
+    pub tokenizer: Tokenizer,
+    /// Seed of the schedule, the workload and the retry jitter.
+    pub seed: u64,
+    /// Retries.
+    pub retry: RetryPolicy,
+    /// Sample cadence (`None`: no samples).
+    pub sample_interval: Option<Duration>,
+    /// After the run stops admitting (end of `--duration`, Ctrl-C), how long
+    /// in-flight requests may take before they are cancelled.
+    pub drain_timeout: Duration,
+}
+
+/// Signals from outside a run (Ctrl-C).
+#[derive(Clone, Debug, Default)]
+pub struct Control {
+    /// Stop admitting, let in-flight requests finish (bounded), end the run.
+    pub stop: CancellationToken,
+    /// Cancel in-flight requests too.
+    pub cancel: CancellationToken,
+}
+
+/// How a run ended.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RunSummary {
+    /// Requests that took a slot (whose first attempt was sent).
+    pub admitted: u64,
+    /// Spans produced (= ok + error + cancelled).
+    pub spans: u64,
+    /// Ok spans.
+    pub ok: u64,
+    /// Error spans.
+    pub error: u64,
+    /// Cancelled spans (including those that never left the queue).
+    pub cancelled: u64,
+    /// Whether the run was interrupted (Ctrl-C) rather than ending by itself.
+    pub interrupted: bool,
+    /// Whether in-flight requests were cancelled (second Ctrl-C or drain timeout).
+    pub cancelled_in_flight: bool,
+}

@@ -1,0 +1,186 @@
+//! One request's life in a run: admission under the lock, its attempts and retries
+//! holding the slot, its release (handing the slot to the next at once), and its
+//! span, assembled and handed to the writer.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tpscope_model::{Cause, RunClock, Status};
+use tpscope_record::{Admission, Finished, LiveStats, WriterTx, assemble};
+use tpscope_tokens::mix;
+
+use super::plan::{RunPlan, RunSummary};
+use crate::sender::Sender;
+
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Ticket {
+    pub(super) seq: u64,
+    pub(super) ready: Instant,
+}
+
+pub(super) struct State {
+    pub(super) adm: Admission<Ticket>,
+    /// No more admissions (deadline, Ctrl-C).
+    pub(super) stopping: bool,
+    /// An endless closed-loop backlog: each admission creates one more request.
+    pub(super) topup: bool,
+    pub(super) next_seq: u64,
+    pub(super) summary: RunSummary,
+}
+
+pub(super) struct Shared<S> {
+    pub(super) st: Mutex<State>,
+    pub(super) sender: Arc<S>,
+    pub(super) plan: RunPlan,
+    pub(super) clock: RunClock,
+    pub(super) rec: Option<WriterTx>,
+    pub(super) live: Arc<LiveStats>,
+    pub(super) cancel: CancellationToken,
+    pub(super) stop: CancellationToken,
+    pub(super) tracker: TaskTracker,
+}
+
+impl<S: Sender> Shared<S> {
+    pub(super) fn lock(&self) -> MutexGuard<'_, State> {
+        self.st.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Admits what the controller lets through, stamping `now`; returns the tickets
+/// to start (after the lock is dropped).
+pub(super) fn admit_locked<S: Sender>(
+    sh: &Shared<S>,
+    st: &mut State,
+    now: Instant,
+    out: &mut Vec<Ticket>,
+) {
+    // Checked here too: a request released by a cancellation must not admit the
+    // next one before the run has processed the stop.
+    if st.stopping || sh.stop.is_cancelled() || sh.cancel.is_cancelled() {
+        return;
+    }
+    let before = out.len();
+    st.adm.admit(|t| out.push(t));
+    let n = (out.len() - before) as u64;
+    st.summary.admitted += n;
+    if st.topup {
+        for _ in 0..n {
+            let seq = st.next_seq;
+            st.next_seq += 1;
+            st.adm.push(Ticket { seq, ready: now });
+        }
+    }
+}
+
+pub(super) fn start_all<S: Sender>(sh: &Arc<Shared<S>>, tickets: Vec<Ticket>, admitted: Instant) {
+    for t in tickets {
+        sh.tracker.spawn(request_task(sh.clone(), t, admitted));
+    }
+}
+
+/// Stops admitting; writes what was still queued as cancelled spans that never
+/// took a slot (released_at = when they left the queue).
+pub(super) fn stop_admitting<S: Sender>(sh: &Arc<Shared<S>>, why: &str) {
+    let (drained, now) = {
+        let mut st = sh.lock();
+        st.stopping = true;
+        st.topup = false;
+        (st.adm.drain_queue(), Instant::now())
+    };
+    for t in drained {
+        finish(
+            sh,
+            Finished {
+                seq: t.seq,
+                queued_at: sh.clock.at(t.ready),
+                admitted_at: None,
+                released_at: sh.clock.at(now.max(t.ready)),
+                outcomes: Vec::new(),
+                planned_input_tokens: None,
+                cancelled: Some(why.to_string()),
+            },
+        );
+    }
+}
+
+/// Runs one request: attempts and retries holding the slot, then releases it
+/// (admitting the next at once) and hands the span to the writer.
+async fn request_task<S: Sender>(sh: Arc<Shared<S>>, t: Ticket, admitted: Instant) {
+    let plan = &sh.plan;
+    let req = plan.workload.request(t.seq, plan.seed, plan.tokenizer);
+    let mut rng = StdRng::seed_from_u64(mix(plan.seed ^ mix(t.seq) ^ 0xB4C0FF));
+    let mut outcomes = Vec::with_capacity(1);
+    let mut cancelled = None;
+    loop {
+        let mut o = sh.sender.attempt(&req, &sh.clock, &sh.cancel).await;
+        let Some(cause) = o.attempt.cause else {
+            outcomes.push(o);
+            break;
+        };
+        if cause == Cause::Cancelled || sh.cancel.is_cancelled() {
+            outcomes.push(o);
+            break;
+        }
+        let retries_done = outcomes.len() as u32;
+        let Some(wait) = plan
+            .retry
+            .decide(cause, retries_done, o.retry_after, &mut rng)
+        else {
+            outcomes.push(o);
+            break;
+        };
+        let began = Instant::now();
+        let interrupted = tokio::select! {
+            _ = tokio::time::sleep(wait) => false,
+            _ = sh.cancel.cancelled() => true,
+        };
+        o.attempt.backoff = Some(if interrupted { began.elapsed() } else { wait });
+        outcomes.push(o);
+        if interrupted {
+            cancelled = Some(format!("cancelled while backing off after {cause}"));
+            break;
+        }
+    }
+    let mut next = Vec::new();
+    let released = {
+        let mut st = sh.lock();
+        st.adm.release();
+        let now = Instant::now();
+        admit_locked(&sh, &mut st, now, &mut next);
+        now
+    };
+    start_all(&sh, next, released);
+    finish(
+        &sh,
+        Finished {
+            seq: t.seq,
+            queued_at: sh.clock.at(t.ready),
+            admitted_at: Some(sh.clock.at(admitted)),
+            released_at: sh.clock.at(released),
+            outcomes,
+            planned_input_tokens: req.input_tokens,
+            cancelled,
+        },
+    );
+}
+
+pub(super) fn finish<S: Sender>(sh: &Arc<Shared<S>>, f: Finished) {
+    let (span, to_count) = assemble(&sh.plan.run_id, sh.plan.tokenizer.name(), f);
+    {
+        let mut st = sh.lock();
+        st.summary.spans += 1;
+        match span.status {
+            Status::Ok => st.summary.ok += 1,
+            Status::Error => st.summary.error += 1,
+            Status::Cancelled => st.summary.cancelled += 1,
+        }
+    }
+    sh.live.span_done(span.status, span.output_tokens);
+    if let Some(rec) = &sh.rec {
+        rec.span(span, to_count);
+    }
+}

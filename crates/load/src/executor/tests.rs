@@ -1,0 +1,365 @@
+//! The executor against a server double: closed and open loops, waves, retries,
+//! stopping and cancelling, an endless backlog.
+
+use super::*;
+use crate::dist::LengthDist;
+use crate::retry::RetryPolicy;
+use crate::schedule::{Arrival, Schedule};
+use crate::workload::{Prompt, Request, Workload};
+use std::collections::HashMap;
+use std::io::Write;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+use tpscope_model::{Attempt, Cause, Record, Span};
+use tpscope_record::{Dispatch, Outcome, Usage, Writer};
+use tpscope_tokens::Tokenizer;
+
+/// A server double: each attempt takes `delay`; the first `fail_first` attempts
+/// of every request fail with 429 and a 10 ms Retry-After.
+struct Fake {
+    delay: Duration,
+    fail_first: u32,
+    seen: Mutex<HashMap<String, u32>>,
+}
+
+impl Fake {
+    fn new(delay_ms: u64, fail_first: u32) -> Arc<Fake> {
+        Arc::new(Fake {
+            delay: Duration::from_millis(delay_ms),
+            fail_first,
+            seen: Mutex::new(HashMap::new()),
+        })
+    }
+}
+
+impl Sender for Fake {
+    async fn attempt(
+        &self,
+        request: &Request,
+        clock: &RunClock,
+        cancel: &CancellationToken,
+    ) -> Outcome {
+        let Prompt::Text(key) = &request.spec.prompt else {
+            unreachable!()
+        };
+        let n = {
+            let mut seen = self.seen.lock().unwrap();
+            let n = seen.entry(key.clone()).or_insert(0);
+            *n += 1;
+            *n
+        };
+        let started = clock.now();
+        let failing = n <= self.fail_first;
+        let done = tokio::select! {
+            _ = tokio::time::sleep(if failing { Duration::from_millis(1) } else { self.delay }) => true,
+            _ = cancel.cancelled() => false,
+        };
+        let ended = clock.now();
+        let cause = if !done {
+            Some(Cause::Cancelled)
+        } else if failing {
+            Some(Cause::Http429)
+        } else {
+            None
+        };
+        let ok = cause.is_none();
+        Outcome {
+            attempt: Attempt {
+                started_at: started,
+                first_byte_at: Some(started),
+                first_token_at: ok.then_some(started),
+                ended_at: ended,
+                http_status: done.then_some(if failing { 429 } else { 200 }),
+                cause,
+                tokens: 0,
+                connection_reused: Some(true),
+                connect_time: None,
+                backoff: None,
+            },
+            last_token_at: ok.then_some(ended),
+            usage: ok.then_some(Usage {
+                prompt_tokens: None,
+                completion_tokens: u64::from(request.max_tokens()),
+            }),
+            content_chunks: 3,
+            text: None,
+            chunks: None,
+            retry_after: failing.then_some(Duration::from_millis(10)),
+            error_message: None,
+            response_id: None,
+        }
+    }
+}
+
+#[derive(Clone, Default)]
+struct Buf(Arc<Mutex<Vec<u8>>>);
+impl Write for Buf {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn plan(
+    schedule: Schedule,
+    requests: Option<u64>,
+    cap: Option<u32>,
+    dispatch: Dispatch,
+) -> RunPlan {
+    RunPlan {
+        run_id: "run-t".into(),
+        schedule,
+        requests,
+        duration: None,
+        cap,
+        dispatch,
+        workload: Arc::new(Workload::Synthetic {
+            input: LengthDist::Fixed(8),
+            output: LengthDist::Fixed(5),
+        }),
+        tokenizer: Tokenizer::O200kBase,
+        seed: 1,
+        retry: RetryPolicy::default(),
+        sample_interval: Some(Duration::from_millis(5)),
+        drain_timeout: Duration::from_secs(5),
+    }
+}
+
+async fn run(p: RunPlan, fake: Arc<Fake>, control: Control) -> (RunSummary, Vec<Span>) {
+    let buf = Buf::default();
+    let rec = Writer::to_writer(buf.clone(), Tokenizer::O200kBase, None);
+    let clock = RunClock::start();
+    let summary = execute(
+        p,
+        clock,
+        fake,
+        Some(rec.sender()),
+        Arc::new(LiveStats::default()),
+        &control,
+    )
+    .await;
+    rec.finish().unwrap();
+    let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+    let mut spans: Vec<Span> = text
+        .lines()
+        .filter_map(|l| match serde_json::from_str::<Record>(l).unwrap() {
+            Record::Span(s) => Some(s),
+            _ => None,
+        })
+        .collect();
+    for s in &spans {
+        s.validate().unwrap();
+    }
+    spans.sort_by_key(|s| s.span_id.parse::<u64>().unwrap());
+    (summary, spans)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_loop_backlog_hands_each_freed_slot_to_the_next_request_at_once() {
+    let (sum, spans) = run(
+        plan(
+            Schedule::Backlog,
+            Some(24),
+            Some(4),
+            Dispatch::WorkConserving,
+        ),
+        Fake::new(15, 0),
+        Control::default(),
+    )
+    .await;
+    assert_eq!((sum.spans, sum.ok, sum.admitted), (24, 24, 24));
+    assert_eq!(spans.len(), 24);
+    let releases: std::collections::HashSet<_> = spans.iter().map(|s| s.released_at).collect();
+    // Everyone was ready at the start; after the first cap, each admission is
+    // exactly some other request's release.
+    let start = spans[0].queued_at;
+    assert!(spans.iter().all(|s| s.queued_at == start));
+    for s in &spans[4..] {
+        assert!(
+            releases.contains(&s.admitted_at.unwrap()),
+            "span {} admitted at no release",
+            s.span_id
+        );
+    }
+    assert!(spans.iter().all(|s| s.output_tokens == 5));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waves_admit_the_next_batch_only_after_the_whole_batch_is_released() {
+    let (sum, spans) = run(
+        plan(Schedule::Backlog, Some(12), Some(4), Dispatch::Waves),
+        Fake::new(10, 0),
+        Control::default(),
+    )
+    .await;
+    assert_eq!(sum.ok, 12);
+    for wave in spans.chunks(4).collect::<Vec<_>>().windows(2) {
+        let last_release = wave[0].iter().map(|s| s.released_at).max().unwrap();
+        let admitted: Vec<_> = wave[1].iter().map(|s| s.admitted_at.unwrap()).collect();
+        assert!(
+            admitted.iter().all(|a| *a == admitted[0]),
+            "a wave is admitted at one instant"
+        );
+        assert_eq!(admitted[0], last_release);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retries_back_off_holding_the_slot_and_are_recorded() {
+    let mut p = plan(
+        Schedule::Backlog,
+        Some(3),
+        Some(1),
+        Dispatch::WorkConserving,
+    );
+    p.retry = RetryPolicy {
+        max_retries: 3,
+        base: Duration::from_millis(2),
+    };
+    let (sum, spans) = run(p, Fake::new(5, 2), Control::default()).await;
+    assert_eq!(sum.ok, 3);
+    for w in spans.windows(2) {
+        assert_eq!(
+            w[1].admitted_at,
+            Some(w[0].released_at),
+            "the slot is held through the retries"
+        );
+    }
+    let s = &spans[0];
+    assert_eq!(
+        (s.retry_count, s.retry_causes.clone()),
+        (2, vec![Cause::Http429, Cause::Http429])
+    );
+    assert_eq!(s.attempts.len(), 3);
+    assert!(
+        s.attempts[..2]
+            .iter()
+            .all(|a| a.backoff.unwrap() >= Duration::from_millis(10)),
+        "Retry-After honoured"
+    );
+    assert!(s.attempts[2].backoff.is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_retries_a_429_is_an_error_span() {
+    let (sum, spans) = run(
+        plan(
+            Schedule::Backlog,
+            Some(2),
+            Some(2),
+            Dispatch::WorkConserving,
+        ),
+        Fake::new(5, 1),
+        Control::default(),
+    )
+    .await;
+    assert_eq!((sum.ok, sum.error), (0, 2));
+    assert!(
+        spans
+            .iter()
+            .all(|s| s.error.as_ref().unwrap().cause == Cause::Http429)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_loop_requests_are_queued_at_their_scheduled_time() {
+    let p = plan(
+        Schedule::Rate {
+            rate: 200.0,
+            arrival: Arrival::Constant,
+        },
+        Some(10),
+        Some(1),
+        Dispatch::WorkConserving,
+    );
+    let (sum, spans) = run(p, Fake::new(20, 0), Control::default()).await;
+    assert_eq!(sum.ok, 10);
+    let t0 = spans[0].queued_at;
+    for (i, s) in spans.iter().enumerate() {
+        assert_eq!(
+            s.queued_at.signed_nanos_since(t0),
+            i as i64 * 5_000_000,
+            "span {i}"
+        );
+    }
+    // Arrivals every 5 ms, service 20 ms, cap 1: the queue wait is recorded.
+    assert!(
+        spans[9]
+            .admitted_at
+            .unwrap()
+            .since(spans[9].queued_at)
+            .unwrap()
+            > Duration::from_millis(100)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopping_cancels_the_queue_and_lets_in_flight_requests_finish() {
+    Tokenizer::O200kBase.warm();
+    let control = Control::default();
+    let stop = control.stop.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        stop.cancel();
+    });
+    let (sum, spans) = run(
+        plan(
+            Schedule::Backlog,
+            Some(50),
+            Some(2),
+            Dispatch::WorkConserving,
+        ),
+        Fake::new(50, 0),
+        control,
+    )
+    .await;
+    assert!(sum.interrupted);
+    assert_eq!(sum.spans, 50, "every ready request becomes a span");
+    assert_eq!(sum.ok, 2, "the two in flight finish");
+    assert_eq!(sum.cancelled, 48);
+    let never = spans.iter().filter(|s| s.admitted_at.is_none()).count();
+    assert_eq!(never, 48);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_ends_in_flight_requests_as_cancelled() {
+    Tokenizer::O200kBase.warm();
+    let control = Control::default();
+    let c = control.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        c.stop.cancel();
+        c.cancel.cancel();
+    });
+    let (sum, spans) = run(
+        plan(
+            Schedule::Backlog,
+            Some(5),
+            Some(2),
+            Dispatch::WorkConserving,
+        ),
+        Fake::new(5_000, 0),
+        control,
+    )
+    .await;
+    assert_eq!((sum.spans, sum.ok, sum.cancelled), (5, 0, 5));
+    assert!(sum.cancelled_in_flight);
+    assert_eq!(spans.iter().filter(|s| s.admitted_at.is_some()).count(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endless_backlog_runs_for_the_duration_and_keeps_a_cap_waiting() {
+    let mut p = plan(Schedule::Backlog, None, Some(3), Dispatch::WorkConserving);
+    p.duration = Some(Duration::from_millis(120));
+    let (sum, spans) = run(p, Fake::new(10, 0), Control::default()).await;
+    assert!(sum.ok >= 15, "{sum:?}");
+    assert_eq!(
+        sum.cancelled, 3,
+        "the one cap's worth still waiting at the end"
+    );
+    assert_eq!(sum.spans, sum.ok + sum.cancelled);
+    assert_eq!(spans.len() as u64, sum.spans);
+}

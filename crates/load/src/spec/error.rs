@@ -1,0 +1,54 @@
+//! Why a benchmark's flags do not make a spec: one variant per rule, each message
+//! naming the flag it is about.
+
+use crate::workload::FileError;
+
+/// Flags that do not make a benchmark.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SpecError {
+    /// `--url` is not an HTTP(S) URL.
+    #[error("--url: `{0}` must start with http:// or https://")]
+    Url(String),
+    /// `--time-scale` is not a positive number.
+    #[error("--time-scale: `{0}` must be a number > 0")]
+    TimeScale(f64),
+    /// More than one workload file.
+    #[error("--dataset, --sharegpt and --trace are alternatives: give one")]
+    Sources,
+    /// `--input-tokens` with a file of prompts.
+    #[error("--input-tokens applies to synthetic prompts; the prompts come from the file here")]
+    InputWithFile,
+    /// The `--dataset` file cannot be used.
+    #[error("--dataset: {0}")]
+    Dataset(FileError),
+    /// The `--sharegpt` file cannot be used.
+    #[error("--sharegpt: {0}")]
+    ShareGpt(FileError),
+    /// `--output-tokens` with a trace.
+    #[error("--output-tokens: a trace gives each request's output length")]
+    OutputWithTrace,
+    /// The `--trace` file cannot be used.
+    #[error("--trace: {0}")]
+    Trace(FileError),
+    /// `inf` and rates in one `--rate` list.
+    #[error("--rate: `inf` (closed loop) cannot be mixed with rates in one sweep")]
+    RateMix,
+    /// `--arrival` or `--burstiness` without a rate.
+    #[error("--arrival/--burstiness shape an open loop: give --rate too")]
+    ArrivalWithoutRate,
+    /// Two lists.
+    #[error("--rate and --concurrency cannot both be swept: give a list to one of them")]
+    TwoSweeps,
+    /// `--time-scale` without a trace.
+    #[error("--time-scale applies to --trace replay")]
+    TimeScaleWithoutTrace,
+    /// A concurrency level given twice.
+    #[error("--concurrency: levels must be distinct")]
+    RepeatedLevel,
+    /// `--duration 0`.
+    #[error("--duration must be longer than 0")]
+    ZeroDuration,
+    /// Waves without a cap.
+    #[error("--dispatch waves needs a cap: give --concurrency")]
+    WavesWithoutCap,
+}

@@ -1,0 +1,514 @@
+//! The validated spec of a benchmark: the flags of `tpscope bench` as given
+//! ([`Flags`], plain values) checked together into a [`BenchSpec`] — the workload
+//! read, the runs laid out (one, or one per sweep level), the defaults filled in —
+//! with a typed [`SpecError`] naming the flag when they do not fit. The spec also
+//! makes each run's [`RunPlan`] and the run record's load settings (`settings.rs`).
+
+mod error;
+mod settings;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tpscope_client::{Api, ClientConfig, RxTimestamps, Timeouts};
+use tpscope_model::units::Warmup;
+use tpscope_model::{Timestamp, TokenSource};
+use tpscope_record::{Dispatch, utc_compact};
+use tpscope_tokens::{Tokenizer, mix};
+
+use crate::dist::{Column, LengthDist};
+use crate::executor::RunPlan;
+use crate::retry::RetryPolicy;
+use crate::schedule::{Arrival, Schedule, scale_offsets};
+use crate::workload::prompts::{read_prompts_jsonl, read_sharegpt};
+use crate::workload::trace::{TraceEntry, TraceFormat};
+use crate::workload::{Prompt, Workload};
+
+pub use error::SpecError;
+pub use settings::{
+    LoadSettings, SimulatorSettings, SweepSettings, TimeoutSettings, WarmupSettings,
+};
+
+/// The cap of a closed loop when `--concurrency` is not given.
+pub const DEFAULT_CONCURRENCY: u32 = 32;
+/// An open loop's length when neither `--requests` nor `--duration` is given.
+pub const DEFAULT_OPEN_DURATION: Duration = Duration::from_secs(30);
+
+/// The flags of a benchmark as given: each value parsed on its own, not yet
+/// checked against the others (the command line's parsers fill it).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Flags {
+    /// `--api`.
+    pub api: Api,
+    /// `--model`.
+    pub model: Option<String>,
+    /// `--api-key`.
+    pub api_key: Option<String>,
+    /// `--header`s.
+    pub headers: Vec<(String, String)>,
+    /// `--extra-body`.
+    pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
+    /// `--no-usage`.
+    pub no_usage: bool,
+    /// `--input-tokens`.
+    pub input_tokens: Option<LengthDist>,
+    /// `--output-tokens`.
+    pub output_tokens: Option<LengthDist>,
+    /// `--dataset`.
+    pub dataset: Option<PathBuf>,
+    /// `--sharegpt`.
+    pub sharegpt: Option<PathBuf>,
+    /// `--trace`.
+    pub trace: Option<(TraceFormat, PathBuf)>,
+    /// `--time-scale`.
+    pub time_scale: f64,
+    /// `--seed`.
+    pub seed: u64,
+    /// `--concurrency` (a list sweeps it).
+    pub concurrency: Vec<u32>,
+    /// `--requests`.
+    pub requests: Option<u64>,
+    /// `--duration`.
+    pub duration: Option<Duration>,
+    /// `--rate` (a list sweeps it; `None` is `inf`, a closed loop).
+    pub rate: Vec<Option<f64>>,
+    /// `--arrival`.
+    pub arrival: Option<Arrival>,
+    /// `--burstiness`.
+    pub burstiness: Option<f64>,
+    /// `--warmup`.
+    pub warmup: Option<Warmup>,
+    /// `--dispatch`.
+    pub dispatch: Dispatch,
+    /// `--drain-timeout`.
+    pub drain_timeout: Duration,
+    /// `--max-retries`.
+    pub max_retries: u32,
+    /// `--retry-backoff`.
+    pub retry_backoff: Duration,
+    /// `--timeout-connect`.
+    pub timeout_connect: Duration,
+    /// `--timeout-first-token`.
+    pub timeout_first_token: Option<Duration>,
+    /// `--timeout-stall`.
+    pub timeout_stall: Option<Duration>,
+    /// `--timeout-total`.
+    pub timeout_total: Option<Duration>,
+    /// `--out`.
+    pub out: Option<PathBuf>,
+    /// `--sample-interval`.
+    pub sample_interval: Duration,
+    /// `--record-chunks`.
+    pub record_chunks: bool,
+    /// `--rx-timestamps`.
+    pub rx_timestamps: RxTimestamps,
+    /// `--label`s.
+    pub labels: Vec<(String, String)>,
+}
+
+/// One run of a sweep (or the only run).
+#[derive(Clone, Debug)]
+pub struct Level {
+    /// The cap.
+    pub cap: Option<u32>,
+    /// When requests become ready.
+    pub schedule: Schedule,
+    /// Requests in this run.
+    pub requests: Option<u64>,
+    /// `concurrency 8` / `rate 2` in a sweep.
+    pub label: Option<String>,
+    /// The swept value.
+    pub value: f64,
+}
+
+/// A benchmark, validated.
+#[derive(Debug)]
+pub struct BenchSpec {
+    /// The API.
+    pub api: Api,
+    /// The model (`None`: ask the server).
+    pub model: Option<String>,
+    /// The key.
+    pub api_key: Option<String>,
+    /// Extra headers.
+    pub headers: Vec<(String, String)>,
+    /// Extra body fields.
+    pub extra_body: serde_json::Map<String, serde_json::Value>,
+    /// Ask for usage.
+    pub include_usage: bool,
+    /// Client settings.
+    pub client: ClientConfig,
+    /// The runs (one, or one per sweep level).
+    pub levels: Vec<Level>,
+    /// `concurrency` or `rate` when sweeping.
+    pub sweep: Option<&'static str>,
+    /// Stop admitting after this long.
+    pub duration: Option<Duration>,
+    /// Dispatch.
+    pub dispatch: Dispatch,
+    /// Retries.
+    pub retry: RetryPolicy,
+    /// Seed.
+    pub seed: u64,
+    /// Sample cadence.
+    pub sample_interval: Duration,
+    /// Drain bound.
+    pub drain_timeout: Duration,
+    /// What requests ask for.
+    pub workload: Arc<Workload>,
+    /// The tokenizer of synthetic prompts and of counting replies without usage.
+    pub tokenizer: Tokenizer,
+    /// Warm-up.
+    pub warmup: Option<Warmup>,
+    /// Where the log goes.
+    pub out: PathBuf,
+    /// Labels.
+    pub labels: BTreeMap<String, String>,
+    /// Remarks for the user about how the flags are taken (none are errors).
+    pub notes: Vec<String>,
+}
+
+/// Checks a `--url` and returns it without a trailing `/`.
+pub fn base_url(u: &str) -> Result<String, SpecError> {
+    if !(u.starts_with("http://") || u.starts_with("https://")) {
+        return Err(SpecError::Url(u.to_string()));
+    }
+    Ok(u.trim_end_matches('/').to_string())
+}
+
+impl BenchSpec {
+    /// Validates the flags together; every error names its flag.
+    pub fn from_flags(a: Flags) -> Result<BenchSpec, SpecError> {
+        if !(a.time_scale.is_finite() && a.time_scale > 0.0) {
+            return Err(SpecError::TimeScale(a.time_scale));
+        }
+        let sources = [a.dataset.is_some(), a.sharegpt.is_some(), a.trace.is_some()]
+            .iter()
+            .filter(|b| **b)
+            .count();
+        if sources > 1 {
+            return Err(SpecError::Sources);
+        }
+        if a.input_tokens.is_some() && sources > 0 {
+            return Err(SpecError::InputWithFile);
+        }
+        let tokenizer = Tokenizer::O200kBase;
+        let mut notes = Vec::new();
+        let mut trace: Option<Vec<TraceEntry>> = None;
+        let workload = if let Some(p) = &a.dataset {
+            let items = read_prompts_jsonl(p).map_err(SpecError::Dataset)?;
+            if a.api == Api::Completions
+                && let Some(i) = items
+                    .iter()
+                    .position(|i| matches!(i.prompt, Prompt::Messages(_)))
+            {
+                notes.push(format!(
+                    "--dataset {}: prompt {} holds chat messages; with --api completions their contents are joined into one prompt",
+                    p.display(),
+                    i + 1
+                ));
+            }
+            Workload::Prompts {
+                source: p.display().to_string(),
+                items: Arc::new(items),
+                output: a
+                    .output_tokens
+                    .clone()
+                    .unwrap_or(LengthDist::Azure(Column::Output)),
+            }
+        } else if let Some(p) = &a.sharegpt {
+            let items = read_sharegpt(p, tokenizer).map_err(SpecError::ShareGpt)?;
+            Workload::Prompts {
+                source: p.display().to_string(),
+                items: Arc::new(items),
+                output: a
+                    .output_tokens
+                    .clone()
+                    .unwrap_or(LengthDist::Azure(Column::Output)),
+            }
+        } else if let Some((fmt, p)) = &a.trace {
+            if a.output_tokens.is_some() {
+                return Err(SpecError::OutputWithTrace);
+            }
+            let entries = fmt.read(p).map_err(SpecError::Trace)?;
+            trace = Some(entries.clone());
+            Workload::Trace {
+                source: format!("{}:{}", fmt.name(), p.display()),
+                entries: Arc::new(entries),
+            }
+        } else if a.input_tokens.is_none() && a.output_tokens.is_none() {
+            Workload::AzureChat
+        } else {
+            Workload::Synthetic {
+                input: a
+                    .input_tokens
+                    .clone()
+                    .unwrap_or(LengthDist::Azure(Column::Input)),
+                output: a
+                    .output_tokens
+                    .clone()
+                    .unwrap_or(LengthDist::Azure(Column::Output)),
+            }
+        };
+
+        let arrival = match (a.arrival, a.burstiness) {
+            (Some(x), _) => x,
+            (None, Some(b)) => Arrival::from_burstiness(b),
+            (None, None) => Arrival::Poisson,
+        };
+        let open_rates: Vec<f64> = a.rate.iter().flatten().copied().collect();
+        if !open_rates.is_empty() && open_rates.len() != a.rate.len() {
+            return Err(SpecError::RateMix);
+        }
+        if (a.arrival.is_some() || a.burstiness.is_some()) && open_rates.is_empty() {
+            return Err(SpecError::ArrivalWithoutRate);
+        }
+        if open_rates.len() > 1 && a.concurrency.len() > 1 {
+            return Err(SpecError::TwoSweeps);
+        }
+        if trace.is_none() && a.time_scale != 1.0 {
+            return Err(SpecError::TimeScaleWithoutTrace);
+        }
+        let mut sorted = a.concurrency.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        if sorted.len() != a.concurrency.len() {
+            return Err(SpecError::RepeatedLevel);
+        }
+        let open = !open_rates.is_empty();
+        let replay = trace.is_some() && !open;
+        let file_len = workload.len().map(|n| n as u64);
+        let default_requests = |cap: Option<u32>| -> Option<u64> {
+            if let Some(n) = a.requests {
+                // A replayed trace ends with its last entry.
+                return Some(if replay {
+                    n.min(file_len.unwrap_or(n))
+                } else {
+                    n
+                });
+            }
+            if let Some(n) = file_len {
+                return Some(n);
+            }
+            if open || a.duration.is_some() {
+                // Bounded by time: in closed loop an endless backlog.
+                return None;
+            }
+            Some((u64::from(cap.unwrap_or(DEFAULT_CONCURRENCY)) * 10).max(40))
+        };
+        let duration = match (
+            a.duration,
+            open && a.requests.is_none() && file_len.is_none(),
+        ) {
+            (Some(d), _) => Some(d),
+            (None, true) => Some(DEFAULT_OPEN_DURATION),
+            (None, false) => None,
+        };
+        if duration.is_some_and(|d| d.is_zero()) {
+            return Err(SpecError::ZeroDuration);
+        }
+        let mut levels = Vec::new();
+        let mut sweep = None;
+        if open_rates.len() > 1 {
+            sweep = Some("rate");
+            let cap = a.concurrency.first().copied();
+            let mut rs = open_rates.clone();
+            rs.sort_by(f64::total_cmp);
+            for r in rs {
+                levels.push(Level {
+                    cap,
+                    schedule: Schedule::Rate { rate: r, arrival },
+                    requests: default_requests(cap),
+                    label: Some(format!("rate {r}")),
+                    value: r,
+                });
+            }
+        } else {
+            let caps: Vec<Option<u32>> = if a.concurrency.is_empty() {
+                vec![if open || replay {
+                    None
+                } else {
+                    Some(DEFAULT_CONCURRENCY)
+                }]
+            } else {
+                sorted.iter().map(|c| Some(*c)).collect()
+            };
+            if caps.len() > 1 {
+                sweep = Some("concurrency");
+            }
+            let schedule = if let Some(&r) = open_rates.first() {
+                Schedule::Rate { rate: r, arrival }
+            } else if let Some(t) = &trace {
+                Schedule::Trace {
+                    offsets: Arc::new(scale_offsets(t.iter().map(|e| e.offset), a.time_scale)),
+                }
+            } else {
+                Schedule::Backlog
+            };
+            for cap in caps {
+                levels.push(Level {
+                    cap,
+                    schedule: schedule.clone(),
+                    requests: default_requests(cap),
+                    label: sweep.map(|_| format!("concurrency {}", cap.unwrap_or(0))),
+                    value: f64::from(cap.unwrap_or(0)),
+                });
+            }
+        }
+        if a.dispatch == Dispatch::Waves && levels.iter().any(|l| l.cap.is_none()) {
+            return Err(SpecError::WavesWithoutCap);
+        }
+
+        let out = match &a.out {
+            Some(p) => p.clone(),
+            None => PathBuf::from(format!(
+                "tpscope-run-{}.jsonl",
+                utc_compact(Timestamp::now_wall())
+            )),
+        };
+        let client = ClientConfig {
+            timeouts: Timeouts {
+                connect: Some(a.timeout_connect),
+                first_token: a.timeout_first_token,
+                stall: a.timeout_stall,
+                total: a.timeout_total,
+            },
+            record_chunks: a.record_chunks,
+            keep_text: true,
+            rx_timestamps: a.rx_timestamps,
+            ..ClientConfig::default()
+        };
+        Ok(BenchSpec {
+            api: a.api,
+            model: a.model,
+            api_key: a.api_key.filter(|k| !k.is_empty()),
+            headers: a.headers,
+            extra_body: a.extra_body.unwrap_or_default(),
+            include_usage: !a.no_usage,
+            client,
+            levels,
+            sweep,
+            duration,
+            dispatch: a.dispatch,
+            retry: RetryPolicy {
+                max_retries: a.max_retries,
+                base: a.retry_backoff,
+            },
+            seed: a.seed,
+            sample_interval: a.sample_interval,
+            drain_timeout: a.drain_timeout,
+            workload: Arc::new(workload),
+            tokenizer,
+            warmup: a.warmup,
+            out,
+            labels: a.labels.into_iter().collect(),
+            notes,
+        })
+    }
+
+    /// The plan of one level's run.
+    pub fn plan(&self, level: &Level, run_id: String) -> RunPlan {
+        RunPlan {
+            run_id,
+            schedule: level.schedule.clone(),
+            requests: level.requests,
+            duration: self.duration,
+            cap: level.cap,
+            dispatch: self.dispatch,
+            workload: self.workload.clone(),
+            tokenizer: self.tokenizer,
+            seed: self.seed,
+            retry: self.retry,
+            sample_interval: Some(self.sample_interval),
+            drain_timeout: self.drain_timeout,
+        }
+    }
+
+    /// The warm-up's plan, when `--warmup` is given: the first level's load with
+    /// other prompts, bounded by the warm-up's count or time, not sampled.
+    pub fn warmup_plan(&self) -> Option<RunPlan> {
+        let w = self.warmup?;
+        let mut plan = self.plan(&self.levels[0], "warmup".into());
+        // Different prompts from the measured run's, the same shape of load.
+        plan.seed = mix(self.seed ^ 0x3A53_0FF5);
+        plan.sample_interval = None;
+        match w {
+            Warmup::Requests(n) => {
+                plan.requests = Some(n);
+                plan.duration = None;
+            }
+            Warmup::Time(d) => {
+                plan.requests = None;
+                plan.duration = Some(d);
+            }
+        }
+        Some(plan)
+    }
+
+    /// The token source spans use unless they say otherwise.
+    pub fn token_source(&self) -> TokenSource {
+        if self.include_usage {
+            TokenSource::Usage
+        } else {
+            TokenSource::Tokenizer(self.tokenizer.name().into())
+        }
+    }
+
+    /// The load settings of the run of level `index`.
+    pub fn load_settings(
+        &self,
+        index: usize,
+        simulator: Option<SimulatorSettings>,
+    ) -> LoadSettings<'_> {
+        let level = &self.levels[index];
+        let (mode, rate, arrival) = match &level.schedule {
+            Schedule::Backlog => ("closed_loop", None, None),
+            Schedule::Rate { rate, arrival } => {
+                ("open_loop", Some(*rate), Some(arrival.to_string()))
+            }
+            Schedule::Trace { .. } => ("trace_replay", None, None),
+        };
+        let t = &self.client.timeouts;
+        LoadSettings {
+            mode,
+            concurrency: level.cap,
+            requests: level.requests,
+            duration_s: secs(self.duration),
+            dispatch: self.dispatch.to_string(),
+            seed: self.seed,
+            workload: self.workload.settings(),
+            max_retries: self.retry.max_retries,
+            retry_backoff_s: self.retry.base.as_secs_f64(),
+            timeouts_s: TimeoutSettings {
+                connect: secs(t.connect),
+                first_token: secs(t.first_token),
+                stall: secs(t.stall),
+                total: secs(t.total),
+            },
+            include_usage: self.include_usage,
+            record_chunks: self.client.record_chunks,
+            rx_timestamps: self.client.rx_timestamps.effective().as_str(),
+            rate,
+            arrival,
+            warmup: self.warmup.map(|w| WarmupSettings {
+                amount: w.to_string(),
+                written: false,
+            }),
+            sweep: self.sweep.map(|parameter| SweepSettings {
+                parameter,
+                level: level.value,
+                index,
+                levels: self.levels.len(),
+            }),
+            simulator,
+        }
+    }
+}
+
+fn secs(d: Option<Duration>) -> Option<f64> {
+    d.map(|d| d.as_secs_f64())
+}

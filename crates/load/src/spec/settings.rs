@@ -1,0 +1,105 @@
+//! The run record's `load` settings: what a run of the spec was asked to do, as
+//! one serialisable value per run (made by `BenchSpec::load_settings`, never
+//! assembled by hand as JSON).
+
+use serde::Serialize;
+
+use crate::workload::WorkloadSettings;
+
+/// The `load` object of a bench run's `run` record.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LoadSettings<'a> {
+    /// `closed_loop`, `open_loop` or `trace_replay`.
+    pub mode: &'static str,
+    /// The cap.
+    pub concurrency: Option<u32>,
+    /// Requests of the run, when bounded by a count.
+    pub requests: Option<u64>,
+    /// `--duration`, seconds.
+    pub duration_s: Option<f64>,
+    /// `--dispatch`.
+    pub dispatch: String,
+    /// `--seed`.
+    pub seed: u64,
+    /// What requests ask for.
+    pub workload: WorkloadSettings<'a>,
+    /// `--max-retries`.
+    pub max_retries: u32,
+    /// `--retry-backoff`, seconds.
+    pub retry_backoff_s: f64,
+    /// The client's limits, seconds.
+    pub timeouts_s: TimeoutSettings,
+    /// Whether usage was asked for.
+    pub include_usage: bool,
+    /// `--record-chunks`.
+    pub record_chunks: bool,
+    /// The receive-timestamp source in effect.
+    pub rx_timestamps: &'static str,
+    /// Open loop: requests per second.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+    /// Open loop: the inter-arrival process.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arrival: Option<String>,
+    /// The warm-up before the run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<WarmupSettings>,
+    /// This run's place in a sweep.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<SweepSettings>,
+    /// The built-in simulator measured, when it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub simulator: Option<SimulatorSettings>,
+}
+
+/// The client's limits, seconds (`None`: no limit).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct TimeoutSettings {
+    /// Opening a connection.
+    pub connect: Option<f64>,
+    /// From an attempt's start to its first token.
+    pub first_token: Option<f64>,
+    /// Between two chunks.
+    pub stall: Option<f64>,
+    /// A whole attempt.
+    pub total: Option<f64>,
+}
+
+/// The warm-up: how much, and that it is not in the log.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WarmupSettings {
+    /// `--warmup` as given (requests or a time).
+    pub amount: String,
+    /// Always false: warm-up requests are not written.
+    pub written: bool,
+}
+
+/// A run's place in a sweep.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct SweepSettings {
+    /// `concurrency` or `rate`.
+    pub parameter: &'static str,
+    /// This run's level.
+    pub level: f64,
+    /// Its index among the levels.
+    pub index: usize,
+    /// How many levels the sweep has.
+    pub levels: usize,
+}
+
+/// The built-in simulator's main settings (filled in by whoever started it).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SimulatorSettings {
+    /// The model preset's name.
+    pub model: String,
+    /// The GPU preset's name.
+    pub gpu: String,
+    /// Tensor-parallel degree.
+    pub tp: u32,
+    /// Its speed (`realtime`, `max` or a factor).
+    pub speed: String,
+    /// Most sequences in its batch.
+    pub max_num_seqs: u32,
+    /// Its seed.
+    pub seed: u64,
+}

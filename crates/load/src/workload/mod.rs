@@ -1,0 +1,238 @@
+//! Workloads: what each request asks for (prompt and `max_tokens`), from synthetic
+//! lengths, the bundled Azure chat lengths, a JSONL file of prompts or messages, a
+//! ShareGPT file, or a Mooncake / Azure trace (which also carries arrival times).
+//!
+//! Request `seq` of a run is a pure function of (workload, seed, seq): runs are
+//! reproducible, and prompts are built only when a request is admitted.
+//!
+//! The files: `prompts.rs` (prompt files), `trace.rs` (traces), `file.rs` (what
+//! their readers share).
+
+mod file;
+pub mod prompts;
+pub mod trace;
+
+use std::sync::Arc;
+
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use serde::Serialize;
+use tpscope_tokens::{Tokenizer, mix};
+
+use crate::azure::azure_lengths;
+use crate::dist::LengthDist;
+use trace::prefix_shared_text;
+
+pub use file::FileError;
+pub use prompts::PromptItem;
+pub use tpscope_client::{Message, Prompt, RequestSpec};
+pub use trace::TraceEntry;
+
+/// One request, ready to send.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Request {
+    /// What is sent: the prompt and `max_tokens` (always set).
+    pub spec: RequestSpec,
+    /// Prompt tokens under the run's tokenizer, when the workload knows them exactly
+    /// (synthetic prompts, traces); the server's `usage` wins when it reports them.
+    pub input_tokens: Option<u64>,
+}
+
+impl Request {
+    /// The requested output length.
+    pub fn max_tokens(&self) -> u32 {
+        self.spec.max_tokens.unwrap_or(0)
+    }
+}
+
+/// What the requests of a run ask for.
+#[derive(Clone, Debug)]
+pub enum Workload {
+    /// Synthetic prompts of exact token lengths drawn from distributions.
+    Synthetic {
+        /// Prompt lengths.
+        input: LengthDist,
+        /// `max_tokens`.
+        output: LengthDist,
+    },
+    /// (input, output) pairs drawn jointly from the bundled Azure conversation trace:
+    /// the default, so lengths vary the way real chat traffic does.
+    AzureChat,
+    /// Prompts from a file, in file order (wrapping around when a run asks for more
+    /// requests than the file has); `max_tokens` from the file, else from `output`.
+    Prompts {
+        /// Where they came from (for the run record).
+        source: String,
+        /// The prompts.
+        items: Arc<Vec<PromptItem>>,
+        /// Output lengths for items that do not give one.
+        output: LengthDist,
+    },
+    /// Lengths (and prefix sharing) from a trace, in trace order.
+    Trace {
+        /// Where it came from (for the run record).
+        source: String,
+        /// The entries.
+        entries: Arc<Vec<TraceEntry>>,
+    },
+}
+
+impl Workload {
+    /// How many distinct requests the workload holds, when it is a file (`None` for
+    /// synthetic workloads, which never run out).
+    pub fn len(&self) -> Option<usize> {
+        match self {
+            Workload::Synthetic { .. } | Workload::AzureChat => None,
+            Workload::Prompts { items, .. } => Some(items.len()),
+            Workload::Trace { entries, .. } => Some(entries.len()),
+        }
+    }
+
+    /// Whether the workload is a file with no requests.
+    pub fn is_empty(&self) -> bool {
+        self.len() == Some(0)
+    }
+
+    /// Request `seq` for `seed`, with synthetic text made by `tokenizer`.
+    pub fn request(&self, seq: u64, seed: u64, tokenizer: Tokenizer) -> Request {
+        let req_seed = mix(seed ^ mix(seq.wrapping_add(0x5EED)));
+        let mut rng = StdRng::seed_from_u64(req_seed);
+        match self {
+            Workload::Synthetic { input, output } => {
+                let n_in = input.sample(&mut rng);
+                let n_out = output.sample(&mut rng);
+                synthetic(n_in, n_out, req_seed, tokenizer)
+            }
+            Workload::AzureChat => {
+                let t = azure_lengths();
+                let (i, o) = t[(req_seed % t.len() as u64) as usize];
+                synthetic(i.max(1), o.max(1), req_seed, tokenizer)
+            }
+            Workload::Prompts { items, output, .. } => {
+                let item = &items[(seq % items.len().max(1) as u64) as usize];
+                Request {
+                    spec: RequestSpec {
+                        prompt: item.prompt.clone(),
+                        max_tokens: Some(
+                            item.max_tokens.unwrap_or_else(|| output.sample(&mut rng)),
+                        ),
+                    },
+                    input_tokens: None,
+                }
+            }
+            Workload::Trace { entries, .. } => {
+                let e = &entries[(seq % entries.len().max(1) as u64) as usize];
+                Request {
+                    spec: RequestSpec {
+                        prompt: Prompt::Text(prefix_shared_text(e, req_seed, tokenizer)),
+                        max_tokens: Some(e.output.max(1)),
+                    },
+                    input_tokens: Some(u64::from(e.input)),
+                }
+            }
+        }
+    }
+
+    /// What the run record's load settings say about the workload.
+    pub fn settings(&self) -> WorkloadSettings<'_> {
+        match self {
+            Workload::Synthetic { input, output } => WorkloadSettings::Synthetic {
+                input_tokens: input.to_string(),
+                output_tokens: output.to_string(),
+            },
+            Workload::AzureChat => WorkloadSettings::AzureChatLengths {
+                source: "Azure LLM inference trace 2023, conversation (bundled)",
+            },
+            Workload::Prompts {
+                source,
+                items,
+                output,
+            } => WorkloadSettings::Prompts {
+                source,
+                prompts: items.len(),
+                output_tokens_default: output.to_string(),
+            },
+            Workload::Trace { source, entries } => WorkloadSettings::Trace {
+                source,
+                entries: entries.len(),
+            },
+        }
+    }
+}
+
+/// A workload as the run record's load settings describe it (`kind` names the variant).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum WorkloadSettings<'a> {
+    /// Lengths from distributions, in their `--input-tokens` syntax.
+    Synthetic {
+        /// The prompt length distribution.
+        input_tokens: String,
+        /// The output length distribution.
+        output_tokens: String,
+    },
+    /// The bundled Azure chat lengths.
+    AzureChatLengths {
+        /// Where they come from.
+        source: &'static str,
+    },
+    /// Prompts from a file.
+    Prompts {
+        /// The file.
+        source: &'a str,
+        /// How many prompts it holds.
+        prompts: usize,
+        /// Output lengths of prompts that give none.
+        output_tokens_default: String,
+    },
+    /// A trace.
+    Trace {
+        /// `format:file`.
+        source: &'a str,
+        /// How many requests it holds.
+        entries: usize,
+    },
+}
+
+fn synthetic(n_in: u32, n_out: u32, seed: u64, tokenizer: Tokenizer) -> Request {
+    Request {
+        spec: RequestSpec {
+            prompt: Prompt::Text(tokenizer.text_with_tokens(n_in as usize, seed)),
+            max_tokens: Some(n_out.max(1)),
+        },
+        input_tokens: Some(u64::from(n_in)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn synthetic_prompts_have_the_exact_input_length_and_are_reproducible() {
+        let w = Workload::Synthetic {
+            input: LengthDist::Fixed(300),
+            output: LengthDist::Uniform { lo: 10, hi: 20 },
+        };
+        let tk = Tokenizer::O200kBase;
+        let a = w.request(5, 42, tk);
+        assert_eq!(a, w.request(5, 42, tk));
+        assert_ne!(a, w.request(6, 42, tk));
+        let Prompt::Text(t) = &a.spec.prompt else {
+            panic!("text expected")
+        };
+        assert_eq!(tk.count(t), 300);
+        assert_eq!(a.input_tokens, Some(300));
+        assert!((10..=20).contains(&a.max_tokens()));
+    }
+
+    #[test]
+    fn azure_default_lengths_vary() {
+        let w = Workload::AzureChat;
+        let lens: std::collections::BTreeSet<u32> = (0..50)
+            .map(|s| w.request(s, 1, Tokenizer::O200kBase).max_tokens())
+            .collect();
+        assert!(lens.len() > 20, "{lens:?}");
+        assert_eq!(azure_lengths().len(), 19_366);
+    }
+}

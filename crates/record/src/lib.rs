@@ -1,0 +1,28 @@
+//! tpscope's one recording seam, used by every producer of span logs (the bench's
+//! executor today; the proxy, the recording API of DESIGN.md §17 and importers
+//! next): span assembly from attempts, admission (the cap and its FIFO queue), the
+//! sampler, the writer thread (through `tpscope_log`'s writer), live counters and
+//! the run record's metadata. No async runtime, no network, no randomness.
+//!
+//! A producer's life, as the bench does it: start a [`Writer`]; per run, send a
+//! [`RunInfo`]'s record; let requests through an [`Admission`] while a [`Sampler`]
+//! reads its occupancy; stamp each attempt as an [`Outcome`], and when a request
+//! gives its slot back, [`assemble()`] its [`Finished`] attempts into a span, count it
+//! in [`LiveStats`] and send it with its [`ToCount`]; end the run with an `end`
+//! record.
+
+pub mod admission;
+pub mod assemble;
+pub mod attempt;
+pub mod live;
+pub mod run;
+pub mod sampler;
+pub mod writer;
+
+pub use admission::{Admission, BadDispatch, Dispatch};
+pub use assemble::{Finished, ToCount, apply_counts, assemble};
+pub use attempt::{Outcome, Usage};
+pub use live::{LiveSnapshot, LiveStats};
+pub use run::{RunInfo, TOOL, new_run_id, redact_url, utc_compact};
+pub use sampler::{Reading, Sampler};
+pub use writer::{FLUSH_EVERY, RunCounts, Writer, WriterTx};
