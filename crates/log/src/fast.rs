@@ -11,6 +11,20 @@ use tpscope_model::{
 
 use crate::json::plain_len;
 
+/// Declares the span's keys as they follow a value, `,"key":`, from the model's
+/// one list ([`tpscope_model::span_fields!`]); constants, so matching them costs
+/// what a literal does.
+macro_rules! span_keys {
+    ($($(#[$attr:meta])* $name:ident: $ty:ty,)*) => {
+        #[allow(non_upper_case_globals, dead_code)] // `chunks`: such lines are declined
+        mod key {
+            $(pub(super) const $name: &[u8] = concat!(",\"", stringify!($name), "\":").as_bytes();)*
+        }
+    };
+}
+
+tpscope_model::span_fields!(span_keys);
+
 /// A record read by the fast path.
 #[derive(Debug, PartialEq)]
 pub(crate) enum FastRecord<'a> {
@@ -37,7 +51,7 @@ pub(crate) fn fast_record<'a>(line: &'a [u8], hours: &mut HourCache) -> Option<F
         b: line,
         pos: 0,
     };
-    let record = if c.lit(b"{\"kind\":\"span\",\"run_id\":") {
+    let record = if c.lit(b"{\"kind\":\"span\"") && c.lit(key::run_id) {
         span(&mut c, hours)?
     } else if c.lit(b"{\"kind\":\"sample\",\"run_id\":") {
         sample(&mut c, hours)?
@@ -73,41 +87,41 @@ fn sample<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a
 
 fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>> {
     let run_id = c.nonempty_str()?;
-    c.need(b",\"span_id\":")?;
+    c.need(key::span_id)?;
     let span_id = c.nonempty_str()?;
-    if c.lit(b",\"request_id\":") {
+    if c.lit(key::request_id) {
         c.str()?;
     }
-    c.need(b",\"status\":")?;
+    c.need(key::status)?;
     let status = match c.str()? {
         "ok" => Status::Ok,
         "error" => Status::Error,
         "cancelled" => Status::Cancelled,
         _ => return None,
     };
-    c.need(b",\"queued_at\":")?;
+    c.need(key::queued_at)?;
     let queued_at = c.time(hours)?;
-    let admitted_at = c.opt_time(b",\"admitted_at\":", hours)?;
-    let first_token_at = c.opt_time(b",\"first_token_at\":", hours)?;
-    let last_token_at = c.opt_time(b",\"last_token_at\":", hours)?;
-    c.need(b",\"released_at\":")?;
+    let admitted_at = c.opt_time(key::admitted_at, hours)?;
+    let first_token_at = c.opt_time(key::first_token_at, hours)?;
+    let last_token_at = c.opt_time(key::last_token_at, hours)?;
+    c.need(key::released_at)?;
     let released_at = c.time(hours)?;
-    c.need(b",\"output_tokens\":")?;
+    c.need(key::output_tokens)?;
     let output_tokens = c.uint()?;
-    let input_tokens = if c.lit(b",\"input_tokens\":") {
+    let input_tokens = if c.lit(key::input_tokens) {
         Some(c.uint().filter(|&n| n <= MAX_PLAUSIBLE_TOKENS)?)
     } else {
         None
     };
-    let source = if c.lit(b",\"token_source\":") {
+    let source = if c.lit(key::token_source) {
         Some(c.str()?.parse::<TokenSource>().ok()?)
     } else {
         None
     };
-    c.need(b",\"retry_count\":")?;
+    c.need(key::retry_count)?;
     let retry_count = c.u32()?;
     let mut retry_causes = Vec::new();
-    if c.lit(b",\"retry_causes\":[") {
+    if c.lit(key::retry_causes) && c.lit(b"[") {
         loop {
             retry_causes.push(c.cause()?);
             if !c.lit(b",") {
@@ -120,7 +134,7 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
         }
     }
     let mut wasted_tokens = 0;
-    if c.lit(b",\"attempts\":[") {
+    if c.lit(key::attempts) && c.lit(b"[") {
         loop {
             wasted_tokens += attempt(c, hours)?;
             if !c.lit(b",") {
@@ -129,7 +143,7 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
         }
         c.need(b"]")?;
     }
-    let error_cause = if c.lit(b",\"error\":{\"cause\":") {
+    let error_cause = if c.lit(key::error) && c.lit(b"{\"cause\":") {
         let cause = c.cause()?;
         if c.lit(b",\"message\":") {
             c.str()?;

@@ -153,59 +153,87 @@ impl<'de> Deserialize<'de> for ChunkMark {
     }
 }
 
-/// One request's lifecycle: the same type out of `bench`, `proxy` and importers.
+/// The span record's fields in the order tpscope writes them (after `kind`), with
+/// their docs, types and serde layout: the one list that [`Span`] is declared from
+/// and that the log reader's key table and fast path take their keys from, so that a
+/// new field is one entry here (the compiler and the readers' tests then point at
+/// each place that must read it).
 ///
-/// Invariant (checked by [`Span::validate`]):
-/// `queued_at ≤ admitted_at ≤ first_token_at ≤ last_token_at ≤ released_at` for the
-/// instants present.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Span {
-    /// The run this span belongs to.
-    pub run_id: String,
-    /// Unique within the run.
-    pub span_id: String,
-    /// The server's response id or a client-chosen request id, when known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub request_id: Option<String>,
-    /// How the request ended.
-    pub status: Status,
-    /// The request became ready to send (entered the admission queue).
-    pub queued_at: Timestamp,
-    /// It took an in-flight slot; `None` if it never did (e.g. cancelled in the queue).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub admitted_at: Option<Timestamp>,
-    /// The first chunk carrying output (or reasoning) text arrived.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub first_token_at: Option<Timestamp>,
-    /// The last chunk carrying output arrived.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_token_at: Option<Timestamp>,
-    /// The request gave its slot back (or left the queue, if never admitted).
-    pub released_at: Timestamp,
-    /// Output tokens of the final attempt (reasoning tokens included).
-    pub output_tokens: u64,
-    /// Prompt tokens, when known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub input_tokens: Option<u64>,
-    /// Where `output_tokens` came from; `None` means "as the run record says".
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub token_source: Option<TokenSource>,
-    /// Attempts after the first.
-    #[serde(default)]
-    pub retry_count: u32,
-    /// The cause of each retried attempt, in order (`retry_count` entries).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub retry_causes: Vec<Cause>,
-    /// One entry per HTTP attempt, in order.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub attempts: Vec<Attempt>,
-    /// Why the span did not end ok (required for `error` and `cancelled`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<SpanError>,
-    /// Per-chunk arrivals, when recording them was asked for.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub chunks: Option<Vec<ChunkMark>>,
+/// `span_fields!(callback)` expands to `callback! { $( $(#[attr])* name: Type, )* }`.
+#[macro_export]
+macro_rules! span_fields {
+    ($callback:ident) => {
+        $callback! {
+            /// The run this span belongs to.
+            run_id: String,
+            /// Unique within the run.
+            span_id: String,
+            /// The server's response id or a client-chosen request id, when known.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            request_id: Option<String>,
+            /// How the request ended.
+            status: Status,
+            /// The request became ready to send (entered the admission queue).
+            queued_at: Timestamp,
+            /// It took an in-flight slot; `None` if it never did (e.g. cancelled in the queue).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            admitted_at: Option<Timestamp>,
+            /// The first chunk carrying output (or reasoning) text arrived.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            first_token_at: Option<Timestamp>,
+            /// The last chunk carrying output arrived.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            last_token_at: Option<Timestamp>,
+            /// The request gave its slot back (or left the queue, if never admitted).
+            released_at: Timestamp,
+            /// Output tokens of the final attempt (reasoning tokens included).
+            output_tokens: u64,
+            /// Prompt tokens, when known.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            input_tokens: Option<u64>,
+            /// Where `output_tokens` came from; `None` means "as the run record says".
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            token_source: Option<TokenSource>,
+            /// Attempts after the first.
+            #[serde(default)]
+            retry_count: u32,
+            /// The cause of each retried attempt, in order (`retry_count` entries).
+            #[serde(default, skip_serializing_if = "Vec::is_empty")]
+            retry_causes: Vec<Cause>,
+            /// One entry per HTTP attempt, in order.
+            #[serde(default, skip_serializing_if = "Vec::is_empty")]
+            attempts: Vec<Attempt>,
+            /// Why the span did not end ok (required for `error` and `cancelled`).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            error: Option<SpanError>,
+            /// Per-chunk arrivals, when recording them was asked for.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            chunks: Option<Vec<ChunkMark>>,
+        }
+    };
 }
+
+/// Declares [`Span`] from [`span_fields!`], with [`Span::FIELDS`].
+macro_rules! declare_span {
+    ($($(#[$attr:meta])* $name:ident: $ty:ty,)*) => {
+        /// One request's lifecycle: the same type out of `bench`, `proxy` and importers.
+        ///
+        /// Invariant (checked by [`Span::validate`]):
+        /// `queued_at ≤ admitted_at ≤ first_token_at ≤ last_token_at ≤ released_at` for the
+        /// instants present.
+        #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+        pub struct Span {
+            $($(#[$attr])* pub $name: $ty,)*
+        }
+
+        impl Span {
+            /// The keys of a span record in the order tpscope writes them (after `kind`).
+            pub const FIELDS: &'static [&'static str] = &[$(stringify!($name)),*];
+        }
+    };
+}
+
+span_fields!(declare_span);
 
 /// The largest token count a single span may claim before it is called absurd.
 pub const MAX_PLAUSIBLE_TOKENS: u64 = 100_000_000;
@@ -450,6 +478,60 @@ mod tests {
         let json = serde_json::to_string(&s).unwrap();
         let back: Span = serde_json::from_str(&json).unwrap();
         assert_eq!(back, s);
+    }
+
+    /// The keys of a JSON object, in the order written.
+    struct Keys(Vec<String>);
+
+    impl<'de> Deserialize<'de> for Keys {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> serde::de::Visitor<'de> for V {
+                type Value = Keys;
+                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    f.write_str("an object")
+                }
+                fn visit_map<A: serde::de::MapAccess<'de>>(
+                    self,
+                    mut m: A,
+                ) -> Result<Keys, A::Error> {
+                    let mut keys = Vec::new();
+                    while let Some(k) = m.next_key::<String>()? {
+                        m.next_value::<serde::de::IgnoredAny>()?;
+                        keys.push(k);
+                    }
+                    Ok(Keys(keys))
+                }
+            }
+            d.deserialize_map(V)
+        }
+    }
+
+    #[test]
+    fn fields_are_the_keys_serde_writes_in_order() {
+        let mut s = ok_span();
+        s.request_id = Some("req".into());
+        s.retry_count = 1;
+        s.retry_causes = vec![Cause::Http429];
+        s.attempts = vec![Attempt {
+            started_at: t(0),
+            first_byte_at: None,
+            first_token_at: None,
+            ended_at: t(1),
+            http_status: Some(429),
+            cause: Some(Cause::Http429),
+            tokens: 0,
+            connection_reused: None,
+            connect_time: None,
+            backoff: None,
+        }];
+        s.error = Some(SpanError {
+            cause: Cause::Disconnect,
+            message: String::new(),
+        });
+        s.chunks = Some(vec![]);
+        let Keys(keys) = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+        assert_eq!(keys, Span::FIELDS);
     }
 
     #[test]

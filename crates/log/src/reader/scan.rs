@@ -68,7 +68,7 @@ pub(super) struct RawAttempt<'a> {
 }
 
 /// A scalar's shape without its borrowed text (for messages about a wrong type).
-pub(super) fn detach(v: Scalar<'_>) -> Scalar<'static> {
+fn detach(v: Scalar<'_>) -> Scalar<'static> {
     match v {
         Scalar::Str(s) => Scalar::Str(std::borrow::Cow::Owned(s.into_owned())),
         Scalar::U(n) => Scalar::U(n),
@@ -81,12 +81,7 @@ pub(super) fn detach(v: Scalar<'_>) -> Scalar<'static> {
 }
 
 /// Stores a field's value, remembering the first field given twice.
-pub(super) fn set<T>(
-    slot: &mut Option<T>,
-    v: T,
-    name: &'static str,
-    duplicate: &mut Option<&'static str>,
-) {
+fn set<T>(slot: &mut Option<T>, v: T, name: &'static str, duplicate: &mut Option<&'static str>) {
     if slot.is_some() && duplicate.is_none() {
         *duplicate = Some(name);
     }
@@ -110,20 +105,26 @@ macro_rules! keys {
     };
 }
 
-keys!(LINE_KEYS, Key:
-    // every record
-    kind, run_id,
-    // span, in Span's field order
-    span_id, request_id, status, queued_at, admitted_at, first_token_at, last_token_at,
-    released_at, output_tokens, input_tokens, token_source, retry_count, retry_causes,
-    attempts, error, chunks,
-    // sample
-    at, in_flight, queue_depth, cap,
-    // run
-    schema, tool, started_at, target, tokenizer, sample_interval_s, load, labels,
-    // end
-    ended_at, spans, ok, cancelled, samples,
-);
+/// Declares [`LINE_KEYS`] with the span's keys from the model's one list
+/// ([`tpscope_model::span_fields!`]), then those of the other records.
+macro_rules! line_keys {
+    ($($(#[$attr:meta])* $span_key:ident: $ty:ty,)*) => {
+        keys!(LINE_KEYS, Key:
+            // every record
+            kind,
+            // span, in the order tpscope writes it (run_id first: every record has one)
+            $($span_key,)*
+            // sample
+            at, in_flight, queue_depth, cap,
+            // run
+            schema, tool, started_at, target, tokenizer, sample_interval_s, load, labels,
+            // end
+            ended_at, spans, ok, cancelled, samples,
+        );
+    };
+}
+
+tpscope_model::span_fields!(line_keys);
 
 keys!(ATTEMPT_KEYS, AttemptKey:
     started_at, first_byte_at, first_token_at, ended_at, http_status, cause, tokens,
