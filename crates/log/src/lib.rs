@@ -8,6 +8,8 @@ pub mod reader;
 pub mod scalar;
 pub mod writer;
 
-pub use reader::{LoadedRun, LogError, LogSet, ReadOptions, Reader, read_paths};
+pub use reader::{
+    LineRecord, LoadedRun, LogError, LogSet, ReadOptions, Reader, RecordReader, read_paths,
+};
 pub use scalar::TimeUnit;
 pub use writer::LogWriter;

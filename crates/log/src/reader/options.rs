@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use tpscope_analysis::RunInput;
 
+use super::lines::Tally;
 use crate::scalar::TimeUnit;
 
 /// How to read span logs.
@@ -80,4 +81,15 @@ pub struct LogSet {
     pub skipped: BTreeMap<String, u64>,
     /// Warnings: cut-off last lines, runs without `run` or `end` records.
     pub warnings: Vec<String>,
+}
+
+impl LogSet {
+    /// Its counts, for the per-line handling.
+    pub(super) fn tally(&mut self) -> Tally<'_> {
+        Tally {
+            records: &mut self.records,
+            skipped: &mut self.skipped,
+            warnings: &mut self.warnings,
+        }
+    }
 }

@@ -37,7 +37,7 @@ fn cause_of(field: &str, v: &Scalar<'_>) -> FieldResult<Cause> {
         .map_err(|e| problem(field, "unknown_value", e.to_string()))
 }
 
-fn opt_time(
+pub(super) fn opt_time(
     field: &str,
     v: &Option<Scalar<'_>>,
     unit: Option<TimeUnit>,
@@ -45,8 +45,27 @@ fn opt_time(
     present(v).map(|s| as_time(field, s, unit)).transpose()
 }
 
-fn req_time(field: &str, v: &Option<Scalar<'_>>, unit: Option<TimeUnit>) -> FieldResult<Timestamp> {
+pub(super) fn req_time(
+    field: &str,
+    v: &Option<Scalar<'_>>,
+    unit: Option<TimeUnit>,
+) -> FieldResult<Timestamp> {
     as_time(field, required(field, v)?, unit)
+}
+
+/// A duration in seconds, when present.
+pub(super) fn opt_secs(field: &str, v: &Option<Scalar<'_>>) -> FieldResult<Option<Duration>> {
+    let Some(v) = present(v) else {
+        return Ok(None);
+    };
+    let s = as_f64(field, v)?;
+    Duration::try_from_secs_f64(s).map(Some).map_err(|_| {
+        problem(
+            field,
+            "implausible",
+            format!("{s} is not a non-negative number of seconds"),
+        )
+    })
 }
 
 fn plausible(field: &str, t: Timestamp) -> FieldResult<Timestamp> {
@@ -68,6 +87,31 @@ fn wrong_nested(field: &str, expected: &str, found: &Scalar<'_>) -> FieldProblem
         "wrong_type",
         format!("expected {expected}, found {}", found.describe()),
     )
+}
+
+/// Parses a scanned line of any kind: the record's run and its checked values.
+pub(super) fn parse_record<'l>(
+    line: &'l Line<'_>,
+    unit: Option<TimeUnit>,
+) -> FieldResult<(&'l str, Parsed<'l>)> {
+    let kind = match line.kind.as_ref() {
+        Some(Scalar::Str(k)) => k.as_ref(),
+        Some(other) => {
+            return Err(problem(
+                "kind",
+                "wrong_type",
+                format!("expected a string, found {}", other.describe()),
+            ));
+        }
+        None => {
+            return Err(problem(
+                "kind",
+                "missing_field",
+                "missing (expected run, span, sample or end)",
+            ));
+        }
+    };
+    parse_line(line, kind, unit)
 }
 
 pub(super) fn parse_line<'l>(
@@ -159,19 +203,7 @@ fn parse_run(
             .map(|s| as_str(field, s).map(str::to_string))
             .transpose()
     };
-    let sample_interval = match present(&line.sample_interval_s) {
-        Some(v) => {
-            let s = as_f64("sample_interval_s", v)?;
-            Some(Duration::try_from_secs_f64(s).map_err(|_| {
-                problem(
-                    "sample_interval_s",
-                    "implausible",
-                    format!("{s} is not a non-negative number of seconds"),
-                )
-            })?)
-        }
-        None => None,
-    };
+    let sample_interval = opt_secs("sample_interval_s", &line.sample_interval_s)?;
     Ok(Parsed::Run(RunRecord {
         run_id: run_id.to_string(),
         schema: schema.to_string(),
@@ -251,8 +283,8 @@ fn parse_span<'l>(line: &'l Line<'_>, unit: Option<TimeUnit>) -> FieldResult<Par
         .transpose()?;
     let error_cause = match &line.error {
         None | Some(Nested::Scalar(Scalar::Null)) => None,
-        Some(Nested::Value(cause)) => {
-            Some(cause_of("error.cause", required("error.cause", cause)?)?)
+        Some(Nested::Value(e)) => {
+            Some(cause_of("error.cause", required("error.cause", &e.cause)?)?)
         }
         Some(Nested::Scalar(v)) => {
             return Err(wrong_nested("error", "an object {cause, message}", v));
@@ -310,25 +342,12 @@ fn parse_span<'l>(line: &'l Line<'_>, unit: Option<TimeUnit>) -> FieldResult<Par
         }
     };
     let mut wasted_tokens = 0;
-    match &line.attempts {
-        None | Some(Nested::Scalar(Scalar::Null)) => {}
-        Some(Nested::Scalar(v)) => {
-            return Err(wrong_nested("attempts", "an array of attempt objects", v));
+    attempts_of(line, unit, |_, a| {
+        if a.cause.is_some() {
+            wasted_tokens += a.tokens;
         }
-        Some(Nested::Value(attempts)) => {
-            for (i, a) in attempts.iter().enumerate() {
-                wasted_tokens += attempt_waste(a, unit).map_err(|mut p| {
-                    // Named only on error: formatting per attempt cost 5 % of reading.
-                    p.field = if p.field.is_empty() {
-                        format!("attempts[{i}]")
-                    } else {
-                        format!("attempts[{i}].{}", p.field)
-                    };
-                    p
-                })?;
-            }
-        }
-    }
+        Ok(())
+    })?;
     let chunks = match line.chunks {
         Some(raw) => parse_json::<Option<Vec<tpscope_model::ChunkMark>>>(
             "chunks",
@@ -366,9 +385,47 @@ fn parse_span<'l>(line: &'l Line<'_>, unit: Option<TimeUnit>) -> FieldResult<Par
     })
 }
 
-/// Checks one attempt and returns the tokens it wasted (those of an attempt that
-/// did not end ok). Field names in errors are relative to the attempt.
-fn attempt_waste(a: &RawAttempt<'_>, unit: Option<TimeUnit>) -> FieldResult<u64> {
+/// What the analysis reads of one attempt, checked.
+pub(super) struct AttemptCore {
+    pub(super) tokens: u64,
+    /// Why it failed; its tokens were wasted.
+    pub(super) cause: Option<Cause>,
+}
+
+/// Checks each attempt of a span and hands it to `each` with its checked core
+/// (the analysis sums the tokens wasted; whole records build the attempt). Field
+/// names in errors, `each`'s included, become `attempts[i].field`.
+pub(super) fn attempts_of<'l, 'a>(
+    line: &'l Line<'a>,
+    unit: Option<TimeUnit>,
+    mut each: impl FnMut(&'l RawAttempt<'a>, AttemptCore) -> FieldResult<()>,
+) -> FieldResult<()> {
+    let attempts = match &line.attempts {
+        None | Some(Nested::Scalar(Scalar::Null)) => return Ok(()),
+        Some(Nested::Scalar(v)) => {
+            return Err(wrong_nested("attempts", "an array of attempt objects", v));
+        }
+        Some(Nested::Value(attempts)) => attempts,
+    };
+    for (i, a) in attempts.iter().enumerate() {
+        attempt_core(a, unit)
+            .and_then(|core| each(a, core))
+            .map_err(|mut p| {
+                // Named only on error: formatting per attempt cost 5 % of reading.
+                p.field = if p.field.is_empty() {
+                    format!("attempts[{i}]")
+                } else {
+                    format!("attempts[{i}].{}", p.field)
+                };
+                p
+            })?;
+    }
+    Ok(())
+}
+
+/// Checks the fields of one attempt that the analysis reads. Field names in
+/// errors are relative to the attempt.
+fn attempt_core(a: &RawAttempt<'_>, unit: Option<TimeUnit>) -> FieldResult<AttemptCore> {
     if let Some(v) = &a.not_object {
         return Err(wrong_nested("", "an attempt object", v));
     }
@@ -395,9 +452,8 @@ fn attempt_waste(a: &RawAttempt<'_>, unit: Option<TimeUnit>) -> FieldResult<u64>
             format!("{tokens} tokens is implausible"),
         ));
     }
-    let failed = present(&a.cause)
+    let cause = present(&a.cause)
         .map(|c| cause_of("cause", c))
-        .transpose()?
-        .is_some();
-    Ok(if failed { tokens } else { 0 })
+        .transpose()?;
+    Ok(AttemptCore { tokens, cause })
 }

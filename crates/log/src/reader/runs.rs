@@ -1,14 +1,16 @@
 //! Run assembly: records filed under their run (across files), duplicate span
 //! ids and runs found, the vectors sized ahead, and warnings for incomplete runs.
+//! The record reader keeps the same books ([`Runs`]) without the analysis input.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
 
 use tpscope_analysis::RunInput;
 
+use super::lines::FileState;
 use super::parse::Parsed;
-use super::{FileState, LoadedRun, LogSet, Reader};
-use crate::scalar::{FieldResult, problem};
+use super::{LoadedRun, LogSet, Reader};
+use crate::scalar::{FieldProblem, FieldResult, problem};
 
 /// A hasher for keys that already are keyed hashes (span ids hashed with random
 /// SipHash keys): hashing them again cost 4 % of reading.
@@ -30,9 +32,133 @@ impl Hasher for PreHashed {
     }
 }
 
-pub(super) struct RunAcc {
-    run: LoadedRun,
+/// What the records of one run are gathered into.
+pub(super) trait RunData {
+    /// Nothing yet of run `run_id`.
+    fn new(run_id: &str) -> Self;
+    /// The run's id.
+    fn run_id(&self) -> &str;
+}
+
+impl RunData for LoadedRun {
+    fn new(run_id: &str) -> LoadedRun {
+        LoadedRun {
+            input: RunInput {
+                run_id: run_id.to_string(),
+                ..RunInput::default()
+            },
+            span_ids: Vec::new(),
+        }
+    }
+    fn run_id(&self) -> &str {
+        &self.input.run_id
+    }
+}
+
+/// The runs read so far, in order of first appearance, with the span ids seen.
+pub(super) struct Runs<T> {
+    index: HashMap<String, usize>,
+    accs: Vec<RunAcc<T>>,
+    /// The run of the previous record.
+    last: Option<usize>,
+    hash_keys: (RandomState, RandomState),
+}
+
+struct RunAcc<T> {
+    run: T,
     ids: SpanIds,
+}
+
+impl<T> Default for Runs<T> {
+    fn default() -> Self {
+        Runs {
+            index: HashMap::new(),
+            accs: Vec::new(),
+            last: None,
+            hash_keys: (RandomState::new(), RandomState::new()),
+        }
+    }
+}
+
+impl<T: RunData> Runs<T> {
+    /// Where run `run_id` is, added when new.
+    fn index_of(&mut self, run_id: &str) -> usize {
+        // Consecutive records nearly always share a run: check the last one first.
+        let idx = match self.last.filter(|&i| self.accs[i].run.run_id() == run_id) {
+            Some(i) => i,
+            None => match self.index.get(run_id) {
+                Some(i) => *i,
+                None => {
+                    self.index.insert(run_id.to_string(), self.accs.len());
+                    self.accs.push(RunAcc {
+                        run: T::new(run_id),
+                        ids: SpanIds::default(),
+                    });
+                    self.accs.len() - 1
+                }
+            },
+        };
+        self.last = Some(idx);
+        idx
+    }
+
+    /// Run `run_id`, added when new.
+    pub(super) fn run(&mut self, run_id: &str) -> &mut T {
+        let i = self.index_of(run_id);
+        &mut self.accs[i].run
+    }
+
+    /// Run `run_id` for a span `span_id` of it; an error when the run has one
+    /// with that id already.
+    pub(super) fn span(&mut self, run_id: &str, span_id: &str) -> FieldResult<&mut T> {
+        let i = self.index_of(run_id);
+        let acc = &mut self.accs[i];
+        if !acc.ids.insert(span_id, &self.hash_keys) {
+            return Err(problem(
+                "span_id",
+                "duplicate_span_id",
+                format!("duplicate span id `{span_id}` in run `{run_id}`"),
+            ));
+        }
+        Ok(&mut acc.run)
+    }
+
+    /// The runs in order of first appearance.
+    pub(super) fn into_runs(self) -> impl Iterator<Item = T> {
+        self.accs.into_iter().map(|acc| acc.run)
+    }
+}
+
+/// A second `run` record for a run.
+pub(super) fn duplicate_run(run_id: &str) -> FieldProblem {
+    problem(
+        "run_id",
+        "duplicate_run",
+        format!("a second `run` record for run `{run_id}`"),
+    )
+}
+
+/// The warnings for a run read whole: no `run` record, or an `end` record that
+/// counts another number of spans than were read.
+pub(super) fn run_warnings(
+    run_id: &str,
+    has_run: bool,
+    end_spans: Option<u64>,
+    spans: u64,
+    warnings: &mut Vec<String>,
+) {
+    if !has_run {
+        warnings.push(format!(
+            "run `{run_id}` has no `run` record (its cap and settings are unknown)"
+        ));
+    }
+    if let Some(end) = end_spans
+        && end != spans
+    {
+        warnings.push(format!(
+            "run `{run_id}`: the `end` record counts {end} spans, the log has {spans}"
+        ));
+    }
 }
 
 /// Ids below this that are written as plain decimal numbers are kept in a bitset
@@ -94,7 +220,7 @@ impl Reader {
     /// growing a vector of a million spans by doubling copied it repeatedly and
     /// held two copies at the peak. Only a file of one run is extrapolated.
     pub(super) fn reserve_rest(&mut self, file: &FileState) {
-        let (Some(size), [acc]) = (file.size, &mut self.accs[..]) else {
+        let (Some(size), [acc]) = (file.size, &mut self.runs.accs[..]) else {
             return;
         };
         if file.bytes == 0 || size <= file.bytes {
@@ -115,87 +241,43 @@ impl Reader {
 
     /// Files a parsed record under its run.
     pub(super) fn file(&mut self, run_id: &str, parsed: Parsed<'_>) -> FieldResult<()> {
-        // Consecutive records nearly always share a run: check the last one first.
-        let idx = match self
-            .last
-            .filter(|&i| self.accs[i].run.input.run_id == run_id)
-        {
-            Some(i) => i,
-            None => match self.index.get(run_id) {
-                Some(i) => *i,
-                None => {
-                    self.index.insert(run_id.to_string(), self.accs.len());
-                    self.accs.push(RunAcc {
-                        run: LoadedRun {
-                            input: RunInput {
-                                run_id: run_id.to_string(),
-                                ..RunInput::default()
-                            },
-                            span_ids: Vec::new(),
-                        },
-                        ids: SpanIds::default(),
-                    });
-                    self.accs.len() - 1
-                }
-            },
-        };
-        self.last = Some(idx);
-        let acc = &mut self.accs[idx];
         match parsed {
             Parsed::Span {
                 facts,
                 source,
                 span_id,
             } => {
-                if !acc.ids.insert(&span_id, &self.hash_keys) {
-                    return Err(problem(
-                        "span_id",
-                        "duplicate_span_id",
-                        format!("duplicate span id `{span_id}` in run `{run_id}`"),
-                    ));
-                }
-                acc.run.input.push_span(facts, source.as_ref());
+                let run = self.runs.span(run_id, &span_id)?;
+                run.input.push_span(facts, source.as_ref());
                 if self.opts.keep_span_ids {
-                    acc.run.span_ids.push(span_id.into());
+                    run.span_ids.push(span_id.into());
                 }
             }
-            Parsed::Sample(s) => acc.run.input.samples.push(s),
+            Parsed::Sample(s) => self.runs.run(run_id).input.samples.push(s),
             Parsed::Run(r) => {
-                if acc.run.input.run.is_some() {
-                    return Err(problem(
-                        "run_id",
-                        "duplicate_run",
-                        format!("a second `run` record for run `{run_id}`"),
-                    ));
+                let run = self.runs.run(run_id);
+                if run.input.run.is_some() {
+                    return Err(duplicate_run(run_id));
                 }
-                acc.run.input.run = Some(r);
+                run.input.run = Some(r);
             }
-            Parsed::End(e) => acc.run.input.end = Some(e),
+            Parsed::End(e) => self.runs.run(run_id).input.end = Some(e),
         }
         Ok(())
     }
 
     /// Finishes reading: warnings for incomplete runs, and the runs in order.
     pub fn finish(mut self) -> LogSet {
-        for acc in self.accs {
-            let i = &acc.run.input;
-            if i.run.is_none() {
-                self.set.warnings.push(format!(
-                    "run `{}` has no `run` record (its cap and settings are unknown)",
-                    i.run_id
-                ));
-            }
-            if let Some(end) = &i.end
-                && end.spans != i.spans.len() as u64
-            {
-                self.set.warnings.push(format!(
-                    "run `{}`: the `end` record counts {} spans, the log has {}",
-                    i.run_id,
-                    end.spans,
-                    i.spans.len()
-                ));
-            }
-            self.set.runs.push(acc.run);
+        for run in self.runs.into_runs() {
+            let i = &run.input;
+            run_warnings(
+                &i.run_id,
+                i.run.is_some(),
+                i.end.as_ref().map(|e| e.spans),
+                i.spans.len() as u64,
+                &mut self.set.warnings,
+            );
+            self.set.runs.push(run);
         }
         self.set
     }

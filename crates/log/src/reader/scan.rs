@@ -11,6 +11,8 @@ pub(super) struct Line<'a> {
     pub(super) kind: Option<Scalar<'a>>,
     pub(super) run_id: Option<Scalar<'a>>,
     pub(super) span_id: Option<Scalar<'a>>,
+    /// Kept as JSON text for whole records; the analysis only validates it.
+    pub(super) request_id: Option<&'a str>,
     pub(super) status: Option<Scalar<'a>>,
     pub(super) queued_at: Option<Scalar<'a>>,
     pub(super) admitted_at: Option<Scalar<'a>>,
@@ -24,7 +26,7 @@ pub(super) struct Line<'a> {
     pub(super) retry_causes: Option<Nested<Vec<Scalar<'a>>>>,
     pub(super) attempts: Option<Nested<Vec<RawAttempt<'a>>>>,
     /// A span's `{cause, message}` object, or an end record's count.
-    pub(super) error: Option<Nested<Option<Scalar<'a>>>>,
+    pub(super) error: Option<Nested<RawError<'a>>>,
     pub(super) chunks: Option<&'a str>,
     // sample
     pub(super) at: Option<Scalar<'a>>,
@@ -57,12 +59,28 @@ pub(super) enum Nested<T> {
     Scalar(Scalar<'static>),
 }
 
+/// A span's `error` object.
+#[derive(Default)]
+pub(super) struct RawError<'a> {
+    pub(super) cause: Option<Scalar<'a>>,
+    /// Kept as JSON text for whole records.
+    pub(super) message: Option<&'a str>,
+}
+
+/// One element of `attempts`. The analysis reads the first four fields; the
+/// others are kept as JSON text for whole records.
 #[derive(Default)]
 pub(super) struct RawAttempt<'a> {
     pub(super) started_at: Option<Scalar<'a>>,
     pub(super) ended_at: Option<Scalar<'a>>,
     pub(super) cause: Option<Scalar<'a>>,
     pub(super) tokens: Option<Scalar<'a>>,
+    pub(super) first_byte_at: Option<&'a str>,
+    pub(super) first_token_at: Option<&'a str>,
+    pub(super) http_status: Option<&'a str>,
+    pub(super) connection_reused: Option<&'a str>,
+    pub(super) connect_s: Option<&'a str>,
+    pub(super) backoff_s: Option<&'a str>,
     /// Set when the element is not an object.
     pub(super) not_object: Option<Scalar<'static>>,
 }
@@ -156,9 +174,8 @@ pub(super) fn scan_line<'a>(text: &'a str, line: &mut Line<'a>) -> JsonResult<()
             Key::kind => scalar!(kind),
             Key::run_id => scalar!(run_id),
             Key::span_id => scalar!(span_id),
-            Key::request_id => {
-                sc.raw()?;
-            }
+            // Not checked for duplicates: the analysis never read it.
+            Key::request_id => line.request_id = Some(sc.raw()?),
             Key::status => scalar!(status),
             Key::queued_at => scalar!(queued_at),
             Key::admitted_at => scalar!(admitted_at),
@@ -194,16 +211,18 @@ pub(super) fn scan_line<'a>(text: &'a str, line: &mut Line<'a>) -> JsonResult<()
             }
             Key::error => {
                 let v = if sc.peek() == Some(b'{') {
-                    let mut cause = None;
+                    let mut error = RawError::default();
                     sc.object(|key, sc| {
-                        if key == "cause" {
-                            cause = Some(sc.scalar()?);
-                        } else {
-                            sc.raw()?;
+                        match key.as_ref() {
+                            "cause" => error.cause = Some(sc.scalar()?),
+                            "message" => error.message = Some(sc.raw()?),
+                            _ => {
+                                sc.raw()?;
+                            }
                         }
                         Ok(())
                     })?;
-                    Nested::Value(cause)
+                    Nested::Value(error)
                 } else {
                     Nested::Scalar(detach(sc.scalar()?))
                 };
@@ -235,8 +254,8 @@ pub(super) fn scan_line<'a>(text: &'a str, line: &mut Line<'a>) -> JsonResult<()
     Ok(())
 }
 
-/// Scans one element of `attempts`: the fields the analysis needs, or what was
-/// found instead of an object.
+/// Scans one element of `attempts`: its fields, or what was found instead of an
+/// object.
 pub(super) fn scan_attempt<'a>(sc: &mut Scanner<'a>) -> JsonResult<RawAttempt<'a>> {
     let mut a = RawAttempt::default();
     if sc.peek() != Some(b'{') {
@@ -249,7 +268,13 @@ pub(super) fn scan_attempt<'a>(sc: &mut Scanner<'a>) -> JsonResult<RawAttempt<'a
             Some(AttemptKey::ended_at) => a.ended_at = Some(sc.scalar()?),
             Some(AttemptKey::cause) => a.cause = Some(sc.scalar()?),
             Some(AttemptKey::tokens) => a.tokens = Some(sc.scalar()?),
-            _ => {
+            Some(AttemptKey::first_byte_at) => a.first_byte_at = Some(sc.raw()?),
+            Some(AttemptKey::first_token_at) => a.first_token_at = Some(sc.raw()?),
+            Some(AttemptKey::http_status) => a.http_status = Some(sc.raw()?),
+            Some(AttemptKey::connection_reused) => a.connection_reused = Some(sc.raw()?),
+            Some(AttemptKey::connect_s) => a.connect_s = Some(sc.raw()?),
+            Some(AttemptKey::backoff_s) => a.backoff_s = Some(sc.raw()?),
+            None => {
                 sc.raw()?;
             }
         }

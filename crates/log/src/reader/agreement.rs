@@ -1,7 +1,10 @@
-//! The fast path against the general one: whatever line the fast path
-//! accepts, the general path reads to the same record, and the fast path
-//! accepts every valid line tpscope writes with plain strings.
+//! The readers against each other. The fast path against the general one:
+//! whatever line the fast path accepts, the general path reads to the same
+//! record, and the fast path accepts every valid line tpscope writes with plain
+//! strings. The record reader against serde: it reads every line the general
+//! path accepts, to the record serde reads from it.
 
+use std::path::Path;
 use std::time::Duration;
 
 use proptest::prelude::*;
@@ -13,6 +16,7 @@ use tpscope_model::{
 
 use super::parse::{Parsed, parse_line};
 use super::scan::{Line, scan_line};
+use super::{ReadOptions, RecordReader};
 use crate::fast::{FastRecord, fast_record};
 use crate::scalar::Scalar;
 
@@ -241,6 +245,19 @@ proptest! {
         }
         if g.is_some() && all_plain(&r) {
             prop_assert!(f.is_some(), "the fast path declined a plain line: {}", line);
+        }
+    }
+
+    #[test]
+    fn record_reader_reads_what_the_general_path_accepts_as_serde_does(r in record()) {
+        let line = serde_json::to_string(&r).unwrap();
+        let mut reader = RecordReader::new(Path::new("t"), line.as_bytes(), ReadOptions::default());
+        let read = reader.next().map(|r| r.map(|lr| lr.record));
+        if general(&line).is_some() {
+            let expected: Record = serde_json::from_str(&line).unwrap();
+            prop_assert_eq!(read.unwrap().unwrap(), expected, "{}", line);
+        } else {
+            prop_assert!(!matches!(read, Some(Ok(_))), "{}", line);
         }
     }
 
