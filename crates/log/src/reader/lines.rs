@@ -103,6 +103,7 @@ impl FileState {
 
     /// What became of a line: its record, or `None` when it was skipped or cut
     /// off (and counted so), or the error that ends the read.
+    #[inline]
     pub(super) fn conclude<T>(
         &mut self,
         name: &Path,
@@ -111,67 +112,13 @@ impl FileState {
         skip_invalid: bool,
         tally: Tally<'_>,
     ) -> Result<Option<T>, LogError> {
-        let failure = match result {
+        match result {
             Ok(v) => {
                 self.records += 1;
                 *tally.records += 1;
-                return Ok(Some(v));
+                Ok(Some(v))
             }
-            Err(f) => f,
-        };
-        // Valid JSON never holds a raw NUL, so only a failed line is searched for one.
-        if memchr::memchr(0, at.bytes).is_some() {
-            return Err(LogError::Binary {
-                file: name.to_path_buf(),
-                line: at.no,
-                what: "a NUL byte",
-            });
-        }
-        let (field, p) = match failure {
-            Failure::NotUtf8(_) if at.no == 1 => {
-                return Err(LogError::Binary {
-                    file: name.to_path_buf(),
-                    line: at.no,
-                    what: "bytes that are not UTF-8",
-                });
-            }
-            Failure::NotUtf8(e) => (
-                None,
-                problem(
-                    "",
-                    "not_utf8",
-                    format!("not UTF-8 text at byte {}", e.valid_up_to()),
-                ),
-            ),
-            Failure::Syntax(p) if !at.complete => {
-                // The writer was killed mid-line: keep everything before it.
-                tally.warnings.push(format!(
-                    "{}:{}: the last line is cut off ({} bytes, {}); ignored",
-                    name.display(),
-                    at.no,
-                    at.bytes.len(),
-                    p.problem
-                ));
-                return Ok(None);
-            }
-            Failure::Syntax(p) => (None, p),
-            Failure::Field(p) => ((!p.field.is_empty()).then(|| p.field.clone()), p),
-        };
-        if skip_invalid {
-            let key = if p.field.is_empty() {
-                p.category.to_string()
-            } else {
-                format!("{} `{}`", p.category, p.field)
-            };
-            *tally.skipped.entry(key).or_default() += 1;
-            Ok(None)
-        } else {
-            Err(LogError::Record {
-                file: name.to_path_buf(),
-                line: at.no,
-                field,
-                problem: p.problem,
-            })
+            Err(f) => fail(name, at, f, skip_invalid, tally).map(|()| None),
         }
     }
 
@@ -189,5 +136,71 @@ impl FileState {
             });
         }
         Ok(())
+    }
+}
+
+/// A line that gave no record: an error naming the file, line and field, or
+/// (with `skip_invalid`) a count by reason, or a warning for a cut-off last line.
+#[cold]
+fn fail(
+    name: &Path,
+    at: &LineAt<'_>,
+    failure: Failure,
+    skip_invalid: bool,
+    tally: Tally<'_>,
+) -> Result<(), LogError> {
+    // Valid JSON never holds a raw NUL, so only a failed line is searched for one.
+    if memchr::memchr(0, at.bytes).is_some() {
+        return Err(LogError::Binary {
+            file: name.to_path_buf(),
+            line: at.no,
+            what: "a NUL byte",
+        });
+    }
+    let (field, p) = match failure {
+        Failure::NotUtf8(_) if at.no == 1 => {
+            return Err(LogError::Binary {
+                file: name.to_path_buf(),
+                line: at.no,
+                what: "bytes that are not UTF-8",
+            });
+        }
+        Failure::NotUtf8(e) => (
+            None,
+            problem(
+                "",
+                "not_utf8",
+                format!("not UTF-8 text at byte {}", e.valid_up_to()),
+            ),
+        ),
+        Failure::Syntax(p) if !at.complete => {
+            // The writer was killed mid-line: keep everything before it.
+            tally.warnings.push(format!(
+                "{}:{}: the last line is cut off ({} bytes, {}); ignored",
+                name.display(),
+                at.no,
+                at.bytes.len(),
+                p.problem
+            ));
+            return Ok(());
+        }
+        Failure::Syntax(p) => (None, p),
+        Failure::Field(p) => ((!p.field.is_empty()).then(|| p.field.clone()), p),
+    };
+    if skip_invalid {
+        let key = if p.field.is_empty() {
+            p.category.to_string()
+        } else {
+            format!("{} `{}`", p.category, p.field)
+        };
+        *tally.skipped.entry(key).or_default() += 1;
+        Ok(())
+    } else {
+        Err(LogError::Record {
+            file: name.to_path_buf(),
+            line: at.no,
+            field,
+            problem: p.problem,
+        })
     }
 }

@@ -82,6 +82,7 @@ impl<T> Default for Runs<T> {
 
 impl<T: RunData> Runs<T> {
     /// Where run `run_id` is, added when new.
+    #[inline]
     fn index_of(&mut self, run_id: &str) -> usize {
         // Consecutive records nearly always share a run: check the last one first.
         let idx = match self.last.filter(|&i| self.accs[i].run.run_id() == run_id) {
@@ -103,6 +104,7 @@ impl<T: RunData> Runs<T> {
     }
 
     /// Run `run_id`, added when new.
+    #[inline]
     pub(super) fn run(&mut self, run_id: &str) -> &mut T {
         let i = self.index_of(run_id);
         &mut self.accs[i].run
@@ -110,6 +112,7 @@ impl<T: RunData> Runs<T> {
 
     /// Run `run_id` for a span `span_id` of it; an error when the run has one
     /// with that id already.
+    #[inline]
     pub(super) fn span(&mut self, run_id: &str, span_id: &str) -> FieldResult<&mut T> {
         let i = self.index_of(run_id);
         let acc = &mut self.accs[i];
@@ -178,6 +181,7 @@ struct SpanIds {
 
 impl SpanIds {
     /// Records `id`; false when it was seen before.
+    #[inline]
     fn insert(&mut self, id: &str, keys: &(RandomState, RandomState)) -> bool {
         if let Some(n) = dense_id(id) {
             let (word, bit) = ((n / 64) as usize, 1u64 << (n % 64));
