@@ -1,7 +1,8 @@
 //! Reading span logs: one streaming pass per file into per-run analysis inputs,
-//! with errors that name the file, line and field. This module holds the public
-//! entry points and the per-line handling; the scanning, the record parsers and
-//! run assembly live in its submodules.
+//! with errors that name the file, line and field. This module holds the analysis
+//! reader's entry points; the per-line handling (`lines`), the scanning (`scan`),
+//! the record parsers (`parse`), run assembly (`runs`) and the record-level reader
+//! (`records`, `whole`) live in its submodules.
 
 mod lines;
 mod options;
