@@ -11,19 +11,22 @@ use tpscope_model::{
 
 use crate::json::plain_len;
 
-/// Declares the span's keys as they follow a value, `,"key":`, from the model's
-/// one list ([`tpscope_model::span_fields!`]); constants, so matching them costs
-/// what a literal does.
-macro_rules! span_keys {
-    ($($(#[$attr:meta])* $name:ident: $ty:ty,)*) => {
-        #[allow(non_upper_case_globals, dead_code)] // `chunks`: such lines are declined
-        mod key {
-            $(pub(super) const $name: &[u8] = concat!(",\"", stringify!($name), "\":").as_bytes();)*
+/// Declares a module of keys as they follow a value, `,"key":`, one constant per
+/// field of one of the model's lists ([`tpscope_model::span_fields!`],
+/// [`tpscope_model::attempt_fields!`]); constants, so matching them costs what a
+/// literal does.
+macro_rules! keys_after_value {
+    ([$module:ident] $($(#[$attr:meta])* $name:ident $(as $key:literal)?: $ty:ty,)*) => {
+        #[allow(non_upper_case_globals, dead_code)] // `key::chunks`: such lines are declined
+        mod $module {
+            $(pub(super) const $name: &[u8] =
+                concat!(",\"", tpscope_model::field_key!($name $(as $key)?), "\":").as_bytes();)*
         }
     };
 }
 
-tpscope_model::span_fields!(span_keys);
+tpscope_model::span_fields!(keys_after_value[key]);
+tpscope_model::attempt_fields!(keys_after_value[attempt_key]);
 
 /// A record read by the fast path.
 #[derive(Debug, PartialEq)]
@@ -180,37 +183,39 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
 /// One attempt object; returns the tokens it wasted (those of an attempt that did
 /// not end ok). Fields the analysis does not use are only validated.
 fn attempt(c: &mut Cursor<'_>, hours: &mut HourCache) -> Option<u64> {
-    c.need(b"{\"started_at\":")?;
+    // `{"started_at":`: the first key follows the brace, not a value.
+    c.need(b"{")?;
+    c.need(&attempt_key::started_at[1..])?;
     let started = c.time(hours)?;
-    if c.lit(b",\"first_byte_at\":") {
+    if c.lit(attempt_key::first_byte_at) {
         c.str()?;
     }
-    if c.lit(b",\"first_token_at\":") {
+    if c.lit(attempt_key::first_token_at) {
         c.str()?;
     }
-    c.need(b",\"ended_at\":")?;
+    c.need(attempt_key::ended_at)?;
     let ended = c.time(hours)?;
     if ended < started {
         return None;
     }
-    if c.lit(b",\"http_status\":") {
+    if c.lit(attempt_key::http_status) {
         c.number()?;
     }
-    let failed = if c.lit(b",\"cause\":") {
+    let failed = if c.lit(attempt_key::cause) {
         c.cause()?;
         true
     } else {
         false
     };
-    c.need(b",\"tokens\":")?;
+    c.need(attempt_key::tokens)?;
     let tokens = c.uint().filter(|&n| n <= MAX_PLAUSIBLE_TOKENS)?;
-    if c.lit(b",\"connection_reused\":") && !(c.lit(b"true") || c.lit(b"false")) {
+    if c.lit(attempt_key::connection_reused) && !(c.lit(b"true") || c.lit(b"false")) {
         return None;
     }
-    if c.lit(b",\"connect_s\":") {
+    if c.lit(attempt_key::connect_time) {
         c.number()?;
     }
-    if c.lit(b",\"backoff_s\":") {
+    if c.lit(attempt_key::backoff) {
         c.number()?;
     }
     c.need(b"}")?;

@@ -73,50 +73,6 @@ impl<'de> Deserialize<'de> for TokenSource {
     }
 }
 
-/// One HTTP attempt of a request. A request with retries has several; the last one
-/// decides the span's status.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Attempt {
-    /// When the attempt started (the request was handed to the connection).
-    pub started_at: Timestamp,
-    /// When the first byte of the response head arrived.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub first_byte_at: Option<Timestamp>,
-    /// When the first chunk carrying output arrived in this attempt.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub first_token_at: Option<Timestamp>,
-    /// When the attempt ended (stream closed, error seen, or timed out).
-    pub ended_at: Timestamp,
-    /// The HTTP status, when a response head arrived.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub http_status: Option<u16>,
-    /// Why the attempt failed; `None` when it ended ok.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cause: Option<Cause>,
-    /// Output tokens received in this attempt (by the span's token source).
-    #[serde(default)]
-    pub tokens: u64,
-    /// Whether the attempt ran on a pooled connection; `None` when unknown.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub connection_reused: Option<bool>,
-    /// Time spent opening a new connection (TCP, and TLS when used), when one was opened.
-    #[serde(
-        default,
-        rename = "connect_s",
-        with = "duration_secs::option",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub connect_time: Option<Duration>,
-    /// Time waited after this attempt before the next one (retry back-off).
-    #[serde(
-        default,
-        rename = "backoff_s",
-        with = "duration_secs::option",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub backoff: Option<Duration>,
-}
-
 /// Why a span that did not end ok failed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SpanError {
@@ -153,87 +109,41 @@ impl<'de> Deserialize<'de> for ChunkMark {
     }
 }
 
-/// The span record's fields in the order tpscope writes them (after `kind`), with
-/// their docs, types and serde layout: the one list that [`Span`] is declared from
-/// and that the log reader's key table and fast path take their keys from, so that a
-/// new field is one entry here (the compiler and the readers' tests then point at
-/// each place that must read it).
-///
-/// `span_fields!(callback)` expands to `callback! { $( $(#[attr])* name: Type, )* }`.
-#[macro_export]
-macro_rules! span_fields {
-    ($callback:ident) => {
-        $callback! {
-            /// The run this span belongs to.
-            run_id: String,
-            /// Unique within the run.
-            span_id: String,
-            /// The server's response id or a client-chosen request id, when known.
-            #[serde(default, skip_serializing_if = "Option::is_none")]
-            request_id: Option<String>,
-            /// How the request ended.
-            status: Status,
-            /// The request became ready to send (entered the admission queue).
-            queued_at: Timestamp,
-            /// It took an in-flight slot; `None` if it never did (e.g. cancelled in the queue).
-            #[serde(default, skip_serializing_if = "Option::is_none")]
-            admitted_at: Option<Timestamp>,
-            /// The first chunk carrying output (or reasoning) text arrived.
-            #[serde(default, skip_serializing_if = "Option::is_none")]
-            first_token_at: Option<Timestamp>,
-            /// The last chunk carrying output arrived.
-            #[serde(default, skip_serializing_if = "Option::is_none")]
-            last_token_at: Option<Timestamp>,
-            /// The request gave its slot back (or left the queue, if never admitted).
-            released_at: Timestamp,
-            /// Output tokens of the final attempt (reasoning tokens included).
-            output_tokens: u64,
-            /// Prompt tokens, when known.
-            #[serde(default, skip_serializing_if = "Option::is_none")]
-            input_tokens: Option<u64>,
-            /// Where `output_tokens` came from; `None` means "as the run record says".
-            #[serde(default, skip_serializing_if = "Option::is_none")]
-            token_source: Option<TokenSource>,
-            /// Attempts after the first.
-            #[serde(default)]
-            retry_count: u32,
-            /// The cause of each retried attempt, in order (`retry_count` entries).
-            #[serde(default, skip_serializing_if = "Vec::is_empty")]
-            retry_causes: Vec<Cause>,
-            /// One entry per HTTP attempt, in order.
-            #[serde(default, skip_serializing_if = "Vec::is_empty")]
-            attempts: Vec<Attempt>,
-            /// Why the span did not end ok (required for `error` and `cancelled`).
-            #[serde(default, skip_serializing_if = "Option::is_none")]
-            error: Option<SpanError>,
-            /// Per-chunk arrivals, when recording them was asked for.
-            #[serde(default, skip_serializing_if = "Option::is_none")]
-            chunks: Option<Vec<ChunkMark>>,
-        }
-    };
-}
-
-/// Declares [`Span`] from [`span_fields!`], with [`Span::FIELDS`].
-macro_rules! declare_span {
-    ($($(#[$attr:meta])* $name:ident: $ty:ty,)*) => {
-        /// One request's lifecycle: the same type out of `bench`, `proxy` and importers.
-        ///
-        /// Invariant (checked by [`Span::validate`]):
-        /// `queued_at ≤ admitted_at ≤ first_token_at ≤ last_token_at ≤ released_at` for the
-        /// instants present.
+/// Declares a struct from a field list of [`crate::fields`], with its `FIELDS`.
+macro_rules! declare_fields {
+    (
+        [$(#[$meta:meta])* pub struct $struct:ident]
+        $($(#[$attr:meta])* $name:ident $(as $key:literal)?: $ty:ty,)*
+    ) => {
+        $(#[$meta])*
         #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-        pub struct Span {
-            $($(#[$attr])* pub $name: $ty,)*
+        pub struct $struct {
+            $($(#[$attr])* $(#[serde(rename = $key)])? pub $name: $ty,)*
         }
 
-        impl Span {
-            /// The keys of a span record in the order tpscope writes them (after `kind`).
-            pub const FIELDS: &'static [&'static str] = &[$(stringify!($name)),*];
+        impl $struct {
+            /// The keys of its JSON object in the order tpscope writes them (a span
+            /// record has `kind` before them).
+            pub const FIELDS: &'static [&'static str] =
+                &[$($crate::field_key!($name $(as $key)?)),*];
         }
     };
 }
 
-span_fields!(declare_span);
+crate::span_fields!(declare_fields [
+    /// One request's lifecycle: the same type out of `bench`, `proxy` and importers.
+    ///
+    /// Invariant (checked by [`Span::validate`]):
+    /// `queued_at ≤ admitted_at ≤ first_token_at ≤ last_token_at ≤ released_at` for the
+    /// instants present.
+    pub struct Span
+]);
+
+crate::attempt_fields!(declare_fields [
+    /// One HTTP attempt of a request. A request with retries has several; the last one
+    /// decides the span's status.
+    pub struct Attempt
+]);
 
 /// The largest token count a single span may claim before it is called absurd.
 pub const MAX_PLAUSIBLE_TOKENS: u64 = 100_000_000;
@@ -532,6 +442,16 @@ mod tests {
         s.chunks = Some(vec![]);
         let Keys(keys) = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
         assert_eq!(keys, Span::FIELDS);
+        let a = Attempt {
+            first_byte_at: Some(t(0)),
+            first_token_at: Some(t(1)),
+            connection_reused: Some(true),
+            connect_time: Some(Duration::from_millis(1)),
+            backoff: Some(Duration::from_millis(2)),
+            ..s.attempts[0].clone()
+        };
+        let Keys(keys) = serde_json::from_str(&serde_json::to_string(&a).unwrap()).unwrap();
+        assert_eq!(keys, Attempt::FIELDS);
     }
 
     #[test]

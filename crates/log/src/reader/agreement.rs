@@ -332,8 +332,9 @@ fn fast_path_declines_what_only_the_general_path_reads() {
     }
 }
 
-/// The fast path takes its span keys from the model's one list: a span with every
-/// field but `chunks` set, as tpscope writes it, is read by the fast path alike.
+/// The fast path takes its keys from the model's lists: a span with every field
+/// but `chunks` set (and every field of its attempt), as tpscope writes it, is read
+/// by the fast path alike.
 #[test]
 fn fast_path_reads_a_span_with_every_field_in_the_model_order() {
     let t = |ms: i64| Timestamp::from_unix_nanos(1_767_225_600_000_000_000 + ms * 1_000_000);
@@ -371,7 +372,8 @@ fn fast_path_reads_a_span_with_every_field_in_the_model_order() {
         chunks: None,
     };
     let line = serde_json::to_string(&Record::Span(span)).unwrap();
-    for key in Span::FIELDS.iter().filter(|k| **k != "chunks") {
+    let keys = Span::FIELDS.iter().chain(Attempt::FIELDS);
+    for key in keys.filter(|k| **k != "chunks") {
         assert!(line.contains(&format!("\"{key}\":")), "{key} in {line}");
     }
     let f = fast(line.as_bytes());

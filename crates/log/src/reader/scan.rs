@@ -107,9 +107,10 @@ fn set<T>(slot: &mut Option<T>, v: T, name: &'static str, duplicate: &mut Option
 }
 
 /// Declares the keys a record may have, in the order tpscope writes them (the
-/// scanner predicts keys from it), and an enum to dispatch on.
+/// scanner predicts keys from it), and an enum to dispatch on (a variant is named
+/// after its model field; `as "key"` gives a key written under another name).
 macro_rules! keys {
-    ($table:ident, $enum:ident: $($key:ident),* $(,)?) => {
+    ($table:ident, $enum:ident: $($key:ident $(as $name:literal)?),* $(,)?) => {
         #[allow(non_camel_case_types)]
         #[derive(Clone, Copy)]
         enum $enum { $($key),* }
@@ -117,8 +118,8 @@ macro_rules! keys {
             const ALL: &[$enum] = &[$($enum::$key),*];
         }
         const $table: &KeyTable = &KeyTable {
-            names: &[$(stringify!($key)),*],
-            words: &[$(key_word(stringify!($key))),*],
+            names: &[$(tpscope_model::field_key!($key $(as $name)?)),*],
+            words: &[$(key_word(tpscope_model::field_key!($key $(as $name)?))),*],
         };
     };
 }
@@ -126,12 +127,12 @@ macro_rules! keys {
 /// Declares [`LINE_KEYS`] with the span's keys from the model's one list
 /// ([`tpscope_model::span_fields!`]), then those of the other records.
 macro_rules! line_keys {
-    ($($(#[$attr:meta])* $span_key:ident: $ty:ty,)*) => {
+    ([] $($(#[$attr:meta])* $span_key:ident $(as $name:literal)?: $ty:ty,)*) => {
         keys!(LINE_KEYS, Key:
             // every record
             kind,
             // span, in the order tpscope writes it (run_id first: every record has one)
-            $($span_key,)*
+            $($span_key $(as $name)?,)*
             // sample
             at, in_flight, queue_depth, cap,
             // run
@@ -144,10 +145,15 @@ macro_rules! line_keys {
 
 tpscope_model::span_fields!(line_keys);
 
-keys!(ATTEMPT_KEYS, AttemptKey:
-    started_at, first_byte_at, first_token_at, ended_at, http_status, cause, tokens,
-    connection_reused, connect_s, backoff_s,
-);
+/// Declares [`ATTEMPT_KEYS`] from the model's one list of an attempt's fields
+/// ([`tpscope_model::attempt_fields!`]).
+macro_rules! attempt_keys {
+    ([] $($(#[$attr:meta])* $field:ident $(as $name:literal)?: $ty:ty,)*) => {
+        keys!(ATTEMPT_KEYS, AttemptKey: $($field $(as $name)?),*);
+    };
+}
+
+tpscope_model::attempt_fields!(attempt_keys);
 
 /// Scans one line into a [`Line`]: every known field is read (descending into
 /// `attempts`, `retry_causes` and a span's `error`), everything else is validated
@@ -272,8 +278,8 @@ pub(super) fn scan_attempt<'a>(sc: &mut Scanner<'a>) -> JsonResult<RawAttempt<'a
             Some(AttemptKey::first_token_at) => a.first_token_at = Some(sc.raw()?),
             Some(AttemptKey::http_status) => a.http_status = Some(sc.raw()?),
             Some(AttemptKey::connection_reused) => a.connection_reused = Some(sc.raw()?),
-            Some(AttemptKey::connect_s) => a.connect_s = Some(sc.raw()?),
-            Some(AttemptKey::backoff_s) => a.backoff_s = Some(sc.raw()?),
+            Some(AttemptKey::connect_time) => a.connect_s = Some(sc.raw()?),
+            Some(AttemptKey::backoff) => a.backoff_s = Some(sc.raw()?),
             None => {
                 sc.raw()?;
             }
