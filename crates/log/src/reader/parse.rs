@@ -90,6 +90,7 @@ fn wrong_nested(field: &str, expected: &str, found: &Scalar<'_>) -> FieldProblem
 }
 
 /// Parses a scanned line of any kind: the record's run and its checked values.
+#[inline(always)] // into each reader's one call: the values are returned without a copy
 pub(super) fn parse_record<'l>(
     line: &'l Line<'_>,
     unit: Option<TimeUnit>,
@@ -114,6 +115,7 @@ pub(super) fn parse_record<'l>(
     parse_line(line, kind, unit)
 }
 
+#[inline(always)] // into each reader's one call, as before the record reader
 pub(super) fn parse_line<'l>(
     line: &'l Line<'_>,
     kind: &str,
@@ -283,8 +285,8 @@ fn parse_span<'l>(line: &'l Line<'_>, unit: Option<TimeUnit>) -> FieldResult<Par
         .transpose()?;
     let error_cause = match &line.error {
         None | Some(Nested::Scalar(Scalar::Null)) => None,
-        Some(Nested::Value(e)) => {
-            Some(cause_of("error.cause", required("error.cause", &e.cause)?)?)
+        Some(Nested::Value(cause)) => {
+            Some(cause_of("error.cause", required("error.cause", cause)?)?)
         }
         Some(Nested::Scalar(v)) => {
             return Err(wrong_nested("error", "an object {cause, message}", v));
@@ -342,7 +344,7 @@ fn parse_span<'l>(line: &'l Line<'_>, unit: Option<TimeUnit>) -> FieldResult<Par
         }
     };
     let mut wasted_tokens = 0;
-    attempts_of(line, unit, |_, a| {
+    attempts_of(line, unit, |_, _, a| {
         if a.cause.is_some() {
             wasted_tokens += a.tokens;
         }
@@ -392,13 +394,14 @@ pub(super) struct AttemptCore {
     pub(super) cause: Option<Cause>,
 }
 
-/// Checks each attempt of a span and hands it to `each` with its checked core
-/// (the analysis sums the tokens wasted; whole records build the attempt). Field
-/// names in errors, `each`'s included, become `attempts[i].field`.
+/// Checks each attempt of a span and hands it to `each` with its index and its
+/// checked core (the analysis sums the tokens wasted; whole records build the
+/// attempt). Field names in errors, `each`'s included, become `attempts[i].field`.
+#[inline]
 pub(super) fn attempts_of<'l, 'a>(
     line: &'l Line<'a>,
     unit: Option<TimeUnit>,
-    mut each: impl FnMut(&'l RawAttempt<'a>, AttemptCore) -> FieldResult<()>,
+    mut each: impl FnMut(usize, &'l RawAttempt<'a>, AttemptCore) -> FieldResult<()>,
 ) -> FieldResult<()> {
     let attempts = match &line.attempts {
         None | Some(Nested::Scalar(Scalar::Null)) => return Ok(()),
@@ -409,7 +412,7 @@ pub(super) fn attempts_of<'l, 'a>(
     };
     for (i, a) in attempts.iter().enumerate() {
         attempt_core(a, unit)
-            .and_then(|core| each(a, core))
+            .and_then(|core| each(i, a, core))
             .map_err(|mut p| {
                 // Named only on error: formatting per attempt cost 5 % of reading.
                 p.field = if p.field.is_empty() {

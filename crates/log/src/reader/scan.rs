@@ -1,5 +1,7 @@
 //! Scanning one line into its fields, loosely typed (a [`Line`]), so that the
-//! parsers can name the field whose value is wrong.
+//! parsers can name the field whose value is wrong. The analysis only validates
+//! the fields it does not use; a scan for whole records keeps their JSON text too
+//! ([`Extras`]), so that the analysis pays nothing for them.
 
 use crate::json::{JsonResult, KeyTable, Scanner, key_word};
 use crate::scalar::Scalar;
@@ -11,8 +13,6 @@ pub(super) struct Line<'a> {
     pub(super) kind: Option<Scalar<'a>>,
     pub(super) run_id: Option<Scalar<'a>>,
     pub(super) span_id: Option<Scalar<'a>>,
-    /// Kept as JSON text for whole records; the analysis only validates it.
-    pub(super) request_id: Option<&'a str>,
     pub(super) status: Option<Scalar<'a>>,
     pub(super) queued_at: Option<Scalar<'a>>,
     pub(super) admitted_at: Option<Scalar<'a>>,
@@ -26,7 +26,7 @@ pub(super) struct Line<'a> {
     pub(super) retry_causes: Option<Nested<Vec<Scalar<'a>>>>,
     pub(super) attempts: Option<Nested<Vec<RawAttempt<'a>>>>,
     /// A span's `{cause, message}` object, or an end record's count.
-    pub(super) error: Option<Nested<RawError<'a>>>,
+    pub(super) error: Option<Nested<Option<Scalar<'a>>>>,
     pub(super) chunks: Option<&'a str>,
     // sample
     pub(super) at: Option<Scalar<'a>>,
@@ -50,6 +50,47 @@ pub(super) struct Line<'a> {
     pub(super) samples: Option<Scalar<'a>>,
     /// The first known field given twice.
     pub(super) duplicate: Option<&'static str>,
+    /// What only whole records read (filled by [`scan_whole_line`]).
+    pub(super) extras: Extras<'a>,
+}
+
+/// The fields of a span that only whole records read, as JSON text.
+#[derive(Default)]
+pub(super) struct Extras<'a> {
+    pub(super) request_id: Option<&'a str>,
+    /// The `message` of a span's `error`.
+    pub(super) error_message: Option<&'a str>,
+    /// Per element of `attempts`, in order.
+    pub(super) attempts: Vec<AttemptExtras<'a>>,
+}
+
+/// The fields of an attempt that only whole records read, as JSON text.
+#[derive(Default)]
+pub(super) struct AttemptExtras<'a> {
+    pub(super) first_byte_at: Option<&'a str>,
+    pub(super) first_token_at: Option<&'a str>,
+    pub(super) http_status: Option<&'a str>,
+    pub(super) connection_reused: Option<&'a str>,
+    pub(super) connect_s: Option<&'a str>,
+    pub(super) backoff_s: Option<&'a str>,
+}
+
+impl<'a> AttemptExtras<'a> {
+    /// Where the text of `key` goes; `None` for the keys [`RawAttempt`] reads.
+    fn slot(&mut self, key: AttemptKey) -> Option<&mut Option<&'a str>> {
+        match key {
+            AttemptKey::started_at
+            | AttemptKey::ended_at
+            | AttemptKey::cause
+            | AttemptKey::tokens => None,
+            AttemptKey::first_byte_at => Some(&mut self.first_byte_at),
+            AttemptKey::first_token_at => Some(&mut self.first_token_at),
+            AttemptKey::http_status => Some(&mut self.http_status),
+            AttemptKey::connection_reused => Some(&mut self.connection_reused),
+            AttemptKey::connect_time => Some(&mut self.connect_s),
+            AttemptKey::backoff => Some(&mut self.backoff_s),
+        }
+    }
 }
 
 /// A field that holds an array or object: its content, or the scalar found instead
@@ -59,28 +100,13 @@ pub(super) enum Nested<T> {
     Scalar(Scalar<'static>),
 }
 
-/// A span's `error` object.
-#[derive(Default)]
-pub(super) struct RawError<'a> {
-    pub(super) cause: Option<Scalar<'a>>,
-    /// Kept as JSON text for whole records.
-    pub(super) message: Option<&'a str>,
-}
-
-/// One element of `attempts`. The analysis reads the first four fields; the
-/// others are kept as JSON text for whole records.
+/// One element of `attempts`: the fields the analysis reads.
 #[derive(Default)]
 pub(super) struct RawAttempt<'a> {
     pub(super) started_at: Option<Scalar<'a>>,
     pub(super) ended_at: Option<Scalar<'a>>,
     pub(super) cause: Option<Scalar<'a>>,
     pub(super) tokens: Option<Scalar<'a>>,
-    pub(super) first_byte_at: Option<&'a str>,
-    pub(super) first_token_at: Option<&'a str>,
-    pub(super) http_status: Option<&'a str>,
-    pub(super) connection_reused: Option<&'a str>,
-    pub(super) connect_s: Option<&'a str>,
-    pub(super) backoff_s: Option<&'a str>,
     /// Set when the element is not an object.
     pub(super) not_object: Option<Scalar<'static>>,
 }
@@ -155,10 +181,22 @@ macro_rules! attempt_keys {
 
 tpscope_model::attempt_fields!(attempt_keys);
 
-/// Scans one line into a [`Line`]: every known field is read (descending into
-/// `attempts`, `retry_causes` and a span's `error`), everything else is validated
-/// and skipped.
+/// Scans one line into a [`Line`]: every field the analysis reads is read
+/// (descending into `attempts`, `retry_causes` and a span's `error`), everything
+/// else is validated and skipped.
+#[inline(always)] // into the analysis reader's one call, as before the split
 pub(super) fn scan_line<'a>(text: &'a str, line: &mut Line<'a>) -> JsonResult<()> {
+    scan::<false>(text, line)
+}
+
+/// Scans one line into a [`Line`] for a whole record: as [`scan_line`], and the
+/// [`Extras`] too.
+pub(super) fn scan_whole_line<'a>(text: &'a str, line: &mut Line<'a>) -> JsonResult<()> {
+    scan::<true>(text, line)
+}
+
+#[inline(always)]
+fn scan<'a, const WHOLE: bool>(text: &'a str, line: &mut Line<'a>) -> JsonResult<()> {
     let mut sc = Scanner::new(text);
     let mut dup = None;
     sc.object_keyed(LINE_KEYS, |index, _, sc| {
@@ -181,7 +219,12 @@ pub(super) fn scan_line<'a>(text: &'a str, line: &mut Line<'a>) -> JsonResult<()
             Key::run_id => scalar!(run_id),
             Key::span_id => scalar!(span_id),
             // Not checked for duplicates: the analysis never read it.
-            Key::request_id => line.request_id = Some(sc.raw()?),
+            Key::request_id => {
+                let v = sc.raw()?;
+                if WHOLE {
+                    line.extras.request_id = Some(v);
+                }
+            }
             Key::status => scalar!(status),
             Key::queued_at => scalar!(queued_at),
             Key::admitted_at => scalar!(admitted_at),
@@ -205,8 +248,12 @@ pub(super) fn scan_line<'a>(text: &'a str, line: &mut Line<'a>) -> JsonResult<()
             Key::attempts => {
                 let v = if sc.peek() == Some(b'[') {
                     let mut list = Vec::with_capacity(2);
+                    let extras = &mut line.extras.attempts;
+                    if WHOLE {
+                        extras.clear();
+                    }
                     sc.array(|sc| {
-                        list.push(scan_attempt(sc)?);
+                        list.push(scan_attempt::<WHOLE>(sc, extras)?);
                         Ok(())
                     })?;
                     Nested::Value(list)
@@ -217,18 +264,20 @@ pub(super) fn scan_line<'a>(text: &'a str, line: &mut Line<'a>) -> JsonResult<()
             }
             Key::error => {
                 let v = if sc.peek() == Some(b'{') {
-                    let mut error = RawError::default();
+                    let mut cause = None;
+                    let message = &mut line.extras.error_message;
                     sc.object(|key, sc| {
-                        match key.as_ref() {
-                            "cause" => error.cause = Some(sc.scalar()?),
-                            "message" => error.message = Some(sc.raw()?),
-                            _ => {
-                                sc.raw()?;
+                        if key == "cause" {
+                            cause = Some(sc.scalar()?);
+                        } else {
+                            let v = sc.raw()?;
+                            if WHOLE && key == "message" {
+                                *message = Some(v);
                             }
                         }
                         Ok(())
                     })?;
-                    Nested::Value(error)
+                    Nested::Value(cause)
                 } else {
                     Nested::Scalar(detach(sc.scalar()?))
                 };
@@ -260,31 +309,39 @@ pub(super) fn scan_line<'a>(text: &'a str, line: &mut Line<'a>) -> JsonResult<()
     Ok(())
 }
 
-/// Scans one element of `attempts`: its fields, or what was found instead of an
-/// object.
-pub(super) fn scan_attempt<'a>(sc: &mut Scanner<'a>) -> JsonResult<RawAttempt<'a>> {
+/// Scans one element of `attempts`: the fields the analysis reads, or what was
+/// found instead of an object; for whole records, its [`AttemptExtras`] too (one
+/// per element, to stay aligned).
+fn scan_attempt<'a, const WHOLE: bool>(
+    sc: &mut Scanner<'a>,
+    extras: &mut Vec<AttemptExtras<'a>>,
+) -> JsonResult<RawAttempt<'a>> {
     let mut a = RawAttempt::default();
+    let mut more = AttemptExtras::default();
     if sc.peek() != Some(b'{') {
         a.not_object = Some(detach(sc.scalar()?));
-        return Ok(a);
-    }
-    sc.object_keyed(ATTEMPT_KEYS, |index, _, sc| {
-        match index.map(|i| AttemptKey::ALL[i]) {
-            Some(AttemptKey::started_at) => a.started_at = Some(sc.scalar()?),
-            Some(AttemptKey::ended_at) => a.ended_at = Some(sc.scalar()?),
-            Some(AttemptKey::cause) => a.cause = Some(sc.scalar()?),
-            Some(AttemptKey::tokens) => a.tokens = Some(sc.scalar()?),
-            Some(AttemptKey::first_byte_at) => a.first_byte_at = Some(sc.raw()?),
-            Some(AttemptKey::first_token_at) => a.first_token_at = Some(sc.raw()?),
-            Some(AttemptKey::http_status) => a.http_status = Some(sc.raw()?),
-            Some(AttemptKey::connection_reused) => a.connection_reused = Some(sc.raw()?),
-            Some(AttemptKey::connect_time) => a.connect_s = Some(sc.raw()?),
-            Some(AttemptKey::backoff) => a.backoff_s = Some(sc.raw()?),
-            None => {
-                sc.raw()?;
+    } else {
+        sc.object_keyed(ATTEMPT_KEYS, |index, _, sc| {
+            match index.map(|i| AttemptKey::ALL[i]) {
+                Some(AttemptKey::started_at) => a.started_at = Some(sc.scalar()?),
+                Some(AttemptKey::ended_at) => a.ended_at = Some(sc.scalar()?),
+                Some(AttemptKey::cause) => a.cause = Some(sc.scalar()?),
+                Some(AttemptKey::tokens) => a.tokens = Some(sc.scalar()?),
+                Some(key) if WHOLE => {
+                    let v = sc.raw()?;
+                    if let Some(slot) = more.slot(key) {
+                        *slot = Some(v);
+                    }
+                }
+                _ => {
+                    sc.raw()?;
+                }
             }
-        }
-        Ok(())
-    })?;
+            Ok(())
+        })?;
+    }
+    if WHOLE {
+        extras.push(more);
+    }
     Ok(a)
 }

@@ -10,7 +10,7 @@ use tpscope_model::{Attempt, Record, SampleRecord, Span, SpanError, TokenSource}
 use super::lines::Failure;
 use super::parse::{AttemptCore, Parsed, attempts_of, opt_secs, opt_time, parse_record, req_time};
 use super::runs::{RunData, Runs, duplicate_run};
-use super::scan::{Line, Nested, RawAttempt, scan_line};
+use super::scan::{AttemptExtras, Line, RawAttempt, scan_whole_line};
 use crate::json::Scanner;
 use crate::scalar::*;
 
@@ -45,7 +45,7 @@ pub(super) fn record_of(
     runs: &mut Runs<Seen>,
 ) -> Result<Record, Failure> {
     let mut line = Line::default();
-    scan_line(text, &mut line).map_err(Failure::syntax)?;
+    scan_whole_line(text, &mut line).map_err(Failure::syntax)?;
     let (run_id, parsed) = parse_record(&line, unit)?;
     Ok(match parsed {
         Parsed::Span {
@@ -96,18 +96,21 @@ fn span_of(
             .map(|v| as_str(field, v).map(str::to_string))
             .transpose()
     };
-    let request_id = opt_string("request_id", line.request_id)?;
+    let extras = &line.extras;
+    let request_id = opt_string("request_id", extras.request_id)?;
     let mut attempts = Vec::new();
-    attempts_of(line, unit, |raw, core| {
-        attempts.push(attempt_of(raw, core, unit)?);
+    let none = AttemptExtras::default();
+    attempts_of(line, unit, |i, raw, core| {
+        let more = extras.attempts.get(i).unwrap_or(&none);
+        attempts.push(attempt_of(raw, more, core, unit)?);
         Ok(())
     })?;
-    let error = match (facts.error_cause, &line.error) {
-        (Some(cause), Some(Nested::Value(e))) => Some(SpanError {
+    let error = match facts.error_cause {
+        Some(cause) => Some(SpanError {
             cause,
-            message: opt_string("error.message", e.message)?.unwrap_or_default(),
+            message: opt_string("error.message", extras.error_message)?.unwrap_or_default(),
         }),
-        _ => None,
+        None => None,
     };
     Ok(Span {
         run_id: run_id.to_string(),
@@ -134,21 +137,22 @@ fn span_of(
 /// are relative to the attempt.
 fn attempt_of(
     a: &RawAttempt<'_>,
+    more: &AttemptExtras<'_>,
     core: AttemptCore,
     unit: Option<TimeUnit>,
 ) -> FieldResult<Attempt> {
-    let http_status = scalar_of("http_status", a.http_status)?;
-    let connection_reused = scalar_of("connection_reused", a.connection_reused)?;
+    let http_status = scalar_of("http_status", more.http_status)?;
+    let connection_reused = scalar_of("connection_reused", more.connection_reused)?;
     Ok(Attempt {
         started_at: req_time("started_at", &a.started_at, unit)?,
         first_byte_at: opt_time(
             "first_byte_at",
-            &scalar_of("first_byte_at", a.first_byte_at)?,
+            &scalar_of("first_byte_at", more.first_byte_at)?,
             unit,
         )?,
         first_token_at: opt_time(
             "first_token_at",
-            &scalar_of("first_token_at", a.first_token_at)?,
+            &scalar_of("first_token_at", more.first_token_at)?,
             unit,
         )?,
         ended_at: req_time("ended_at", &a.ended_at, unit)?,
@@ -160,8 +164,8 @@ fn attempt_of(
         connection_reused: present(&connection_reused)
             .map(|v| as_bool("connection_reused", v))
             .transpose()?,
-        connect_time: opt_secs("connect_s", &scalar_of("connect_s", a.connect_s)?)?,
-        backoff: opt_secs("backoff_s", &scalar_of("backoff_s", a.backoff_s)?)?,
+        connect_time: opt_secs("connect_s", &scalar_of("connect_s", more.connect_s)?)?,
+        backoff: opt_secs("backoff_s", &scalar_of("backoff_s", more.backoff_s)?)?,
     })
 }
 
