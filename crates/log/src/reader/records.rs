@@ -49,6 +49,7 @@ pub struct RecordReader<R> {
     current: Option<Current<R>>,
     /// Files still to open (for [`RecordReader::open`]).
     paths: VecDeque<PathBuf>,
+    /// How a file of `paths` is opened.
     open: fn(&Path) -> std::io::Result<R>,
     line: Vec<u8>,
     runs: Runs<Seen>,
@@ -84,6 +85,7 @@ impl<R: BufRead> RecordReader<R> {
             r,
             file: FileState::default(),
         };
+        // No paths follow, so nothing is ever opened.
         RecordReader::with_source(Some(current), opts, |_| {
             Err(std::io::Error::other("no file to open"))
         })
