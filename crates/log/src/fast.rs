@@ -11,6 +11,23 @@ use tpscope_model::{
 
 use crate::json::plain_len;
 
+/// Declares a module of keys as they follow a value, `,"key":`, one constant per
+/// field of one of the model's lists ([`tpscope_model::span_fields!`],
+/// [`tpscope_model::attempt_fields!`]); constants, so matching them costs what a
+/// literal does.
+macro_rules! keys_after_value {
+    ([$module:ident] $($(#[$attr:meta])* $name:ident $(as $key:literal)?: $ty:ty,)*) => {
+        #[allow(non_upper_case_globals, dead_code)] // `key::chunks`: such lines are declined
+        mod $module {
+            $(pub(super) const $name: &[u8] =
+                concat!(",\"", tpscope_model::field_key!($name $(as $key)?), "\":").as_bytes();)*
+        }
+    };
+}
+
+tpscope_model::span_fields!(keys_after_value[key]);
+tpscope_model::attempt_fields!(keys_after_value[attempt_key]);
+
 /// A record read by the fast path.
 #[derive(Debug, PartialEq)]
 pub(crate) enum FastRecord<'a> {
@@ -37,7 +54,7 @@ pub(crate) fn fast_record<'a>(line: &'a [u8], hours: &mut HourCache) -> Option<F
         b: line,
         pos: 0,
     };
-    let record = if c.lit(b"{\"kind\":\"span\",\"run_id\":") {
+    let record = if c.lit(b"{\"kind\":\"span\"") && c.lit(key::run_id) {
         span(&mut c, hours)?
     } else if c.lit(b"{\"kind\":\"sample\",\"run_id\":") {
         sample(&mut c, hours)?
@@ -73,41 +90,41 @@ fn sample<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a
 
 fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>> {
     let run_id = c.nonempty_str()?;
-    c.need(b",\"span_id\":")?;
+    c.need(key::span_id)?;
     let span_id = c.nonempty_str()?;
-    if c.lit(b",\"request_id\":") {
+    if c.lit(key::request_id) {
         c.str()?;
     }
-    c.need(b",\"status\":")?;
+    c.need(key::status)?;
     let status = match c.str()? {
         "ok" => Status::Ok,
         "error" => Status::Error,
         "cancelled" => Status::Cancelled,
         _ => return None,
     };
-    c.need(b",\"queued_at\":")?;
+    c.need(key::queued_at)?;
     let queued_at = c.time(hours)?;
-    let admitted_at = c.opt_time(b",\"admitted_at\":", hours)?;
-    let first_token_at = c.opt_time(b",\"first_token_at\":", hours)?;
-    let last_token_at = c.opt_time(b",\"last_token_at\":", hours)?;
-    c.need(b",\"released_at\":")?;
+    let admitted_at = c.opt_time(key::admitted_at, hours)?;
+    let first_token_at = c.opt_time(key::first_token_at, hours)?;
+    let last_token_at = c.opt_time(key::last_token_at, hours)?;
+    c.need(key::released_at)?;
     let released_at = c.time(hours)?;
-    c.need(b",\"output_tokens\":")?;
+    c.need(key::output_tokens)?;
     let output_tokens = c.uint()?;
-    let input_tokens = if c.lit(b",\"input_tokens\":") {
+    let input_tokens = if c.lit(key::input_tokens) {
         Some(c.uint().filter(|&n| n <= MAX_PLAUSIBLE_TOKENS)?)
     } else {
         None
     };
-    let source = if c.lit(b",\"token_source\":") {
+    let source = if c.lit(key::token_source) {
         Some(c.str()?.parse::<TokenSource>().ok()?)
     } else {
         None
     };
-    c.need(b",\"retry_count\":")?;
+    c.need(key::retry_count)?;
     let retry_count = c.u32()?;
     let mut retry_causes = Vec::new();
-    if c.lit(b",\"retry_causes\":[") {
+    if c.lit(key::retry_causes) && c.lit(b"[") {
         loop {
             retry_causes.push(c.cause()?);
             if !c.lit(b",") {
@@ -120,7 +137,7 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
         }
     }
     let mut wasted_tokens = 0;
-    if c.lit(b",\"attempts\":[") {
+    if c.lit(key::attempts) && c.lit(b"[") {
         loop {
             wasted_tokens += attempt(c, hours)?;
             if !c.lit(b",") {
@@ -129,7 +146,7 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
         }
         c.need(b"]")?;
     }
-    let error_cause = if c.lit(b",\"error\":{\"cause\":") {
+    let error_cause = if c.lit(key::error) && c.lit(b"{\"cause\":") {
         let cause = c.cause()?;
         if c.lit(b",\"message\":") {
             c.str()?;
@@ -166,37 +183,39 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
 /// One attempt object; returns the tokens it wasted (those of an attempt that did
 /// not end ok). Fields the analysis does not use are only validated.
 fn attempt(c: &mut Cursor<'_>, hours: &mut HourCache) -> Option<u64> {
-    c.need(b"{\"started_at\":")?;
+    // `{"started_at":`: the first key follows the brace, not a value.
+    c.need(b"{")?;
+    c.need(&attempt_key::started_at[1..])?;
     let started = c.time(hours)?;
-    if c.lit(b",\"first_byte_at\":") {
+    if c.lit(attempt_key::first_byte_at) {
         c.str()?;
     }
-    if c.lit(b",\"first_token_at\":") {
+    if c.lit(attempt_key::first_token_at) {
         c.str()?;
     }
-    c.need(b",\"ended_at\":")?;
+    c.need(attempt_key::ended_at)?;
     let ended = c.time(hours)?;
     if ended < started {
         return None;
     }
-    if c.lit(b",\"http_status\":") {
+    if c.lit(attempt_key::http_status) {
         c.number()?;
     }
-    let failed = if c.lit(b",\"cause\":") {
+    let failed = if c.lit(attempt_key::cause) {
         c.cause()?;
         true
     } else {
         false
     };
-    c.need(b",\"tokens\":")?;
+    c.need(attempt_key::tokens)?;
     let tokens = c.uint().filter(|&n| n <= MAX_PLAUSIBLE_TOKENS)?;
-    if c.lit(b",\"connection_reused\":") && !(c.lit(b"true") || c.lit(b"false")) {
+    if c.lit(attempt_key::connection_reused) && !(c.lit(b"true") || c.lit(b"false")) {
         return None;
     }
-    if c.lit(b",\"connect_s\":") {
+    if c.lit(attempt_key::connect_time) {
         c.number()?;
     }
-    if c.lit(b",\"backoff_s\":") {
+    if c.lit(attempt_key::backoff) {
         c.number()?;
     }
     c.need(b"}")?;

@@ -1,6 +1,8 @@
 //! Span logs on disk (format `tpscope.spans/1`, DESIGN.md §8): a streaming reader
 //! that turns JSON Lines into per-run analysis inputs with errors naming the file,
-//! line and field, and a writer.
+//! line and field ([`Reader`], [`read_paths`]); a record-level reader that gives
+//! whole records with their line ([`RecordReader`]), checked the same way; and a
+//! writer ([`LogWriter`]).
 
 mod fast;
 mod json;
@@ -8,6 +10,8 @@ pub mod reader;
 pub mod scalar;
 pub mod writer;
 
-pub use reader::{LoadedRun, LogError, LogSet, ReadOptions, Reader, read_paths};
+pub use reader::{
+    LineRecord, LoadedRun, LogError, LogSet, ReadOptions, Reader, RecordReader, read_paths,
+};
 pub use scalar::TimeUnit;
 pub use writer::LogWriter;

@@ -200,14 +200,33 @@ pub(crate) fn as_u64(field: &str, v: &Scalar<'_>) -> FieldResult<u64> {
 }
 
 pub(crate) fn as_u32(field: &str, v: &Scalar<'_>) -> FieldResult<u32> {
-    let n = as_u64(field, v)?;
-    u32::try_from(n).map_err(|_| {
+    narrow(field, as_u64(field, v)?, u32::MAX)
+}
+
+pub(crate) fn as_u16(field: &str, v: &Scalar<'_>) -> FieldResult<u16> {
+    narrow(field, as_u64(field, v)?, u16::MAX)
+}
+
+/// `n` as a narrower type whose largest value is `max`.
+fn narrow<T: TryFrom<u64> + fmt::Display>(field: &str, n: u64, max: T) -> FieldResult<T> {
+    T::try_from(n).map_err(|_| {
         problem(
             field,
             "implausible",
-            format!("{n} is too large (at most {})", u32::MAX),
+            format!("{n} is too large (at most {max})"),
         )
     })
+}
+
+pub(crate) fn as_bool(field: &str, v: &Scalar<'_>) -> FieldResult<bool> {
+    match v {
+        Scalar::Bool(b) => Ok(*b),
+        other => Err(problem(
+            field,
+            "wrong_type",
+            format!("expected true or false, found {}", other.describe()),
+        )),
+    }
 }
 
 pub(crate) fn as_f64(field: &str, v: &Scalar<'_>) -> FieldResult<f64> {

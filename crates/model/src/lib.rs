@@ -3,6 +3,7 @@
 //! Pure: no I/O, no async.
 
 pub mod cause;
+mod fields;
 pub mod occupancy;
 pub mod record;
 pub mod span;

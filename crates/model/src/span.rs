@@ -73,50 +73,6 @@ impl<'de> Deserialize<'de> for TokenSource {
     }
 }
 
-/// One HTTP attempt of a request. A request with retries has several; the last one
-/// decides the span's status.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Attempt {
-    /// When the attempt started (the request was handed to the connection).
-    pub started_at: Timestamp,
-    /// When the first byte of the response head arrived.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub first_byte_at: Option<Timestamp>,
-    /// When the first chunk carrying output arrived in this attempt.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub first_token_at: Option<Timestamp>,
-    /// When the attempt ended (stream closed, error seen, or timed out).
-    pub ended_at: Timestamp,
-    /// The HTTP status, when a response head arrived.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub http_status: Option<u16>,
-    /// Why the attempt failed; `None` when it ended ok.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cause: Option<Cause>,
-    /// Output tokens received in this attempt (by the span's token source).
-    #[serde(default)]
-    pub tokens: u64,
-    /// Whether the attempt ran on a pooled connection; `None` when unknown.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub connection_reused: Option<bool>,
-    /// Time spent opening a new connection (TCP, and TLS when used), when one was opened.
-    #[serde(
-        default,
-        rename = "connect_s",
-        with = "duration_secs::option",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub connect_time: Option<Duration>,
-    /// Time waited after this attempt before the next one (retry back-off).
-    #[serde(
-        default,
-        rename = "backoff_s",
-        with = "duration_secs::option",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub backoff: Option<Duration>,
-}
-
 /// Why a span that did not end ok failed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SpanError {
@@ -153,59 +109,41 @@ impl<'de> Deserialize<'de> for ChunkMark {
     }
 }
 
-/// One request's lifecycle: the same type out of `bench`, `proxy` and importers.
-///
-/// Invariant (checked by [`Span::validate`]):
-/// `queued_at ≤ admitted_at ≤ first_token_at ≤ last_token_at ≤ released_at` for the
-/// instants present.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Span {
-    /// The run this span belongs to.
-    pub run_id: String,
-    /// Unique within the run.
-    pub span_id: String,
-    /// The server's response id or a client-chosen request id, when known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub request_id: Option<String>,
-    /// How the request ended.
-    pub status: Status,
-    /// The request became ready to send (entered the admission queue).
-    pub queued_at: Timestamp,
-    /// It took an in-flight slot; `None` if it never did (e.g. cancelled in the queue).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub admitted_at: Option<Timestamp>,
-    /// The first chunk carrying output (or reasoning) text arrived.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub first_token_at: Option<Timestamp>,
-    /// The last chunk carrying output arrived.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_token_at: Option<Timestamp>,
-    /// The request gave its slot back (or left the queue, if never admitted).
-    pub released_at: Timestamp,
-    /// Output tokens of the final attempt (reasoning tokens included).
-    pub output_tokens: u64,
-    /// Prompt tokens, when known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub input_tokens: Option<u64>,
-    /// Where `output_tokens` came from; `None` means "as the run record says".
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub token_source: Option<TokenSource>,
-    /// Attempts after the first.
-    #[serde(default)]
-    pub retry_count: u32,
-    /// The cause of each retried attempt, in order (`retry_count` entries).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub retry_causes: Vec<Cause>,
-    /// One entry per HTTP attempt, in order.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub attempts: Vec<Attempt>,
-    /// Why the span did not end ok (required for `error` and `cancelled`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<SpanError>,
-    /// Per-chunk arrivals, when recording them was asked for.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub chunks: Option<Vec<ChunkMark>>,
+/// Declares a struct from a field list of [`crate::fields`], with its `FIELDS`.
+macro_rules! declare_fields {
+    (
+        [$(#[$meta:meta])* pub struct $struct:ident]
+        $($(#[$attr:meta])* $name:ident $(as $key:literal)?: $ty:ty,)*
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+        pub struct $struct {
+            $($(#[$attr])* $(#[serde(rename = $key)])? pub $name: $ty,)*
+        }
+
+        impl $struct {
+            /// The keys of its JSON object in the order tpscope writes them (a span
+            /// record has `kind` before them).
+            pub const FIELDS: &'static [&'static str] =
+                &[$($crate::field_key!($name $(as $key)?)),*];
+        }
+    };
 }
+
+crate::span_fields!(declare_fields [
+    /// One request's lifecycle: the same type out of `bench`, `proxy` and importers.
+    ///
+    /// Invariant (checked by [`Span::validate`]):
+    /// `queued_at ≤ admitted_at ≤ first_token_at ≤ last_token_at ≤ released_at` for the
+    /// instants present.
+    pub struct Span
+]);
+
+crate::attempt_fields!(declare_fields [
+    /// One HTTP attempt of a request. A request with retries has several; the last one
+    /// decides the span's status.
+    pub struct Attempt
+]);
 
 /// The largest token count a single span may claim before it is called absurd.
 pub const MAX_PLAUSIBLE_TOKENS: u64 = 100_000_000;
@@ -450,6 +388,70 @@ mod tests {
         let json = serde_json::to_string(&s).unwrap();
         let back: Span = serde_json::from_str(&json).unwrap();
         assert_eq!(back, s);
+    }
+
+    /// The keys of a JSON object, in the order written.
+    struct Keys(Vec<String>);
+
+    impl<'de> Deserialize<'de> for Keys {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> serde::de::Visitor<'de> for V {
+                type Value = Keys;
+                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    f.write_str("an object")
+                }
+                fn visit_map<A: serde::de::MapAccess<'de>>(
+                    self,
+                    mut m: A,
+                ) -> Result<Keys, A::Error> {
+                    let mut keys = Vec::new();
+                    while let Some(k) = m.next_key::<String>()? {
+                        m.next_value::<serde::de::IgnoredAny>()?;
+                        keys.push(k);
+                    }
+                    Ok(Keys(keys))
+                }
+            }
+            d.deserialize_map(V)
+        }
+    }
+
+    #[test]
+    fn fields_are_the_keys_serde_writes_in_order() {
+        let mut s = ok_span();
+        s.request_id = Some("req".into());
+        s.retry_count = 1;
+        s.retry_causes = vec![Cause::Http429];
+        s.attempts = vec![Attempt {
+            started_at: t(0),
+            first_byte_at: None,
+            first_token_at: None,
+            ended_at: t(1),
+            http_status: Some(429),
+            cause: Some(Cause::Http429),
+            tokens: 0,
+            connection_reused: None,
+            connect_time: None,
+            backoff: None,
+        }];
+        s.error = Some(SpanError {
+            cause: Cause::Disconnect,
+            message: String::new(),
+        });
+        s.chunks = Some(vec![]);
+        let Keys(keys) = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+        assert_eq!(keys, Span::FIELDS);
+        let a = Attempt {
+            first_byte_at: Some(t(0)),
+            first_token_at: Some(t(1)),
+            connection_reused: Some(true),
+            connect_time: Some(Duration::from_millis(1)),
+            backoff: Some(Duration::from_millis(2)),
+            ..s.attempts[0].clone()
+        };
+        let Keys(keys) = serde_json::from_str(&serde_json::to_string(&a).unwrap()).unwrap();
+        assert_eq!(keys, Attempt::FIELDS);
     }
 
     #[test]

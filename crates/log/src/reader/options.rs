@@ -1,0 +1,95 @@
+//! The reader's options, its error type and what it returns: runs of analysis
+//! inputs with counts of records, skipped records and warnings.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use tpscope_analysis::RunInput;
+
+use super::lines::Tally;
+use crate::scalar::TimeUnit;
+
+/// How to read span logs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// The unit of timestamps written as numbers (`None`: numbers are rejected).
+    pub time_unit: Option<TimeUnit>,
+    /// Skip invalid records (counted by reason) instead of failing on the first.
+    pub skip_invalid: bool,
+    /// Keep span ids (for per-span output such as CSV).
+    pub keep_span_ids: bool,
+}
+
+/// An error reading span logs.
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    /// The file could not be opened or read.
+    #[error("{file}: {source}")]
+    Io {
+        /// The file.
+        file: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file holds no records.
+    #[error("{file}: the file is empty (expected a span log: JSON Lines, one record per line)")]
+    Empty {
+        /// The file.
+        file: PathBuf,
+    },
+    /// The file is not text.
+    #[error("{file}:{line}: {what} — this does not look like a span log (JSON Lines text)")]
+    Binary {
+        /// The file.
+        file: PathBuf,
+        /// The line where it showed.
+        line: u64,
+        /// What was found.
+        what: &'static str,
+    },
+    /// A record is invalid.
+    #[error("{file}:{line}: {}{problem}", field.as_ref().map(|f| format!("field `{f}`: ")).unwrap_or_default())]
+    Record {
+        /// The file.
+        file: PathBuf,
+        /// 1-based line number.
+        line: u64,
+        /// The offending field, when one is to blame.
+        field: Option<String>,
+        /// What was wrong and what was expected.
+        problem: String,
+    },
+}
+
+/// One run as read: its analysis input and, when asked, its span ids.
+#[derive(Debug, Clone, Default)]
+pub struct LoadedRun {
+    /// Everything the analysis needs.
+    pub input: RunInput,
+    /// Span ids in span order (empty unless [`ReadOptions::keep_span_ids`]).
+    pub span_ids: Vec<Box<str>>,
+}
+
+/// Everything read from one or more span logs.
+#[derive(Debug, Clone, Default)]
+pub struct LogSet {
+    /// Runs in order of first appearance (grouped by `run_id` across files).
+    pub runs: Vec<LoadedRun>,
+    /// Records read (excluding skipped ones and blank lines).
+    pub records: u64,
+    /// Skipped records by reason (only with `skip_invalid`).
+    pub skipped: BTreeMap<String, u64>,
+    /// Warnings: cut-off last lines, runs without `run` or `end` records.
+    pub warnings: Vec<String>,
+}
+
+impl LogSet {
+    /// Its counts, for the per-line handling.
+    pub(super) fn tally(&mut self) -> Tally<'_> {
+        Tally {
+            records: &mut self.records,
+            skipped: &mut self.skipped,
+            warnings: &mut self.warnings,
+        }
+    }
+}

@@ -1,0 +1,462 @@
+//! The general readers of the `run`, `span`, `sample` and `end` records: from a
+//! scanned [`Line`] to checked values, with errors naming the field.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Deserialize;
+use tpscope_analysis::{SampleFacts, SpanFacts};
+use tpscope_model::{
+    Cause, EndRecord, Lifecycle, RunRecord, Status, Target, Timestamp, TokenSource, check_lifecycle,
+};
+
+use super::scan::{Line, Nested, RawAttempt};
+use crate::scalar::*;
+
+/// A parsed record, ready to be filed under its run.
+pub(super) enum Parsed<'a> {
+    Run(RunRecord),
+    Span {
+        facts: SpanFacts,
+        source: Option<TokenSource>,
+        span_id: Cow<'a, str>,
+    },
+    Sample(SampleFacts),
+    End(EndRecord),
+}
+
+fn parse_json<'a, T: Deserialize<'a>>(field: &str, raw: &'a str, expected: &str) -> FieldResult<T> {
+    serde_json::from_str(raw)
+        .map_err(|e| problem(field, "wrong_type", format!("expected {expected} ({e})")))
+}
+
+fn cause_of(field: &str, v: &Scalar<'_>) -> FieldResult<Cause> {
+    as_str(field, v)?
+        .parse::<Cause>()
+        .map_err(|e| problem(field, "unknown_value", e.to_string()))
+}
+
+pub(super) fn opt_time(
+    field: &str,
+    v: &Option<Scalar<'_>>,
+    unit: Option<TimeUnit>,
+) -> FieldResult<Option<Timestamp>> {
+    present(v).map(|s| as_time(field, s, unit)).transpose()
+}
+
+pub(super) fn req_time(
+    field: &str,
+    v: &Option<Scalar<'_>>,
+    unit: Option<TimeUnit>,
+) -> FieldResult<Timestamp> {
+    as_time(field, required(field, v)?, unit)
+}
+
+/// A duration in seconds, when present.
+pub(super) fn opt_secs(field: &str, v: &Option<Scalar<'_>>) -> FieldResult<Option<Duration>> {
+    let Some(v) = present(v) else {
+        return Ok(None);
+    };
+    let s = as_f64(field, v)?;
+    Duration::try_from_secs_f64(s).map(Some).map_err(|_| {
+        problem(
+            field,
+            "implausible",
+            format!("{s} is not a non-negative number of seconds"),
+        )
+    })
+}
+
+fn plausible(field: &str, t: Timestamp) -> FieldResult<Timestamp> {
+    if t.is_plausible() {
+        Ok(t)
+    } else {
+        Err(problem(
+            field,
+            "implausible",
+            format!("{t} is outside 2000..2200 (a number in the wrong --time-unit?)"),
+        ))
+    }
+}
+
+/// What a field holding `expected` was found to hold instead.
+fn wrong_nested(field: &str, expected: &str, found: &Scalar<'_>) -> FieldProblem {
+    problem(
+        field,
+        "wrong_type",
+        format!("expected {expected}, found {}", found.describe()),
+    )
+}
+
+/// Parses a scanned line of any kind: the record's run and its checked values.
+#[inline(always)] // into each reader's one call: the values are returned without a copy
+pub(super) fn parse_record<'l>(
+    line: &'l Line<'_>,
+    unit: Option<TimeUnit>,
+) -> FieldResult<(&'l str, Parsed<'l>)> {
+    let kind = match line.kind.as_ref() {
+        Some(Scalar::Str(k)) => k.as_ref(),
+        Some(other) => {
+            return Err(problem(
+                "kind",
+                "wrong_type",
+                format!("expected a string, found {}", other.describe()),
+            ));
+        }
+        None => {
+            return Err(problem(
+                "kind",
+                "missing_field",
+                "missing (expected run, span, sample or end)",
+            ));
+        }
+    };
+    parse_line(line, kind, unit)
+}
+
+#[inline(always)] // into each reader's one call, as before the record reader
+pub(super) fn parse_line<'l>(
+    line: &'l Line<'_>,
+    kind: &str,
+    unit: Option<TimeUnit>,
+) -> FieldResult<(&'l str, Parsed<'l>)> {
+    if let Some(field) = line.duplicate {
+        return Err(problem(
+            field,
+            "duplicate_field",
+            "the field appears twice in the record",
+        ));
+    }
+    let run_id = as_str("run_id", required("run_id", &line.run_id)?)?;
+    if run_id.is_empty() {
+        return Err(problem("run_id", "missing_field", "empty"));
+    }
+    let parsed = match kind {
+        "span" => parse_span(line, unit)?,
+        "sample" => Parsed::Sample(SampleFacts {
+            at: plausible("at", req_time("at", &line.at, unit)?)?,
+            in_flight: as_u32("in_flight", required("in_flight", &line.in_flight)?)?,
+            queue_depth: as_u32("queue_depth", required("queue_depth", &line.queue_depth)?)?,
+            cap: present(&line.cap).map(|v| as_u32("cap", v)).transpose()?,
+        }),
+        "run" => parse_run(line, run_id, unit)?,
+        "end" => {
+            let count = |field: &str, v: &Option<Scalar<'_>>| {
+                present(v).map(|s| as_u64(field, s)).transpose()
+            };
+            let error = match &line.error {
+                None | Some(Nested::Scalar(Scalar::Null)) => 0,
+                Some(Nested::Scalar(v)) => as_u64("error", v)?,
+                Some(Nested::Value(_)) => {
+                    return Err(wrong_nested(
+                        "error",
+                        "a count of error spans",
+                        &Scalar::Other("an object"),
+                    ));
+                }
+            };
+            Parsed::End(EndRecord {
+                run_id: run_id.to_string(),
+                ended_at: plausible("ended_at", req_time("ended_at", &line.ended_at, unit)?)?,
+                spans: as_u64("spans", required("spans", &line.spans)?)?,
+                ok: count("ok", &line.ok)?.unwrap_or(0),
+                error,
+                cancelled: count("cancelled", &line.cancelled)?.unwrap_or(0),
+                samples: count("samples", &line.samples)?.unwrap_or(0),
+            })
+        }
+        other => {
+            return Err(problem(
+                "kind",
+                "unknown_kind",
+                format!("unknown record kind `{other}` (expected run, span, sample or end)"),
+            ));
+        }
+    };
+    Ok((run_id, parsed))
+}
+
+fn parse_run(
+    line: &Line<'_>,
+    run_id: &str,
+    unit: Option<TimeUnit>,
+) -> FieldResult<Parsed<'static>> {
+    let schema = as_str("schema", required("schema", &line.schema)?)?;
+    if !schema.starts_with("tpscope.spans/") {
+        return Err(problem(
+            "schema",
+            "unknown_value",
+            format!("`{schema}` is not a tpscope span log schema"),
+        ));
+    }
+    if schema != tpscope_model::SCHEMA {
+        return Err(problem(
+            "schema",
+            "unknown_value",
+            format!(
+                "`{schema}` is newer than this tpscope reads ({})",
+                tpscope_model::SCHEMA
+            ),
+        ));
+    }
+    let opt_str = |field: &str, v: &Option<Scalar<'_>>| -> FieldResult<Option<String>> {
+        present(v)
+            .map(|s| as_str(field, s).map(str::to_string))
+            .transpose()
+    };
+    let sample_interval = opt_secs("sample_interval_s", &line.sample_interval_s)?;
+    Ok(Parsed::Run(RunRecord {
+        run_id: run_id.to_string(),
+        schema: schema.to_string(),
+        tool: opt_str("tool", &line.tool)?.unwrap_or_default(),
+        started_at: plausible(
+            "started_at",
+            req_time("started_at", &line.started_at, unit)?,
+        )?,
+        target: match line.target {
+            Some(raw) => {
+                parse_json::<Option<Target>>("target", raw, "an object {url, model, api}")?
+                    .unwrap_or_default()
+            }
+            None => Target::default(),
+        },
+        cap: present(&line.cap).map(|v| as_u32("cap", v)).transpose()?,
+        token_source: present(&line.token_source)
+            .map(|v| {
+                as_str("token_source", v)?
+                    .parse::<TokenSource>()
+                    .map_err(|e| problem("token_source", "unknown_value", e.to_string()))
+            })
+            .transpose()?,
+        tokenizer: opt_str("tokenizer", &line.tokenizer)?,
+        sample_interval,
+        load: match line.load {
+            Some(raw) => parse_json("load", raw, "a JSON value")?,
+            None => serde_json::Value::Null,
+        },
+        labels: match line.labels {
+            Some(raw) => parse_json::<Option<BTreeMap<String, String>>>(
+                "labels",
+                raw,
+                "an object of strings",
+            )?
+            .unwrap_or_default(),
+            None => BTreeMap::new(),
+        },
+    }))
+}
+
+fn parse_span<'l>(line: &'l Line<'_>, unit: Option<TimeUnit>) -> FieldResult<Parsed<'l>> {
+    let span_id: Cow<'l, str> = match required("span_id", &line.span_id)? {
+        Scalar::Str(s) if !s.is_empty() => Cow::Borrowed(s.as_ref()),
+        Scalar::U(n) => Cow::Owned(n.to_string()),
+        other => {
+            return Err(problem(
+                "span_id",
+                "wrong_type",
+                format!("expected a non-empty string, found {}", other.describe()),
+            ));
+        }
+    };
+    let status = match as_str("status", required("status", &line.status)?)? {
+        "ok" => Status::Ok,
+        "error" => Status::Error,
+        "cancelled" => Status::Cancelled,
+        other => {
+            return Err(problem(
+                "status",
+                "unknown_value",
+                format!("unknown status `{other}` (expected ok, error or cancelled)"),
+            ));
+        }
+    };
+    let queued_at = req_time("queued_at", &line.queued_at, unit)?;
+    let admitted_at = opt_time("admitted_at", &line.admitted_at, unit)?;
+    let first_token_at = opt_time("first_token_at", &line.first_token_at, unit)?;
+    let last_token_at = opt_time("last_token_at", &line.last_token_at, unit)?;
+    let released_at = req_time("released_at", &line.released_at, unit)?;
+    let output_tokens = as_u64(
+        "output_tokens",
+        required("output_tokens", &line.output_tokens)?,
+    )?;
+    let input_tokens = present(&line.input_tokens)
+        .map(|v| as_u64("input_tokens", v))
+        .transpose()?;
+    let error_cause = match &line.error {
+        None | Some(Nested::Scalar(Scalar::Null)) => None,
+        Some(Nested::Value(cause)) => {
+            Some(cause_of("error.cause", required("error.cause", cause)?)?)
+        }
+        Some(Nested::Scalar(v)) => {
+            return Err(wrong_nested("error", "an object {cause, message}", v));
+        }
+    };
+    check_lifecycle(Lifecycle {
+        status,
+        queued_at,
+        admitted_at,
+        first_token_at,
+        last_token_at,
+        released_at,
+        output_tokens,
+        has_error: error_cause.is_some(),
+    })
+    .map_err(|e| {
+        let category = if e.problem.contains(" before ") {
+            "out_of_order"
+        } else {
+            "implausible"
+        };
+        problem(e.field, category, e.problem)
+    })?;
+    if let Some(n) = input_tokens
+        && n > tpscope_model::MAX_PLAUSIBLE_TOKENS
+    {
+        return Err(problem(
+            "input_tokens",
+            "implausible",
+            format!("{n} tokens is implausible"),
+        ));
+    }
+    let retry_count = present(&line.retry_count)
+        .map(|v| as_u32("retry_count", v))
+        .transpose()?
+        .unwrap_or(0);
+    let retry_causes = match &line.retry_causes {
+        Some(Nested::Value(list)) => {
+            let causes = list
+                .iter()
+                .map(|c| cause_of("retry_causes", c))
+                .collect::<FieldResult<Vec<_>>>()?;
+            if !causes.is_empty() && causes.len() != retry_count as usize {
+                return Err(problem(
+                    "retry_causes",
+                    "inconsistent",
+                    format!("{} causes for retry_count {retry_count}", causes.len()),
+                ));
+            }
+            causes
+        }
+        None | Some(Nested::Scalar(Scalar::Null)) => Vec::new(),
+        Some(Nested::Scalar(v)) => {
+            return Err(wrong_nested("retry_causes", "an array of cause names", v));
+        }
+    };
+    let mut wasted_tokens = 0;
+    attempts_of(line, unit, |_, _, a| {
+        if a.cause.is_some() {
+            wasted_tokens += a.tokens;
+        }
+        Ok(())
+    })?;
+    let chunks = match line.chunks {
+        Some(raw) => parse_json::<Option<Vec<tpscope_model::ChunkMark>>>(
+            "chunks",
+            raw,
+            "an array of [offset_ns, tokens] pairs",
+        )?
+        .map(Vec::into_boxed_slice),
+        None => None,
+    };
+    let source = present(&line.token_source)
+        .map(|v| {
+            as_str("token_source", v)?
+                .parse::<TokenSource>()
+                .map_err(|e| problem("token_source", "unknown_value", e.to_string()))
+        })
+        .transpose()?;
+    Ok(Parsed::Span {
+        facts: SpanFacts {
+            status,
+            error_cause,
+            queued_at,
+            admitted_at,
+            first_token_at,
+            last_token_at,
+            released_at,
+            output_tokens,
+            input_tokens,
+            retry_count,
+            retry_causes,
+            wasted_tokens,
+            chunks,
+        },
+        source,
+        span_id,
+    })
+}
+
+/// What the analysis reads of one attempt, checked.
+pub(super) struct AttemptCore {
+    pub(super) tokens: u64,
+    /// Why it failed; its tokens were wasted.
+    pub(super) cause: Option<Cause>,
+}
+
+/// Checks each attempt of a span and hands it to `each` with its index and its
+/// checked core (the analysis sums the tokens wasted; whole records build the
+/// attempt). Field names in errors, `each`'s included, become `attempts[i].field`.
+#[inline]
+pub(super) fn attempts_of<'l, 'a>(
+    line: &'l Line<'a>,
+    unit: Option<TimeUnit>,
+    mut each: impl FnMut(usize, &'l RawAttempt<'a>, AttemptCore) -> FieldResult<()>,
+) -> FieldResult<()> {
+    let attempts = match &line.attempts {
+        None | Some(Nested::Scalar(Scalar::Null)) => return Ok(()),
+        Some(Nested::Scalar(v)) => {
+            return Err(wrong_nested("attempts", "an array of attempt objects", v));
+        }
+        Some(Nested::Value(attempts)) => attempts,
+    };
+    for (i, a) in attempts.iter().enumerate() {
+        attempt_core(a, unit)
+            .and_then(|core| each(i, a, core))
+            .map_err(|mut p| {
+                // Named only on error: formatting per attempt cost 5 % of reading.
+                p.field = if p.field.is_empty() {
+                    format!("attempts[{i}]")
+                } else {
+                    format!("attempts[{i}].{}", p.field)
+                };
+                p
+            })?;
+    }
+    Ok(())
+}
+
+/// Checks the fields of one attempt that the analysis reads. Field names in
+/// errors are relative to the attempt.
+fn attempt_core(a: &RawAttempt<'_>, unit: Option<TimeUnit>) -> FieldResult<AttemptCore> {
+    if let Some(v) = &a.not_object {
+        return Err(wrong_nested("", "an attempt object", v));
+    }
+    let start = opt_time("started_at", &a.started_at, unit)?;
+    let end = opt_time("ended_at", &a.ended_at, unit)?;
+    if let (Some(s), Some(e)) = (start, end)
+        && e < s
+    {
+        return Err(problem(
+            "ended_at",
+            "out_of_order",
+            format!("{e} is before started_at ({s})"),
+        ));
+    }
+    let tokens = present(&a.tokens)
+        .map(|v| as_u64("tokens", v))
+        .transpose()?
+        .unwrap_or(0);
+    // Bounded so that the span's wasted tokens cannot overflow.
+    if tokens > tpscope_model::MAX_PLAUSIBLE_TOKENS {
+        return Err(problem(
+            "tokens",
+            "implausible",
+            format!("{tokens} tokens is implausible"),
+        ));
+    }
+    let cause = present(&a.cause)
+        .map(|c| cause_of("cause", c))
+        .transpose()?;
+    Ok(AttemptCore { tokens, cause })
+}

@@ -1,0 +1,347 @@
+//! Scanning one line into its fields, loosely typed (a [`Line`]), so that the
+//! parsers can name the field whose value is wrong. The analysis only validates
+//! the fields it does not use; a scan for whole records keeps their JSON text too
+//! ([`Extras`]), so that the analysis pays nothing for them.
+
+use crate::json::{JsonResult, KeyTable, Scanner, key_word};
+use crate::scalar::Scalar;
+
+/// One line of a span log, every field optional and loosely typed so that a wrong
+/// type is reported with the field's name. Filled by [`scan_line`].
+#[derive(Default)]
+pub(super) struct Line<'a> {
+    pub(super) kind: Option<Scalar<'a>>,
+    pub(super) run_id: Option<Scalar<'a>>,
+    pub(super) span_id: Option<Scalar<'a>>,
+    pub(super) status: Option<Scalar<'a>>,
+    pub(super) queued_at: Option<Scalar<'a>>,
+    pub(super) admitted_at: Option<Scalar<'a>>,
+    pub(super) first_token_at: Option<Scalar<'a>>,
+    pub(super) last_token_at: Option<Scalar<'a>>,
+    pub(super) released_at: Option<Scalar<'a>>,
+    pub(super) output_tokens: Option<Scalar<'a>>,
+    pub(super) input_tokens: Option<Scalar<'a>>,
+    pub(super) token_source: Option<Scalar<'a>>,
+    pub(super) retry_count: Option<Scalar<'a>>,
+    pub(super) retry_causes: Option<Nested<Vec<Scalar<'a>>>>,
+    pub(super) attempts: Option<Nested<Vec<RawAttempt<'a>>>>,
+    /// A span's `{cause, message}` object, or an end record's count.
+    pub(super) error: Option<Nested<Option<Scalar<'a>>>>,
+    pub(super) chunks: Option<&'a str>,
+    // sample
+    pub(super) at: Option<Scalar<'a>>,
+    pub(super) in_flight: Option<Scalar<'a>>,
+    pub(super) queue_depth: Option<Scalar<'a>>,
+    pub(super) cap: Option<Scalar<'a>>,
+    // run
+    pub(super) schema: Option<Scalar<'a>>,
+    pub(super) tool: Option<Scalar<'a>>,
+    pub(super) started_at: Option<Scalar<'a>>,
+    pub(super) target: Option<&'a str>,
+    pub(super) tokenizer: Option<Scalar<'a>>,
+    pub(super) sample_interval_s: Option<Scalar<'a>>,
+    pub(super) load: Option<&'a str>,
+    pub(super) labels: Option<&'a str>,
+    // end
+    pub(super) ended_at: Option<Scalar<'a>>,
+    pub(super) spans: Option<Scalar<'a>>,
+    pub(super) ok: Option<Scalar<'a>>,
+    pub(super) cancelled: Option<Scalar<'a>>,
+    pub(super) samples: Option<Scalar<'a>>,
+    /// The first known field given twice.
+    pub(super) duplicate: Option<&'static str>,
+    /// What only whole records read (filled by [`scan_whole_line`]).
+    pub(super) extras: Extras<'a>,
+}
+
+/// The fields of a span that only whole records read, as JSON text.
+#[derive(Default)]
+pub(super) struct Extras<'a> {
+    pub(super) request_id: Option<&'a str>,
+    /// The `message` of a span's `error`.
+    pub(super) error_message: Option<&'a str>,
+    /// Per element of `attempts`, in order.
+    pub(super) attempts: Vec<AttemptExtras<'a>>,
+}
+
+/// The fields of an attempt that only whole records read, as JSON text.
+#[derive(Default)]
+pub(super) struct AttemptExtras<'a> {
+    pub(super) first_byte_at: Option<&'a str>,
+    pub(super) first_token_at: Option<&'a str>,
+    pub(super) http_status: Option<&'a str>,
+    pub(super) connection_reused: Option<&'a str>,
+    pub(super) connect_s: Option<&'a str>,
+    pub(super) backoff_s: Option<&'a str>,
+}
+
+impl<'a> AttemptExtras<'a> {
+    /// Where the text of `key` goes; `None` for the keys [`RawAttempt`] reads.
+    fn slot(&mut self, key: AttemptKey) -> Option<&mut Option<&'a str>> {
+        match key {
+            AttemptKey::started_at
+            | AttemptKey::ended_at
+            | AttemptKey::cause
+            | AttemptKey::tokens => None,
+            AttemptKey::first_byte_at => Some(&mut self.first_byte_at),
+            AttemptKey::first_token_at => Some(&mut self.first_token_at),
+            AttemptKey::http_status => Some(&mut self.http_status),
+            AttemptKey::connection_reused => Some(&mut self.connection_reused),
+            AttemptKey::connect_time => Some(&mut self.connect_s),
+            AttemptKey::backoff => Some(&mut self.backoff_s),
+        }
+    }
+}
+
+/// A field that holds an array or object: its content, or the scalar found instead
+/// (`null` included), kept for the message.
+pub(super) enum Nested<T> {
+    Value(T),
+    Scalar(Scalar<'static>),
+}
+
+/// One element of `attempts`: the fields the analysis reads.
+#[derive(Default)]
+pub(super) struct RawAttempt<'a> {
+    pub(super) started_at: Option<Scalar<'a>>,
+    pub(super) ended_at: Option<Scalar<'a>>,
+    pub(super) cause: Option<Scalar<'a>>,
+    pub(super) tokens: Option<Scalar<'a>>,
+    /// Set when the element is not an object.
+    pub(super) not_object: Option<Scalar<'static>>,
+}
+
+/// A scalar's shape without its borrowed text (for messages about a wrong type).
+fn detach(v: Scalar<'_>) -> Scalar<'static> {
+    match v {
+        Scalar::Str(s) => Scalar::Str(std::borrow::Cow::Owned(s.into_owned())),
+        Scalar::U(n) => Scalar::U(n),
+        Scalar::I(n) => Scalar::I(n),
+        Scalar::F(f) => Scalar::F(f),
+        Scalar::Bool(b) => Scalar::Bool(b),
+        Scalar::Null => Scalar::Null,
+        Scalar::Other(w) => Scalar::Other(w),
+    }
+}
+
+/// Stores a field's value, remembering the first field given twice.
+fn set<T>(slot: &mut Option<T>, v: T, name: &'static str, duplicate: &mut Option<&'static str>) {
+    if slot.is_some() && duplicate.is_none() {
+        *duplicate = Some(name);
+    }
+    *slot = Some(v);
+}
+
+/// Declares the keys a record may have, in the order tpscope writes them (the
+/// scanner predicts keys from it), and an enum to dispatch on (a variant is named
+/// after its model field; `as "key"` gives a key written under another name).
+macro_rules! keys {
+    ($table:ident, $enum:ident: $($key:ident $(as $name:literal)?),* $(,)?) => {
+        #[allow(non_camel_case_types)]
+        #[derive(Clone, Copy)]
+        enum $enum { $($key),* }
+        impl $enum {
+            const ALL: &[$enum] = &[$($enum::$key),*];
+        }
+        const $table: &KeyTable = &KeyTable {
+            names: &[$(tpscope_model::field_key!($key $(as $name)?)),*],
+            words: &[$(key_word(tpscope_model::field_key!($key $(as $name)?))),*],
+        };
+    };
+}
+
+/// Declares [`LINE_KEYS`] with the span's keys from the model's one list
+/// ([`tpscope_model::span_fields!`]), then those of the other records.
+macro_rules! line_keys {
+    ([] $($(#[$attr:meta])* $span_key:ident $(as $name:literal)?: $ty:ty,)*) => {
+        keys!(LINE_KEYS, Key:
+            // every record
+            kind,
+            // span, in the order tpscope writes it (run_id first: every record has one)
+            $($span_key $(as $name)?,)*
+            // sample
+            at, in_flight, queue_depth, cap,
+            // run
+            schema, tool, started_at, target, tokenizer, sample_interval_s, load, labels,
+            // end
+            ended_at, spans, ok, cancelled, samples,
+        );
+    };
+}
+
+tpscope_model::span_fields!(line_keys);
+
+/// Declares [`ATTEMPT_KEYS`] from the model's one list of an attempt's fields
+/// ([`tpscope_model::attempt_fields!`]).
+macro_rules! attempt_keys {
+    ([] $($(#[$attr:meta])* $field:ident $(as $name:literal)?: $ty:ty,)*) => {
+        keys!(ATTEMPT_KEYS, AttemptKey: $($field $(as $name)?),*);
+    };
+}
+
+tpscope_model::attempt_fields!(attempt_keys);
+
+/// Scans one line into a [`Line`]: every field the analysis reads is read
+/// (descending into `attempts`, `retry_causes` and a span's `error`), everything
+/// else is validated and skipped.
+#[inline(always)] // into the analysis reader's one call, as before the split
+pub(super) fn scan_line<'a>(text: &'a str, line: &mut Line<'a>) -> JsonResult<()> {
+    scan::<false>(text, line)
+}
+
+/// Scans one line into a [`Line`] for a whole record: as [`scan_line`], and the
+/// [`Extras`] too.
+pub(super) fn scan_whole_line<'a>(text: &'a str, line: &mut Line<'a>) -> JsonResult<()> {
+    scan::<true>(text, line)
+}
+
+#[inline(always)]
+fn scan<'a, const WHOLE: bool>(text: &'a str, line: &mut Line<'a>) -> JsonResult<()> {
+    let mut sc = Scanner::new(text);
+    let mut dup = None;
+    sc.object_keyed(LINE_KEYS, |index, _, sc| {
+        let Some(key) = index.map(|i| Key::ALL[i]) else {
+            sc.raw()?;
+            return Ok(());
+        };
+        macro_rules! scalar {
+            ($field:ident) => {
+                set(&mut line.$field, sc.scalar()?, stringify!($field), &mut dup)
+            };
+        }
+        macro_rules! raw {
+            ($field:ident) => {
+                set(&mut line.$field, sc.raw()?, stringify!($field), &mut dup)
+            };
+        }
+        match key {
+            Key::kind => scalar!(kind),
+            Key::run_id => scalar!(run_id),
+            Key::span_id => scalar!(span_id),
+            // Not checked for duplicates: the analysis never read it.
+            Key::request_id => {
+                let v = sc.raw()?;
+                if WHOLE {
+                    line.extras.request_id = Some(v);
+                }
+            }
+            Key::status => scalar!(status),
+            Key::queued_at => scalar!(queued_at),
+            Key::admitted_at => scalar!(admitted_at),
+            Key::first_token_at => scalar!(first_token_at),
+            Key::last_token_at => scalar!(last_token_at),
+            Key::released_at => scalar!(released_at),
+            Key::output_tokens => scalar!(output_tokens),
+            Key::input_tokens => scalar!(input_tokens),
+            Key::token_source => scalar!(token_source),
+            Key::retry_count => scalar!(retry_count),
+            Key::retry_causes => {
+                let v = if sc.peek() == Some(b'[') {
+                    let mut list = Vec::new();
+                    sc.array(|sc| sc.scalar().map(|v| list.push(v)))?;
+                    Nested::Value(list)
+                } else {
+                    Nested::Scalar(detach(sc.scalar()?))
+                };
+                set(&mut line.retry_causes, v, "retry_causes", &mut dup);
+            }
+            Key::attempts => {
+                let v = if sc.peek() == Some(b'[') {
+                    let mut list = Vec::with_capacity(2);
+                    let extras = &mut line.extras.attempts;
+                    if WHOLE {
+                        extras.clear();
+                    }
+                    sc.array(|sc| {
+                        list.push(scan_attempt::<WHOLE>(sc, extras)?);
+                        Ok(())
+                    })?;
+                    Nested::Value(list)
+                } else {
+                    Nested::Scalar(detach(sc.scalar()?))
+                };
+                set(&mut line.attempts, v, "attempts", &mut dup);
+            }
+            Key::error => {
+                let v = if sc.peek() == Some(b'{') {
+                    let mut cause = None;
+                    let message = &mut line.extras.error_message;
+                    sc.object(|key, sc| {
+                        if key == "cause" {
+                            cause = Some(sc.scalar()?);
+                        } else {
+                            let v = sc.raw()?;
+                            if WHOLE && key == "message" {
+                                *message = Some(v);
+                            }
+                        }
+                        Ok(())
+                    })?;
+                    Nested::Value(cause)
+                } else {
+                    Nested::Scalar(detach(sc.scalar()?))
+                };
+                set(&mut line.error, v, "error", &mut dup);
+            }
+            Key::chunks => raw!(chunks),
+            Key::at => scalar!(at),
+            Key::in_flight => scalar!(in_flight),
+            Key::queue_depth => scalar!(queue_depth),
+            Key::cap => scalar!(cap),
+            Key::schema => scalar!(schema),
+            Key::tool => scalar!(tool),
+            Key::started_at => scalar!(started_at),
+            Key::target => raw!(target),
+            Key::tokenizer => scalar!(tokenizer),
+            Key::sample_interval_s => scalar!(sample_interval_s),
+            Key::load => raw!(load),
+            Key::labels => raw!(labels),
+            Key::ended_at => scalar!(ended_at),
+            Key::spans => scalar!(spans),
+            Key::ok => scalar!(ok),
+            Key::cancelled => scalar!(cancelled),
+            Key::samples => scalar!(samples),
+        }
+        Ok(())
+    })?;
+    sc.end()?;
+    line.duplicate = dup;
+    Ok(())
+}
+
+/// Scans one element of `attempts`: the fields the analysis reads, or what was
+/// found instead of an object; for whole records, its [`AttemptExtras`] too (one
+/// per element, to stay aligned).
+fn scan_attempt<'a, const WHOLE: bool>(
+    sc: &mut Scanner<'a>,
+    extras: &mut Vec<AttemptExtras<'a>>,
+) -> JsonResult<RawAttempt<'a>> {
+    let mut a = RawAttempt::default();
+    let mut more = AttemptExtras::default();
+    if sc.peek() != Some(b'{') {
+        a.not_object = Some(detach(sc.scalar()?));
+    } else {
+        sc.object_keyed(ATTEMPT_KEYS, |index, _, sc| {
+            match index.map(|i| AttemptKey::ALL[i]) {
+                Some(AttemptKey::started_at) => a.started_at = Some(sc.scalar()?),
+                Some(AttemptKey::ended_at) => a.ended_at = Some(sc.scalar()?),
+                Some(AttemptKey::cause) => a.cause = Some(sc.scalar()?),
+                Some(AttemptKey::tokens) => a.tokens = Some(sc.scalar()?),
+                Some(key) if WHOLE => {
+                    let v = sc.raw()?;
+                    if let Some(slot) = more.slot(key) {
+                        *slot = Some(v);
+                    }
+                }
+                _ => {
+                    sc.raw()?;
+                }
+            }
+            Ok(())
+        })?;
+    }
+    if WHOLE {
+        extras.push(more);
+    }
+    Ok(a)
+}
