@@ -7,6 +7,7 @@
 use std::net::{Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, Ordering::Relaxed};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -21,6 +22,7 @@ use crate::bench_config::{BenchConfig, TargetConfig, simulator_settings};
 use crate::bench_sweep::print_sweep_table;
 use crate::exit::{EXIT_FAILURE, ResultExt};
 use crate::progress;
+use crate::signals::{self, StopSignals};
 
 /// Runs `tpscope bench`.
 pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
@@ -34,6 +36,12 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         .build()
         .failure()
         .context("starting the async runtime")?;
+    let signals = {
+        let _in_runtime = rt.enter();
+        StopSignals::install()
+            .failure()
+            .context("installing the signal handlers")?
+    };
     let _ = tpscope_sim::raise_nofile_limit();
     // The simulator gets a runtime (and threads) of its own, so its work does not
     // queue behind the client's and its CPU time can be told apart.
@@ -69,6 +77,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         &cfg,
         base_url,
         sim.as_ref().map(|h| h.config().clone()),
+        signals,
     ));
     if let (Some(h), Some(srt)) = (sim, sim_rt) {
         // Bounded: a simulator that does not stop must not hang the benchmark,
@@ -109,8 +118,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         total.cancelled,
         spec.out.display()
     );
-    if interrupted {
-        return Ok(ExitCode::from(130));
+    if let Some(signo) = interrupted {
+        return Ok(ExitCode::from(signals::exit_status(signo)));
     }
     if total.ok == 0 && total.spans > 0 {
         eprintln!("error: no request succeeded");
@@ -123,7 +132,8 @@ async fn bench(
     cfg: &BenchConfig,
     base_url: String,
     sim: Option<SimConfig>,
-) -> anyhow::Result<(Vec<RunSummary>, bool)> {
+    mut signals: StopSignals,
+) -> anyhow::Result<(Vec<RunSummary>, Option<i32>)> {
     let spec = &cfg.spec;
     let mut endpoint = Endpoint::new(
         base_url.clone(),
@@ -151,17 +161,19 @@ async fn bench(
         .failure()
         .with_context(|| format!("--out: creating {}", spec.out.display()))?;
     let control = Control::default();
+    let stopped_by = Arc::new(AtomicI32::new(0));
     let ctrlc = {
-        let c = control.clone();
+        let (c, stopped_by) = (control.clone(), stopped_by.clone());
         tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_err() {
+            let Some(signo) = signals.recv().await else {
                 return;
-            }
+            };
+            stopped_by.store(signo, Relaxed);
             eprintln!(
                 "\nstopping: no new requests; in-flight ones finish (Ctrl-C again to cancel them)"
             );
             c.stop.cancel();
-            if tokio::signal::ctrl_c().await.is_ok() {
+            if signals.recv().await.is_some() {
                 eprintln!("\ncancelling in-flight requests");
                 c.cancel.cancel();
             }
@@ -238,6 +250,8 @@ async fn bench(
         .finish()
         .failure()
         .with_context(|| format!("--out: writing {}", spec.out.display()))?;
-    let interrupted = control.stop.is_cancelled() || control.cancel.is_cancelled();
+    let interrupted = (control.stop.is_cancelled() || control.cancel.is_cancelled())
+        .then(|| stopped_by.load(Relaxed))
+        .map(|signo| if signo == 0 { 2 } else { signo });
     Ok((summaries, interrupted))
 }

@@ -11,6 +11,7 @@ mod compare_cmd;
 mod exit;
 mod progress;
 mod report_cmd;
+mod signals;
 mod sim_cmd;
 
 use std::io::{self, Write};

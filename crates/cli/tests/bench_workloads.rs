@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use bench_support::{bench, check_log, records, runs, spawn, tpscope, wait};
+use bench_support::{bench, check_log, records, runs, signal, spawn, tpscope, wait, wait_for_line};
 use tpscope_model::Status;
 
 fn fixture(name: &str) -> String {
@@ -296,12 +296,7 @@ fn a_concurrency_sweep_writes_one_run_per_level_and_prints_the_table() {
 }
 
 fn interrupt(pid: u32) {
-    let ok = Command::new("kill")
-        .arg("-INT")
-        .arg(pid.to_string())
-        .status()
-        .unwrap();
-    assert!(ok.success());
+    signal(pid, "-INT");
 }
 
 #[test]
@@ -319,7 +314,8 @@ fn ctrl_c_once_stops_admitting_and_lets_in_flight_requests_finish() {
             "64",
         ],
     );
-    std::thread::sleep(Duration::from_millis(2500));
+    // The first finished request: the run is under way, others are in flight.
+    wait_for_line(&out, |l| l.contains(r#""kind":"span""#));
     interrupt(child.id());
     let run = wait(child, out);
     assert_eq!(run.status.code(), Some(130), "{}", run.stderr);
@@ -353,7 +349,11 @@ fn ctrl_c_twice_cancels_in_flight_requests() {
             "{\"ignore_eos\": true}",
         ],
     );
-    std::thread::sleep(Duration::from_millis(2500));
+    // All four slots taken (a sample says so); then give their first tokens time.
+    wait_for_line(&out, |l| {
+        l.contains(r#""kind":"sample""#) && l.contains(r#""in_flight":4,"#)
+    });
+    std::thread::sleep(Duration::from_millis(500));
     interrupt(child.id());
     std::thread::sleep(Duration::from_millis(300));
     interrupt(child.id());
@@ -372,4 +372,35 @@ fn ctrl_c_twice_cancels_in_flight_requests() {
             .filter(|s| s.admitted_at.is_some())
             .all(|s| s.first_token_at.is_some())
     );
+}
+
+#[test]
+fn sigterm_and_sighup_stop_a_run_like_ctrl_c() {
+    // `timeout`, `docker stop` and CI cancellation send SIGTERM; a closed terminal
+    // SIGHUP. Before, either killed bench without an `end` record or a report.
+    for (sig, code) in [("-TERM", 143), ("-HUP", 129)] {
+        let dir = tempfile::tempdir().unwrap();
+        let (child, out) = spawn(
+            dir.path(),
+            "t.jsonl",
+            &[
+                "--concurrency",
+                "4",
+                "--requests",
+                "400",
+                "--output-tokens",
+                "64",
+            ],
+        );
+        wait_for_line(&out, |l| l.contains(r#""kind":"span""#));
+        signal(child.id(), sig);
+        let run = wait(child, out);
+        assert_eq!(run.status.code(), Some(code), "{sig}: {}", run.stderr);
+        let (_, end) = check_log(&run.out);
+        assert_eq!(end.spans, 400, "{sig}: every ready request is a span");
+        assert!(
+            run.stdout.contains("system_tps"),
+            "{sig}: the report is printed"
+        );
+    }
 }

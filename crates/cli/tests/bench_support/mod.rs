@@ -75,6 +75,35 @@ pub fn wait(mut child: Child, out: PathBuf) -> Run {
     }
 }
 
+/// Waits until a line of the span log at `path` satisfies `ready` (the run is
+/// under way: handlers installed, requests flowing), polling the file as the
+/// writer flushes it; panics after [`LIMIT`]. Tests wait for this rather than a
+/// fixed time, which a loaded machine makes too short.
+pub fn wait_for_line(path: &Path, ready: impl Fn(&str) -> bool) {
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        if std::fs::read_to_string(path).is_ok_and(|text| text.lines().any(&ready)) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} never showed the line waited for",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Sends `signal` (e.g. `-INT`) to a process.
+pub fn signal(pid: u32, signal: &str) {
+    let ok = Command::new("kill")
+        .arg(signal)
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
+    assert!(ok.success());
+}
+
 /// Runs `tpscope bench ARGS --out DIR/NAME` to the end.
 pub fn bench(dir: &Path, name: &str, args: &[&str]) -> Run {
     let (c, out) = spawn(dir, name, args);
