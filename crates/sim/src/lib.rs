@@ -9,6 +9,7 @@ pub mod config;
 pub mod draws;
 mod driver;
 pub mod engine;
+mod error;
 mod metrics;
 pub mod roofline;
 mod server;
@@ -16,15 +17,16 @@ mod stream;
 mod truth;
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 pub use config::{
-    BLOCK_SIZE, Faults, GpuSpec, ModelSpec, OutputLen, SimConfig, SimOverrides, Speed,
+    BLOCK_SIZE, Faults, GpuSpec, KNOBS, Knob, KnobKind, KnobValue, ModelSpec, OutputLen, SimConfig,
+    SimOverrides, Speed,
 };
 pub use draws::Fault;
+pub use error::{Invalid, SimError};
 pub use metrics::StepLateness;
 pub use roofline::{Roofline, explain, explain_config};
 
@@ -33,48 +35,6 @@ use server::{App, Cmd};
 use stream::lock;
 use tpscope_model::RunClock;
 use truth::TruthLog;
-
-/// Errors of the simulator library.
-#[derive(Debug, thiserror::Error)]
-pub enum SimError {
-    /// A configuration value is out of range or inconsistent.
-    #[error("invalid {flag} (config key `{field}`): {message}")]
-    Config {
-        /// The TOML key (`max_num_seqs`).
-        field: String,
-        /// The command-line flag (`--max-num-seqs`).
-        flag: String,
-        /// What was wrong and what was expected.
-        message: String,
-    },
-    /// A TOML configuration file does not parse.
-    #[error("config file {}: {message}", path.display())]
-    ConfigFile {
-        /// The file.
-        path: PathBuf,
-        /// The parser's message (with line and column).
-        message: String,
-    },
-    /// Binding the listening socket failed.
-    #[error("cannot listen on {addr}: {source}")]
-    Bind {
-        /// The address asked for.
-        addr: SocketAddr,
-        /// The OS error.
-        source: std::io::Error,
-    },
-    /// Another I/O failure (truth log, threads).
-    #[error("{what}: {source}")]
-    Io {
-        /// What was being done.
-        what: String,
-        /// The OS error.
-        source: std::io::Error,
-    },
-    /// The engine or a helper thread failed.
-    #[error("simulator engine: {0}")]
-    Engine(String),
-}
 
 /// A running simulator. Stop it with [`SimHandle::shutdown`] (dropping it also stops
 /// serving, without waiting and without flushing the truth log).
@@ -96,7 +56,10 @@ pub async fn start(config: SimConfig, addr: SocketAddr) -> Result<SimHandle, Sim
     let tok = config.tokenizer;
     tokio::task::spawn_blocking(move || tok.warm())
         .await
-        .map_err(|e| SimError::Engine(format!("loading the tokenizer failed: {e}")))?;
+        .map_err(|error| SimError::Join {
+            what: "loading the tokenizer failed",
+            error,
+        })?;
     let truth = match &config.truth_log {
         Some(p) => Some(TruthLog::create(p)?),
         None => None,
@@ -196,9 +159,12 @@ impl SimHandle {
         let engine = self.engine.take();
         let joined = tokio::task::spawn_blocking(move || engine.map(|e| e.join()))
             .await
-            .map_err(|e| SimError::Engine(format!("waiting for the engine: {e}")))?;
+            .map_err(|error| SimError::Join {
+                what: "waiting for the engine",
+                error,
+            })?;
         if let Some(Err(_)) = joined {
-            return Err(SimError::Engine("the engine thread panicked".into()));
+            return Err(SimError::Panicked { thread: "engine" });
         }
         if let Some(mut server) = self.server.take() {
             // Aborted responses end at once; give connections a moment to close.
@@ -214,7 +180,10 @@ impl SimHandle {
         if let Some(t) = self.truth.take() {
             tokio::task::spawn_blocking(move || t.finish())
                 .await
-                .map_err(|e| SimError::Engine(format!("waiting for the truth log: {e}")))??;
+                .map_err(|error| SimError::Join {
+                    what: "waiting for the truth log",
+                    error,
+                })??;
         }
         Ok(())
     }
