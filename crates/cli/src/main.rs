@@ -7,6 +7,7 @@ mod exit;
 mod progress;
 mod report_cmd;
 mod sim_cmd;
+mod sim_flags;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
