@@ -1,34 +1,16 @@
-//! The simulator library's errors: [`SimError`], and [`Invalid`], what is wrong
-//! with one configuration value (the message after the flag's name).
+//! The simulator library's error, [`SimError`]: a configuration that cannot be
+//! used, or a failure while starting, serving or stopping.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 
-use crate::config::knobs::flag_of;
-use crate::config::{GpuSpec, ModelSpec, ParseOutputLenError, ParseSpeedError};
+use crate::config::ConfigError;
 
 /// Errors of the simulator library.
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
-    /// A configuration value is out of range or inconsistent.
-    #[error("invalid {flag} (config key `{field}`): {problem}")]
-    Config {
-        /// The TOML key (`max_num_seqs`).
-        field: String,
-        /// The command-line flag (`--max-num-seqs`).
-        flag: String,
-        /// What was wrong and what was expected.
-        problem: Invalid,
-    },
-    /// A TOML configuration file does not parse.
-    #[error("config file {}: {error}", path.display())]
-    ConfigFile {
-        /// The file.
-        path: PathBuf,
-        /// The parser's error (its message has the line and column). Not a
-        /// `source`: the message already says it, and a chain would repeat it.
-        error: toml::de::Error,
-    },
+    /// The configuration cannot be used (the messages name the flag or the file).
+    #[error(transparent)]
+    Config(#[from] ConfigError),
     /// Binding the listening socket failed.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
@@ -59,90 +41,4 @@ pub enum SimError {
         /// Which thread (`engine`, `truth-log`).
         thread: &'static str,
     },
-}
-
-impl SimError {
-    /// An invalid value of the knob `field` (its TOML key); the flag is derived.
-    pub(crate) fn invalid(field: &str, problem: Invalid) -> SimError {
-        SimError::Config {
-            field: field.to_string(),
-            flag: format!("--{}", flag_of(field)),
-            problem,
-        }
-    }
-}
-
-/// What is wrong with one configuration value.
-#[derive(Debug, thiserror::Error)]
-pub enum Invalid {
-    /// Not a finite number above 0.
-    #[error("must be a finite number > 0, got {0}")]
-    NotPositive(f64),
-    /// 0 where at least 1 is needed.
-    #[error("must be at least 1, got 0")]
-    Zero,
-    /// Not in (0, 1].
-    #[error("must be in (0, 1], got {0}")]
-    NotFraction(f64),
-    /// Not a probability.
-    #[error("must be a probability in [0, 1], got {0}")]
-    NotProbability(f64),
-    /// A tensor-parallel degree outside 1..=64.
-    #[error("must be between 1 and 64, got {0}")]
-    TpRange(u32),
-    /// A speed factor that is not above 0.
-    #[error("must be a factor > 0, got {0}")]
-    SpeedFactor(f64),
-    /// An empty or overlong served model name.
-    #[error("must be 1 to 256 characters")]
-    NameLength,
-    /// Fault probabilities whose sum exceeds 1.
-    #[error("fault probabilities add up to {0}, more than 1 (at most one fault hits a request)")]
-    FaultSum(f64),
-    /// The weights leave no memory for a KV cache.
-    #[error(
-        "the weights ({weights_gib:.1} GiB per GPU with tp={tp}) leave no room for a KV cache \
-         in {memory_gib:.1} GiB × {utilization}; raise --tp or --gpu-memory-utilization"
-    )]
-    NoKvRoom {
-        /// Weight GiB on one GPU.
-        weights_gib: f64,
-        /// Tensor-parallel degree.
-        tp: u32,
-        /// GPU memory in GiB.
-        memory_gib: f64,
-        /// `gpu_memory_utilization`.
-        utilization: f64,
-    },
-    /// The KV cache holds less than one sequence of `max_model_len`.
-    #[error(
-        "the KV cache holds {cap} tokens ({blocks} blocks of {block}), fewer than one sequence \
-         of max_model_len = {max_model_len}; lower --max-model-len or raise --tp, \
-         --gpu-memory-utilization or --num-kv-blocks"
-    )]
-    KvTooSmall {
-        /// Tokens the cache holds.
-        cap: u64,
-        /// KV blocks.
-        blocks: u64,
-        /// Tokens per block.
-        block: u32,
-        /// The model's longest sequence.
-        max_model_len: u32,
-    },
-    /// No model preset of this name.
-    #[error("unknown model preset `{0}` (expected one of {presets})", presets = ModelSpec::PRESETS.join(", "))]
-    UnknownModel(String),
-    /// No GPU preset of this name.
-    #[error("unknown GPU preset `{0}` (expected one of {presets})", presets = GpuSpec::PRESETS.join(", "))]
-    UnknownGpu(String),
-    /// Not a speed.
-    #[error(transparent)]
-    Speed(#[from] ParseSpeedError),
-    /// Not an output-length distribution.
-    #[error(transparent)]
-    OutputLen(#[from] ParseOutputLenError),
-    /// Not a tokenizer.
-    #[error(transparent)]
-    Tokenizer(#[from] tpscope_tokens::UnknownTokenizer),
 }

@@ -5,15 +5,20 @@
 //! The engine ([`engine`]) and the step-time model ([`roofline`]) are pure; the
 //! HTTP layer and the engine thread are the only parts that do I/O.
 
+mod api_error;
+mod app;
 pub mod config;
 pub mod draws;
 mod driver;
 pub mod engine;
 mod error;
+mod handoff;
 mod metrics;
+mod request;
 pub mod roofline;
 mod server;
 mod stream;
+mod sync;
 mod truth;
 
 use std::net::SocketAddr;
@@ -22,17 +27,17 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 pub use config::{
-    BLOCK_SIZE, Faults, GpuSpec, KNOBS, Knob, KnobKind, KnobValue, ModelSpec, OutputLen, SimConfig,
-    SimOverrides, Speed,
+    BLOCK_SIZE, ConfigError, Faults, GpuSpec, Invalid, KNOBS, Knob, KnobKind, KnobValue, ModelSpec,
+    OutputLen, SimConfig, SimOverrides, Speed,
 };
 pub use draws::Fault;
-pub use error::{Invalid, SimError};
+pub use error::SimError;
 pub use metrics::StepLateness;
 pub use roofline::{Roofline, explain, explain_config};
 
+use app::{App, Cmd};
 use metrics::{Lateness, Metrics};
-use server::{App, Cmd};
-use stream::lock;
+use sync::lock;
 use tpscope_model::RunClock;
 use truth::TruthLog;
 

@@ -11,8 +11,10 @@ use serde::{Deserialize, Deserializer};
 
 use tpscope_tokens::Tokenizer;
 
-use crate::config::{OutputLen, SimConfig, Speed, vllm_batch_defaults};
-use crate::error::{Invalid, SimError};
+use super::error::{ConfigError, Invalid, flag_of};
+use super::presets::GIB;
+use super::sim_config::{SimConfig, vllm_batch_defaults};
+use super::values::{OutputLen, Speed};
 
 /// The kind of value a knob takes; it picks the flag's parser.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,11 +108,6 @@ impl Knob {
             }),
         }
     }
-}
-
-/// The flag name of a knob's key, without dashes (`max_num_seqs` → `max-num-seqs`).
-pub(crate) fn flag_of(key: &str) -> String {
-    key.replace('_', "-")
 }
 
 /// The knob of a fault's probability by the fault's name (`429`, `cut`,
@@ -248,7 +245,7 @@ macro_rules! knobs {
             }
 
             /// Applies every set knob that has a row action, in table order.
-            fn apply(&self, config: &mut SimConfig) -> Result<(), SimError> {
+            fn apply(&self, config: &mut SimConfig) -> Result<(), ConfigError> {
                 $($($(
                     {
                         fn apply($c: &mut SimConfig, $v: $ty) -> Result<(), Invalid> {
@@ -257,7 +254,7 @@ macro_rules! knobs {
                         }
                         if let Some(v) = &self.$key {
                             apply(config, v.clone())
-                                .map_err(|e| SimError::invalid(stringify!($key), e))?;
+                                .map_err(|e| ConfigError::invalid(stringify!($key), e))?;
                         }
                     }
                 )?)*)*
@@ -295,7 +292,7 @@ knobs! {
         /// Longest sequence (prompt + output).
         max_model_len: u32 => |c, v| c.model.max_model_len = v,
         /// GPU memory in GiB.
-        gpu_memory_gib: f64 => |c, v| c.gpu.memory_bytes = v * crate::config::GIB,
+        gpu_memory_gib: f64 => |c, v| c.gpu.memory_bytes = v * GIB,
         /// Peak HBM bandwidth in GB/s.
         hbm_gb_per_s: f64 => |c, v| c.gpu.hbm_bytes_per_sec = v * 1e9,
         /// Peak dense BF16 TFLOP/s.
@@ -362,17 +359,17 @@ knobs! {
 
 impl SimOverrides {
     /// Parses a TOML file's text; errors name the file and the key or line.
-    pub fn from_toml_str(text: &str, path: &Path) -> Result<SimOverrides, SimError> {
-        toml::from_str(text).map_err(|error| SimError::ConfigFile {
+    pub fn from_toml_str(text: &str, path: &Path) -> Result<SimOverrides, ConfigError> {
+        toml::from_str(text).map_err(|error| ConfigError::File {
             path: path.to_path_buf(),
             error,
         })
     }
 
     /// Reads and parses a TOML file.
-    pub fn from_toml_file(path: &Path) -> Result<SimOverrides, SimError> {
-        let text = std::fs::read_to_string(path).map_err(|source| SimError::Io {
-            what: format!("reading config file {}", path.display()),
+    pub fn from_toml_file(path: &Path) -> Result<SimOverrides, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
             source,
         })?;
         Self::from_toml_str(&text, path)
@@ -381,7 +378,7 @@ impl SimOverrides {
     /// The configuration: presets (default Llama-3.1-8B on H100), then every
     /// override in table order; tp and the batch defaults follow the resolved model
     /// and GPU unless set. Validated.
-    pub fn resolve(&self) -> Result<SimConfig, SimError> {
+    pub fn resolve(&self) -> Result<SimConfig, ConfigError> {
         let mut c = SimConfig::preset(
             self.model.as_deref().unwrap_or("llama-3.1-8b"),
             self.gpu.as_deref().unwrap_or("h100"),
