@@ -52,8 +52,8 @@ fn arg(knob: &Knob, prefix: &str, heading: Option<&'static str>) -> Arg {
         KnobKind::U32 => value_parser!(u32).into(),
         KnobKind::U64 => value_parser!(u64).into(),
         KnobKind::F64 => value_parser!(f64).into(),
-        KnobKind::Text => value_parser!(String).into(),
-        KnobKind::Path => value_parser!(PathBuf).into(),
+        KnobKind::Text => value_parser!(String),
+        KnobKind::Path => value_parser!(PathBuf),
         KnobKind::Duration => ValueParser::new(tpscope_model::parse_duration),
     };
     let value_name = knob
@@ -110,5 +110,84 @@ impl<P: FlagPrefix> FromArgMatches for SimFlags<P> {
         let given = overrides(m, P::PREFIX)?;
         self.overrides = std::mem::take(&mut self.overrides).merge(given);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use clap::Args;
+
+    use super::*;
+
+    /// As `tpscope bench` would have them.
+    #[derive(Debug)]
+    struct Bench;
+
+    impl FlagPrefix for Bench {
+        const PREFIX: &'static str = "sim-";
+        const HEADING: Option<&'static str> = Some("Built-in simulator");
+    }
+
+    fn command<P: FlagPrefix>() -> Command {
+        SimFlags::<P>::augment_args(Command::new("t"))
+    }
+
+    fn parse<P: FlagPrefix>(args: &[&str]) -> Result<SimOverrides, clap::Error> {
+        let m = command::<P>()
+            .try_get_matches_from(std::iter::once("t").chain(args.iter().copied()))?;
+        Ok(SimFlags::<P>::from_arg_matches(&m)?.overrides)
+    }
+
+    #[test]
+    fn knobs_parse_by_their_kind_and_unset_ones_stay_unset() {
+        command::<Plain>().debug_assert();
+        let o = parse::<Plain>(&[
+            "--max-num-seqs",
+            "64",
+            "--num-kv-blocks",
+            "9",
+            "--fault-429",
+            "0.1",
+            "--speed",
+            "max",
+            "--truth-log",
+            "t.jsonl",
+            "--step-overhead",
+            "1h",
+            "--connection-close",
+        ])
+        .unwrap();
+        let want = SimOverrides {
+            max_num_seqs: Some(64),
+            num_kv_blocks: Some(9),
+            fault_429: Some(0.1),
+            speed: Some("max".into()),
+            truth_log: Some("t.jsonl".into()),
+            step_overhead: Some(Duration::from_secs(3600)),
+            connection_close: Some(true),
+            ..SimOverrides::default()
+        };
+        assert_eq!(o, want);
+        assert_eq!(parse::<Plain>(&[]).unwrap(), SimOverrides::default());
+        let e = parse::<Plain>(&["--max-num-seqs", "abc"]).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("invalid value 'abc' for '--max-num-seqs <MAX_NUM_SEQS>'"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_prefix_renames_every_flag_and_a_heading_groups_them() {
+        command::<Bench>().debug_assert();
+        let o = parse::<Bench>(&["--sim-max-num-seqs", "8", "--sim-connection-close"]).unwrap();
+        assert_eq!((o.max_num_seqs, o.connection_close), (Some(8), Some(true)));
+        assert!(parse::<Bench>(&["--max-num-seqs", "8"]).is_err());
+        let help = command::<Bench>().render_help().to_string();
+        assert!(help.contains("Built-in simulator:"), "{help}");
+        assert!(help.contains("--sim-truth-log <FILE>"), "{help}");
+        assert!(!help.contains("Engine:"), "{help}");
     }
 }
