@@ -16,6 +16,10 @@ pub trait FlagPrefix {
     const PREFIX: &'static str;
     /// One help section for all of them instead of each knob's own.
     const HEADING: Option<&'static str> = None;
+    /// Whether the knob of this key is a flag here (default: every knob).
+    fn includes(_key: &str) -> bool {
+        true
+    }
 }
 
 /// No prefix, each knob under its own heading (`tpscope sim`).
@@ -65,10 +69,10 @@ fn arg(knob: &Knob, prefix: &str, heading: Option<&'static str>) -> Arg {
 }
 
 /// The knobs given on the command line.
-fn overrides(m: &ArgMatches, prefix: &str) -> Result<SimOverrides, clap::Error> {
+fn overrides<P: FlagPrefix>(m: &ArgMatches) -> Result<SimOverrides, clap::Error> {
     let mut o = SimOverrides::default();
-    for knob in KNOBS {
-        let id = id(knob, prefix);
+    for knob in KNOBS.iter().filter(|k| P::includes(k.key)) {
+        let id = id(knob, P::PREFIX);
         let value = match knob.kind {
             KnobKind::U32 => m.get_one(&id).copied().map(KnobValue::U32),
             KnobKind::U64 => m.get_one(&id).copied().map(KnobValue::U64),
@@ -90,6 +94,7 @@ impl<P: FlagPrefix> clap::Args for SimFlags<P> {
     fn augment_args(cmd: Command) -> Command {
         KNOBS
             .iter()
+            .filter(|k| P::includes(k.key))
             .fold(cmd, |cmd, k| cmd.arg(arg(k, P::PREFIX, P::HEADING)))
     }
 
@@ -101,13 +106,13 @@ impl<P: FlagPrefix> clap::Args for SimFlags<P> {
 impl<P: FlagPrefix> FromArgMatches for SimFlags<P> {
     fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
         Ok(SimFlags {
-            overrides: overrides(m, P::PREFIX)?,
+            overrides: overrides::<P>(m)?,
             prefix: PhantomData,
         })
     }
 
     fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
-        let given = overrides(m, P::PREFIX)?;
+        let given = overrides::<P>(m)?;
         self.overrides = std::mem::take(&mut self.overrides).merge(given);
         Ok(())
     }
@@ -128,6 +133,17 @@ mod tests {
     impl FlagPrefix for Bench {
         const PREFIX: &'static str = "sim-";
         const HEADING: Option<&'static str> = Some("Built-in simulator");
+        fn includes(key: &str) -> bool {
+            [
+                "model",
+                "gpu",
+                "speed",
+                "truth_log",
+                "max_num_seqs",
+                "connection_close",
+            ]
+            .contains(&key)
+        }
     }
 
     fn command<P: FlagPrefix>() -> Command {
@@ -189,5 +205,6 @@ mod tests {
         assert!(help.contains("Built-in simulator:"), "{help}");
         assert!(help.contains("--sim-truth-log <FILE>"), "{help}");
         assert!(!help.contains("Engine:"), "{help}");
+        assert!(!help.contains("--sim-tp"), "{help}");
     }
 }
