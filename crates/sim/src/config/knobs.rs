@@ -67,6 +67,7 @@ pub struct WrongKind {
 }
 
 /// One row of the knob table.
+#[derive(Debug)]
 pub struct Knob {
     /// TOML key and [`SimOverrides`] field (`max_num_seqs`).
     pub key: &'static str,
