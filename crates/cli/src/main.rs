@@ -13,6 +13,7 @@ mod progress;
 mod report_cmd;
 mod signals;
 mod sim_cmd;
+mod sim_flags;
 
 use std::io::{self, Write};
 use std::process::ExitCode;

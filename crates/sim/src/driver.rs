@@ -11,12 +11,13 @@ use std::sync::mpsc::{Receiver, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::app::{Cmd, Submission};
 use crate::config::SimConfig;
 use crate::engine::{Engine, Event, Limits, SeqSpec};
+use crate::handoff::SeqShared;
 use crate::metrics::{FinishedReason, Lateness, Metrics};
 use crate::roofline::Roofline;
-use crate::server::{Cmd, Submission};
-use crate::stream::{SeqShared, lock};
+use crate::sync::lock;
 
 /// How long before a deadline the thread stops sleeping and spins: the OS timer
 /// wakes up to ~100 µs late (timer slack plus scheduling), the spin absorbs that.

@@ -5,76 +5,41 @@
 //! The engine ([`engine`]) and the step-time model ([`roofline`]) are pure; the
 //! HTTP layer and the engine thread are the only parts that do I/O.
 
+mod api_error;
+mod app;
 pub mod config;
 pub mod draws;
 mod driver;
 pub mod engine;
+mod error;
+mod handoff;
 mod metrics;
+mod request;
 pub mod roofline;
 mod server;
 mod stream;
+mod sync;
 mod truth;
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 pub use config::{
-    BLOCK_SIZE, Faults, GpuSpec, ModelSpec, OutputLen, SimConfig, SimOverrides, Speed,
+    BLOCK_SIZE, ConfigError, Faults, GpuSpec, Invalid, KNOBS, Knob, KnobKind, KnobValue, ModelSpec,
+    OutputLen, SimConfig, SimOverrides, Speed,
 };
 pub use draws::Fault;
+pub use error::SimError;
 pub use metrics::StepLateness;
 pub use roofline::{Roofline, explain, explain_config};
 
+use app::{App, Cmd};
 use metrics::{Lateness, Metrics};
-use server::{App, Cmd};
-use stream::lock;
+use sync::lock;
 use tpscope_model::RunClock;
 use truth::TruthLog;
-
-/// Errors of the simulator library.
-#[derive(Debug, thiserror::Error)]
-pub enum SimError {
-    /// A configuration value is out of range or inconsistent.
-    #[error("invalid {flag} (config key `{field}`): {message}")]
-    Config {
-        /// The TOML key (`max_num_seqs`).
-        field: String,
-        /// The command-line flag (`--max-num-seqs`).
-        flag: String,
-        /// What was wrong and what was expected.
-        message: String,
-    },
-    /// A TOML configuration file does not parse.
-    #[error("config file {}: {message}", path.display())]
-    ConfigFile {
-        /// The file.
-        path: PathBuf,
-        /// The parser's message (with line and column).
-        message: String,
-    },
-    /// Binding the listening socket failed.
-    #[error("cannot listen on {addr}: {source}")]
-    Bind {
-        /// The address asked for.
-        addr: SocketAddr,
-        /// The OS error.
-        source: std::io::Error,
-    },
-    /// Another I/O failure (truth log, threads).
-    #[error("{what}: {source}")]
-    Io {
-        /// What was being done.
-        what: String,
-        /// The OS error.
-        source: std::io::Error,
-    },
-    /// The engine or a helper thread failed.
-    #[error("simulator engine: {0}")]
-    Engine(String),
-}
 
 /// A running simulator. Stop it with [`SimHandle::shutdown`] (dropping it also stops
 /// serving, without waiting and without flushing the truth log).
@@ -96,7 +61,10 @@ pub async fn start(config: SimConfig, addr: SocketAddr) -> Result<SimHandle, Sim
     let tok = config.tokenizer;
     tokio::task::spawn_blocking(move || tok.warm())
         .await
-        .map_err(|e| SimError::Engine(format!("loading the tokenizer failed: {e}")))?;
+        .map_err(|error| SimError::Join {
+            what: "loading the tokenizer failed",
+            error,
+        })?;
     let truth = match &config.truth_log {
         Some(p) => Some(TruthLog::create(p)?),
         None => None,
@@ -196,9 +164,12 @@ impl SimHandle {
         let engine = self.engine.take();
         let joined = tokio::task::spawn_blocking(move || engine.map(|e| e.join()))
             .await
-            .map_err(|e| SimError::Engine(format!("waiting for the engine: {e}")))?;
+            .map_err(|error| SimError::Join {
+                what: "waiting for the engine",
+                error,
+            })?;
         if let Some(Err(_)) = joined {
-            return Err(SimError::Engine("the engine thread panicked".into()));
+            return Err(SimError::Panicked { thread: "engine" });
         }
         if let Some(mut server) = self.server.take() {
             // Aborted responses end at once; give connections a moment to close.
@@ -214,7 +185,10 @@ impl SimHandle {
         if let Some(t) = self.truth.take() {
             tokio::task::spawn_blocking(move || t.finish())
                 .await
-                .map_err(|e| SimError::Engine(format!("waiting for the truth log: {e}")))??;
+                .map_err(|error| SimError::Join {
+                    what: "waiting for the truth log",
+                    error,
+                })??;
         }
         Ok(())
     }

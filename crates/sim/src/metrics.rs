@@ -1,6 +1,7 @@
 //! The simulator's Prometheus metrics under vLLM's names (gauges, counters,
 //! histograms with vLLM's buckets), rendered as Prometheus text; and the engine's
-//! step-lateness record (how late each real-time step woke).
+//! step-lateness record (how late each real-time step woke), summarised by the
+//! analysis crate's percentile method.
 //!
 //! Latency histograms are in simulated seconds (equal to wall seconds at
 //! `--speed realtime`), observed by the engine when it emits tokens: they describe
@@ -9,6 +10,8 @@
 
 use std::fmt::Write as _;
 use std::time::Duration;
+
+use tpscope_analysis::stats::quantile_sorted;
 
 /// vLLM's TTFT buckets (seconds).
 const TTFT_BUCKETS: &[f64] = &[
@@ -228,19 +231,17 @@ impl Lateness {
         self.max = self.max.max(late);
     }
 
+    /// The `q`-quantile by tpscope's one percentile method
+    /// ([`tpscope_analysis::stats::quantile_sorted`]), truncated to the record's
+    /// 1 µs resolution. The record keeps counts per microsecond, so that it stays
+    /// bounded however long the engine runs; a summary (rare) expands them into the
+    /// sorted values the method reads.
     fn quantile(&self, q: f64) -> Option<Duration> {
-        if self.steps == 0 {
-            return None;
+        let mut sorted = Vec::with_capacity(usize::try_from(self.steps).unwrap_or(0));
+        for (us, &n) in self.micros.iter().enumerate() {
+            sorted.extend(std::iter::repeat_n(us as f64, n as usize));
         }
-        let rank = ((q * self.steps as f64).ceil() as u64).clamp(1, self.steps);
-        let mut cum = 0;
-        for (us, n) in self.micros.iter().enumerate() {
-            cum += n;
-            if cum >= rank {
-                return Some(Duration::from_micros(us as u64));
-            }
-        }
-        Some(self.max)
+        quantile_sorted(&sorted, q).map(|us| Duration::from_micros(us as u64))
     }
 
     pub(crate) fn summary(&self) -> StepLateness {
@@ -259,9 +260,11 @@ impl Lateness {
 pub struct StepLateness {
     /// Steps that slept to a deadline.
     pub steps: u64,
-    /// Median lateness (1 µs resolution); `None` when no step was recorded.
+    /// Median lateness (tpscope's percentile method, truncated to 1 µs); `None`
+    /// when no step was recorded.
     pub p50: Option<Duration>,
-    /// 99th-percentile lateness (1 µs resolution); `None` when no step was recorded.
+    /// 99th-percentile lateness (tpscope's percentile method, truncated to 1 µs);
+    /// `None` when no step was recorded.
     pub p99: Option<Duration>,
     /// Largest lateness; `None` when no step was recorded.
     pub max: Option<Duration>,

@@ -1,10 +1,9 @@
-//! The OpenAI-compatible HTTP surface: routes, request parsing and validation,
-//! OpenAI-shaped errors, immediate faults (429/500/503), and the hand-over of each
-//! accepted request to the engine thread and back out through a response body.
+//! The OpenAI-compatible HTTP surface: routes, the completion handler (immediate
+//! faults 429/500/503, the hand-over of each accepted request to the engine thread
+//! and back out through a response body), and the non-streamed answer.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::Sender;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use axum::Router;
@@ -15,70 +14,18 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use bytes::Bytes;
 use serde_json::{Value, json};
-use tpscope_model::RunClock;
-use tpscope_tokens::Tokenizer;
 
-use crate::config::SimConfig;
+use crate::api_error::ApiError;
+use crate::app::{App, Cmd, Submission};
 use crate::draws::{self, Fault};
-use crate::metrics::Metrics;
-use crate::stream::{
-    ChunkFmt, Delivery, Done, Endpoint, OnceBody, SeqShared, SseBody, WaitDone, lock,
-};
+use crate::handoff::{Done, SeqShared, WaitDone};
+use crate::request::{Endpoint, parse};
+use crate::stream::{ChunkFmt, Delivery, OnceBody, SseBody};
+use crate::sync::lock;
 use crate::truth::TruthRecord;
 
 /// Largest request body accepted (bytes).
 const MAX_BODY: usize = 32 * 1024 * 1024;
-
-/// A message to the engine thread.
-pub(crate) enum Cmd {
-    /// A new request.
-    Submit(Box<Submission>),
-    /// The client went away (or a cut fault fired): forget the sequence.
-    Abort(u64),
-    /// Stop: abort everything and end the thread.
-    Shutdown,
-}
-
-/// A request handed to the engine.
-pub(crate) struct Submission {
-    pub index: u64,
-    pub prompt_tokens: u32,
-    pub output_tokens: u32,
-    /// Whether the output length is the `max_tokens` cap (finish reason `length`).
-    pub capped: bool,
-    pub arrived: Instant,
-    pub shared: Arc<SeqShared>,
-}
-
-/// State shared by every handler and body.
-pub(crate) struct App {
-    pub config: SimConfig,
-    pub model_name: String,
-    /// The model name as a JSON string literal (quoted, escaped).
-    pub model_json: String,
-    pub clock: RunClock,
-    pub created: u64,
-    pub next_index: AtomicU64,
-    pub engine: Mutex<Option<Sender<Cmd>>>,
-    pub metrics: Arc<Mutex<Metrics>>,
-    pub truth: Mutex<Option<Sender<TruthRecord>>>,
-}
-
-impl App {
-    /// Sends a command to the engine; false when the engine is gone.
-    pub(crate) fn send(&self, cmd: Cmd) -> bool {
-        match lock(&self.engine).as_ref() {
-            Some(tx) => tx.send(cmd).is_ok(),
-            None => false,
-        }
-    }
-
-    pub(crate) fn record_truth(&self, r: TruthRecord) {
-        if let Some(tx) = lock(&self.truth).as_ref() {
-            let _ = tx.send(r);
-        }
-    }
-}
 
 /// The router of the simulator.
 pub(crate) fn router(app: Arc<App>) -> Router {
@@ -102,60 +49,6 @@ async fn add_connection_close(mut r: Response) -> Response {
     r.headers_mut()
         .insert(header::CONNECTION, HeaderValue::from_static("close"));
     r
-}
-
-/// An error in OpenAI's shape: `{"error": {message, type, param, code}}`.
-#[derive(Debug)]
-pub(crate) struct ApiError {
-    status: StatusCode,
-    message: String,
-    kind: &'static str,
-    param: Option<&'static str>,
-    code: Option<&'static str>,
-    retry_after: Option<u64>,
-}
-
-impl ApiError {
-    fn bad_request(message: impl Into<String>, param: Option<&'static str>) -> Self {
-        ApiError {
-            status: StatusCode::BAD_REQUEST,
-            message: message.into(),
-            kind: "invalid_request_error",
-            param,
-            code: None,
-            retry_after: None,
-        }
-    }
-
-    fn new(status: StatusCode, kind: &'static str, message: impl Into<String>) -> Self {
-        ApiError {
-            status,
-            message: message.into(),
-            kind,
-            param: None,
-            code: None,
-            retry_after: None,
-        }
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let body = json!({
-            "error": {
-                "message": self.message,
-                "type": self.kind,
-                "param": self.param,
-                "code": self.code,
-            }
-        });
-        let mut r = (self.status, axum::Json(body)).into_response();
-        if let Some(s) = self.retry_after {
-            r.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(s));
-        }
-        r
-    }
 }
 
 async fn not_found(req: Request) -> ApiError {
@@ -206,206 +99,6 @@ async fn chat(State(app): State<Arc<App>>, req: Request) -> Response {
 
 async fn completions(State(app): State<Arc<App>>, req: Request) -> Response {
     completion(app, Endpoint::Completions, req).await
-}
-
-/// A parsed, validated completion request.
-#[derive(Debug)]
-struct Parsed {
-    model: String,
-    prompt_tokens: u32,
-    stream: bool,
-    include_usage: bool,
-    max_tokens: Option<u32>,
-    ignore_eos: bool,
-}
-
-fn field_u32(v: &Value, name: &'static str) -> Result<Option<u32>, ApiError> {
-    match v.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(x) => match x.as_u64() {
-            Some(n) if (1..=u64::from(u32::MAX)).contains(&n) => Ok(Some(n as u32)),
-            _ => Err(ApiError::bad_request(
-                format!("`{name}` must be an integer ≥ 1, got {x}"),
-                Some(name),
-            )),
-        },
-    }
-}
-
-fn field_bool(v: &Value, name: &'static str) -> Result<Option<bool>, ApiError> {
-    match v.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(x) => Err(ApiError::bad_request(
-            format!("`{name}` must be a boolean, got {x}"),
-            Some(name),
-        )),
-    }
-}
-
-/// Prompt tokens of a chat request: OpenAI's counting rule (3 tokens per message
-/// for its role header and end marker, plus the role and content, plus 1 for a
-/// `name`), and 3 for priming the assistant's reply.
-fn chat_prompt_tokens(tok: Tokenizer, v: &Value) -> Result<usize, ApiError> {
-    let msgs = match v.get("messages") {
-        Some(Value::Array(a)) if !a.is_empty() => a,
-        Some(Value::Array(_)) => {
-            return Err(ApiError::bad_request(
-                "`messages` must not be empty",
-                Some("messages"),
-            ));
-        }
-        _ => {
-            return Err(ApiError::bad_request(
-                "`messages` is required and must be an array of messages",
-                Some("messages"),
-            ));
-        }
-    };
-    let mut n = 3;
-    for (i, m) in msgs.iter().enumerate() {
-        let Some(role) = m.get("role").and_then(Value::as_str) else {
-            return Err(ApiError::bad_request(
-                format!("`messages[{i}].role` is required and must be a string"),
-                Some("messages"),
-            ));
-        };
-        n += 3 + tok.count(role);
-        if let Some(name) = m.get("name").and_then(Value::as_str) {
-            n += 1 + tok.count(name);
-        }
-        match m.get("content") {
-            None | Some(Value::Null) => {}
-            Some(Value::String(s)) => n += tok.count(s),
-            Some(Value::Array(parts)) => {
-                for p in parts {
-                    match (p.get("type").and_then(Value::as_str), p.get("text")) {
-                        (Some("text"), Some(Value::String(s))) => n += tok.count(s),
-                        _ => {
-                            return Err(ApiError::bad_request(
-                                format!(
-                                    "`messages[{i}].content` parts must be {{\"type\": \"text\", \
-                                     \"text\": …}}: the simulator takes text only"
-                                ),
-                                Some("messages"),
-                            ));
-                        }
-                    }
-                }
-            }
-            Some(_) => {
-                return Err(ApiError::bad_request(
-                    format!("`messages[{i}].content` must be a string or an array of text parts"),
-                    Some("messages"),
-                ));
-            }
-        }
-    }
-    Ok(n)
-}
-
-/// Prompt tokens of a legacy completion: a string, a one-element array of
-/// strings, or token ids (an array of integers, or a one-element array of them).
-fn completion_prompt_tokens(tok: Tokenizer, v: &Value) -> Result<usize, ApiError> {
-    let bad = || {
-        ApiError::bad_request(
-            "`prompt` must be a string or an array of token ids (one prompt per request: n = 1)",
-            Some("prompt"),
-        )
-    };
-    let n = match v.get("prompt") {
-        Some(Value::String(s)) => tok.count(s),
-        Some(Value::Array(a)) if a.len() == 1 && a[0].is_string() => {
-            tok.count(a[0].as_str().unwrap_or_default())
-        }
-        Some(Value::Array(a)) if !a.is_empty() && a.iter().all(Value::is_u64) => a.len(),
-        Some(Value::Array(a))
-            if a.len() == 1 && a[0].as_array().is_some_and(|x| x.iter().all(Value::is_u64)) =>
-        {
-            a[0].as_array().map_or(0, Vec::len)
-        }
-        _ => return Err(bad()),
-    };
-    if n == 0 {
-        return Err(ApiError::bad_request(
-            "`prompt` must not be empty",
-            Some("prompt"),
-        ));
-    }
-    Ok(n)
-}
-
-fn parse(endpoint: Endpoint, body: &[u8], tok: Tokenizer) -> Result<Parsed, ApiError> {
-    let v: Value = serde_json::from_slice(body).map_err(|e| {
-        ApiError::bad_request(format!("the request body is not valid JSON: {e}"), None)
-    })?;
-    if !v.is_object() {
-        return Err(ApiError::bad_request(
-            "the request body must be a JSON object",
-            None,
-        ));
-    }
-    let model = match v.get("model") {
-        Some(Value::String(s)) => s.clone(),
-        _ => {
-            return Err(ApiError::bad_request(
-                "`model` is required and must be a string",
-                Some("model"),
-            ));
-        }
-    };
-    if let Some(n) = v.get("n").filter(|x| !x.is_null())
-        && n.as_u64() != Some(1)
-    {
-        return Err(ApiError::bad_request(
-            format!(
-                "`n` = {n} is not supported: the simulator generates exactly one choice (n = 1)"
-            ),
-            Some("n"),
-        ));
-    }
-    if let Some(b) = v.get("best_of").filter(|x| !x.is_null())
-        && b.as_u64() != Some(1)
-    {
-        return Err(ApiError::bad_request(
-            format!("`best_of` = {b} is not supported (only 1)"),
-            Some("best_of"),
-        ));
-    }
-    let stream = field_bool(&v, "stream")?.unwrap_or(false);
-    let include_usage = match v.get("stream_options") {
-        None | Some(Value::Null) => false,
-        Some(o @ Value::Object(_)) => field_bool(o, "include_usage")?.unwrap_or(false),
-        Some(x) => {
-            return Err(ApiError::bad_request(
-                format!("`stream_options` must be an object, got {x}"),
-                Some("stream_options"),
-            ));
-        }
-    };
-    if include_usage && !stream {
-        return Err(ApiError::bad_request(
-            "`stream_options` is only allowed when `stream` is true",
-            Some("stream_options"),
-        ));
-    }
-    let max_tokens = match field_u32(&v, "max_completion_tokens")? {
-        Some(m) => Some(m),
-        None => field_u32(&v, "max_tokens")?,
-    };
-    let ignore_eos = field_bool(&v, "ignore_eos")?.unwrap_or(false);
-    let prompt_tokens = match endpoint {
-        Endpoint::Chat => chat_prompt_tokens(tok, &v)?,
-        Endpoint::Completions => completion_prompt_tokens(tok, &v)?,
-    };
-    Ok(Parsed {
-        model,
-        prompt_tokens: u32::try_from(prompt_tokens).unwrap_or(u32::MAX),
-        stream,
-        include_usage,
-        max_tokens,
-        ignore_eos,
-    })
 }
 
 fn ids(endpoint: Endpoint, index: u64) -> String {
@@ -659,79 +352,4 @@ async fn non_streaming(mut d: Delivery, endpoint: Endpoint, id: &str, created: u
         HeaderValue::from_static("application/json"),
     );
     r
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn chat_prompt_is_counted_with_the_message_overhead() {
-        let tok = Tokenizer::O200kBase;
-        let v = json!({"model": "m", "messages": [{"role": "user", "content": "Hello, world!"}]});
-        let p = parse(Endpoint::Chat, v.to_string().as_bytes(), tok).unwrap();
-        // 3 priming + 3 per message + 1 ("user") + 4 ("Hello, world!").
-        assert_eq!(p.prompt_tokens, 11);
-        assert!(!p.stream && !p.include_usage && p.max_tokens.is_none());
-    }
-
-    #[test]
-    fn max_completion_tokens_wins_over_max_tokens() {
-        let v = json!({"model": "m", "prompt": "hi", "max_tokens": 5, "max_completion_tokens": 7,
-                       "stream": true, "stream_options": {"include_usage": true}, "ignore_eos": true});
-        let p = parse(
-            Endpoint::Completions,
-            v.to_string().as_bytes(),
-            Tokenizer::O200kBase,
-        )
-        .unwrap();
-        assert_eq!(p.max_tokens, Some(7));
-        assert!(p.stream && p.include_usage && p.ignore_eos);
-        let ids = json!({"model": "m", "prompt": [1, 2, 3]});
-        let p = parse(
-            Endpoint::Completions,
-            ids.to_string().as_bytes(),
-            Tokenizer::O200kBase,
-        )
-        .unwrap();
-        assert_eq!(p.prompt_tokens, 3);
-    }
-
-    #[test]
-    fn unsupported_requests_get_clear_errors() {
-        let tok = Tokenizer::O200kBase;
-        let cases = [
-            (
-                json!({"model": "m", "messages": [{"role": "user", "content": "x"}], "n": 2}),
-                "`n`",
-            ),
-            (json!({"model": "m", "messages": []}), "`messages`"),
-            (
-                json!({"messages": [{"role": "user", "content": "x"}]}),
-                "`model`",
-            ),
-            (
-                json!({"model": "m", "messages": [{"role": "user", "content": "x"}], "max_tokens": 0}),
-                "max_tokens",
-            ),
-            (
-                json!({"model": "m", "messages": [{"role": "user", "content": "x"}], "stream_options": {"include_usage": true}}),
-                "stream_options",
-            ),
-        ];
-        for (v, needle) in cases {
-            let e = parse(Endpoint::Chat, v.to_string().as_bytes(), tok).unwrap_err();
-            assert_eq!(e.status, StatusCode::BAD_REQUEST);
-            assert!(e.message.contains(needle), "{} lacks {needle}", e.message);
-        }
-        let e = parse(Endpoint::Chat, b"{not json", tok).unwrap_err();
-        assert!(e.message.contains("not valid JSON"));
-        let e = parse(
-            Endpoint::Completions,
-            br#"{"model":"m","prompt":["a","b"]}"#,
-            tok,
-        )
-        .unwrap_err();
-        assert!(e.message.contains("n = 1"));
-    }
 }

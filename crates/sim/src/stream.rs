@@ -1,20 +1,22 @@
-//! Response bodies: the hand-off between the engine thread and a connection
-//! ([`SeqShared`]), the SSE body that formats one chunk per token from pre-built
-//! byte prefixes (no per-token allocation or serde), fault injection on the way out
-//! (cut, stall, malformed event, slow first token), and ground-truth stamps taken
-//! when a frame is handed to the socket writer.
+//! Response bodies: the SSE body that formats one chunk per token from pre-built
+//! byte prefixes (no per-token allocation or serde), fed by the engine through the
+//! sequence's hand-off ([`crate::handoff`]); fault injection on the way out (cut,
+//! stall, malformed event, slow first token); and ground-truth stamps taken when a
+//! frame is handed to the socket writer.
 
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Waker};
+use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
 use http_body::{Body, Frame, SizeHint};
 use tokio::time::Sleep;
 
+use crate::app::{App, Cmd};
 use crate::draws::Fault;
-use crate::server::{App, Cmd};
+use crate::handoff::{Done, SeqShared};
+use crate::request::Endpoint;
 use crate::truth::TruthRecord;
 
 /// How long a cut waits after its last frame before closing the connection, so
@@ -25,114 +27,6 @@ const CUT_FLUSH: std::time::Duration = std::time::Duration::from_millis(10);
 /// Most tokens formatted into one frame, so a far-behind stream still yields to
 /// the writer regularly (about 170 bytes per token).
 const MAX_FRAME_TOKENS: u32 = 128;
-
-/// How a sequence left the engine.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Done {
-    /// All its tokens were generated.
-    Finished,
-    /// The engine stopped (shutdown) before it finished.
-    Aborted,
-}
-
-/// Progress of one sequence, written by the engine thread and read by the
-/// connection task.
-#[derive(Debug, Default)]
-pub(crate) struct Progress {
-    pub produced: u32,
-    pub done: Option<Done>,
-    pub waker: Option<Waker>,
-}
-
-/// The engine-to-connection hand-off of one sequence.
-#[derive(Debug, Default)]
-pub(crate) struct SeqShared {
-    pub progress: Mutex<Progress>,
-}
-
-impl SeqShared {
-    /// Records the `count`-th token (and completion) and wakes the reader if it
-    /// is waiting. The waker is taken, so a burst of tokens wakes it once.
-    pub(crate) fn token(&self, count: u32, finished: bool) {
-        let waker = {
-            let mut p = lock(&self.progress);
-            p.produced = count;
-            if finished {
-                p.done = Some(Done::Finished);
-            }
-            p.waker.take()
-        };
-        if let Some(w) = waker {
-            w.wake();
-        }
-    }
-
-    /// Marks the sequence aborted and wakes the reader.
-    pub(crate) fn abort(&self) {
-        let waker = {
-            let mut p = lock(&self.progress);
-            p.done.get_or_insert(Done::Aborted);
-            p.waker.take()
-        };
-        if let Some(w) = waker {
-            w.wake();
-        }
-    }
-
-    /// The progress now, registering `cx`'s waker when nothing new is there.
-    fn poll_progress(&self, seen: u32, cx: &mut Context<'_>) -> Poll<(u32, Option<Done>)> {
-        let mut p = lock(&self.progress);
-        if p.produced == seen && p.done.is_none() {
-            match &p.waker {
-                Some(w) if w.will_wake(cx.waker()) => {}
-                _ => p.waker = Some(cx.waker().clone()),
-            }
-            return Poll::Pending;
-        }
-        Poll::Ready((p.produced, p.done))
-    }
-}
-
-/// Waits until the sequence is done; yields (tokens produced, how it ended).
-pub(crate) struct WaitDone<'a>(pub &'a SeqShared);
-
-impl Future for WaitDone<'_> {
-    type Output = (u32, Done);
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut p = lock(&self.0.progress);
-        match p.done {
-            Some(d) => Poll::Ready((p.produced, d)),
-            None => {
-                match &p.waker {
-                    Some(w) if w.will_wake(cx.waker()) => {}
-                    _ => p.waker = Some(cx.waker().clone()),
-                }
-                Poll::Pending
-            }
-        }
-    }
-}
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // A panic while holding these locks leaves plain counters behind: still usable.
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// The two OpenAI endpoints.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Endpoint {
-    Chat,
-    Completions,
-}
-
-impl Endpoint {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Endpoint::Chat => "chat",
-            Endpoint::Completions => "completions",
-        }
-    }
-}
 
 /// Pre-formatted pieces of one request's SSE chunks.
 pub(crate) struct ChunkFmt {

@@ -76,9 +76,9 @@ impl TruthLog {
     /// (other senders must be gone for it to finish).
     pub(crate) fn finish(self) -> Result<(), SimError> {
         drop(self.tx);
-        self.thread
-            .join()
-            .map_err(|_| SimError::Engine("the truth-log thread panicked".into()))?
+        self.thread.join().map_err(|_| SimError::Panicked {
+            thread: "truth-log",
+        })?
     }
 }
 
