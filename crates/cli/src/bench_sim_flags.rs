@@ -1,11 +1,13 @@
 //! The `--sim-*` flags of `tpscope bench`: the built-in simulator's settings,
 //! passed to it when no `--url` is given (kept together, apart from the load's
-//! flags, so that they can follow the simulator's own table of knobs).
+//! flags; the fault kinds and their keys come from the simulator's table of knobs).
 
 use std::path::PathBuf;
 
 use anyhow::Context;
 use tpscope_sim::SimOverrides;
+use tpscope_sim::config::KnobValue;
+use tpscope_sim::config::knobs::{fault_knob, fault_names};
 
 /// The help section of the flags passed to the built-in simulator.
 const SIM_HEADING: &str = "Built-in simulator (passed to it; ignored with --url)";
@@ -54,25 +56,15 @@ pub struct SimFlags {
     pub sim_truth_log: Option<PathBuf>,
 }
 
-const SIM_FAULTS: [&str; 7] = [
-    "429",
-    "500",
-    "503",
-    "cut",
-    "stall",
-    "malformed",
-    "slow-first-token",
-];
-
 /// Parses `--sim-fault KIND=P`.
 pub fn parse_sim_fault(s: &str) -> Result<(String, f64), String> {
     let (k, p) = s
         .split_once('=')
         .ok_or_else(|| format!("`{s}` is not KIND=P (e.g. 429=0.1)"))?;
-    if !SIM_FAULTS.contains(&k) {
+    if fault_knob(k).is_none() {
         return Err(format!(
             "`{k}` is not a fault (expected one of {})",
-            SIM_FAULTS.join(", ")
+            fault_names().collect::<Vec<_>>().join(", ")
         ));
     }
     match p.trim().parse::<f64>() {
@@ -110,16 +102,10 @@ impl SimFlags {
             ..SimOverrides::default()
         };
         for (k, p) in &a.sim_faults {
-            let p = Some(*p);
-            match k.as_str() {
-                "429" => f.fault_429 = p,
-                "500" => f.fault_500 = p,
-                "503" => f.fault_503 = p,
-                "cut" => f.fault_cut = p,
-                "stall" => f.fault_stall = p,
-                "malformed" => f.fault_malformed = p,
-                _ => f.fault_slow_first_token = p,
-            }
+            // The kind was checked by the flag's parser; the knob table owns the key.
+            let knob = fault_knob(k).with_context(|| format!("--sim-fault: `{k}`"))?;
+            knob.set(&mut f, KnobValue::F64(*p))
+                .with_context(|| format!("--sim-fault {k}"))?;
         }
         o = o.merge(f);
         Ok(o)

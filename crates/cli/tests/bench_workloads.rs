@@ -6,7 +6,6 @@
 mod bench_support;
 
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use bench_support::{bench, check_log, records, runs, signal, spawn, tpscope, wait, wait_for_line};
