@@ -5,11 +5,10 @@
 //! errors; for every line this accepts, the general path gives the same record.
 
 use tpscope_analysis::{SampleFacts, SpanFacts};
+use tpscope_json::plain_len;
 use tpscope_model::{
     Cause, HourCache, MAX_PLAUSIBLE_TOKENS, Status, Timestamp, TokenSource, check_lifecycle,
 };
-
-use crate::json::plain_len;
 
 /// A record read by the fast path.
 #[derive(Debug, PartialEq)]
