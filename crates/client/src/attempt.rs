@@ -149,11 +149,17 @@ impl Client {
         if !res.status().is_success() {
             return error_status(res, &mut w, rec).await;
         }
-        let body = res.into_body();
+        let body = Body {
+            body: res.into_body(),
+            w: &mut w,
+            rec,
+            cfg,
+            at,
+        };
         if json_answer {
-            return whole_answer(body, &mut w, rec, cfg, at).await;
+            return body.whole_answer().await;
         }
-        event_stream(body, &mut w, rec, cfg, at).await
+        body.event_stream().await
     }
 }
 
@@ -229,48 +235,141 @@ async fn error_status(
     rec.finish(Some(cause), now, Some(message))
 }
 
-/// A server that ignored `stream: true` and answered with one JSON body.
-async fn whole_answer(
-    mut body: Incoming,
-    w: &mut Waits<'_, '_>,
-    mut rec: Recorder<'_>,
-    cfg: &ClientConfig,
-    at: Stamps<'_>,
-) -> AttemptOutcome {
-    let mut json_body = Vec::new();
-    // The answer is complete with its last data read.
-    let mut last_read = None;
-    let body_res = loop {
-        tokio::select! {
-            biased;
-            _ = &mut w.cancelled => break Err((Cause::Cancelled, "cancelled while reading the response".to_string())),
-            _ = &mut w.sleep, if w.armed.is_some() => {
-                let now = Instant::now();
-                match w.deadlines.next(None, None) {
-                    Some((at, cause)) if at <= now => break Err((cause, timeout_message(cause, cfg))),
-                    other => w.arm(other),
-                }
-            }
-            f = body.frame() => match f {
-                Some(Ok(frame)) => {
-                    if let Some(d) = frame.data_ref() {
-                        rec.bytes_received += d.len() as u64;
-                        if json_body.len() + d.len() > cfg.max_event_bytes {
-                            break Err((Cause::Malformed, format!("response body larger than {} bytes", cfg.max_event_bytes)));
-                        }
-                        json_body.extend_from_slice(d);
-                        last_read = Some(read_instant(at.rx, at.start));
+/// The body of a successful response and what reading it needs.
+struct Body<'a, 'p, 'c> {
+    body: Incoming,
+    w: &'a mut Waits<'p, 'c>,
+    rec: Recorder<'a>,
+    cfg: &'a ClientConfig,
+    at: Stamps<'a>,
+}
+
+impl Body<'_, '_, '_> {
+    /// A server that ignored `stream: true` and answered with one JSON body.
+    async fn whole_answer(mut self) -> AttemptOutcome {
+        let mut json_body = Vec::new();
+        // The answer is complete with its last data read.
+        let mut last_read = None;
+        let body_res = loop {
+            tokio::select! {
+                biased;
+                _ = &mut self.w.cancelled => break Err((Cause::Cancelled, "cancelled while reading the response".to_string())),
+                _ = &mut self.w.sleep, if self.w.armed.is_some() => {
+                    let now = Instant::now();
+                    match self.w.deadlines.next(None, None) {
+                        Some((at, cause)) if at <= now => break Err((cause, timeout_message(cause, self.cfg))),
+                        other => self.w.arm(other),
                     }
                 }
-                Some(Err(e)) => break Err((Cause::Disconnect, format!("response body cut: {}", error_chain(&e)))),
-                None => break Ok(()),
-            },
+                f = self.body.frame() => match f {
+                    Some(Ok(frame)) => {
+                        if let Some(d) = frame.data_ref() {
+                            self.rec.bytes_received += d.len() as u64;
+                            if json_body.len() + d.len() > self.cfg.max_event_bytes {
+                                break Err((Cause::Malformed, format!("response body larger than {} bytes", self.cfg.max_event_bytes)));
+                            }
+                            json_body.extend_from_slice(d);
+                            last_read = Some(read_instant(self.at.rx, self.at.start));
+                        }
+                    }
+                    Some(Err(e)) => break Err((Cause::Disconnect, format!("response body cut: {}", error_chain(&e)))),
+                    None => break Ok(()),
+                },
+            }
+        };
+        let now = Instant::now();
+        match body_res {
+            Err((cause, msg)) => self.rec.finish(Some(cause), now, Some(msg)),
+            Ok(()) => self.rec.whole_answer(&json_body, last_read.unwrap_or(now)),
         }
-    };
-    let now = Instant::now();
-    match body_res {
-        Err((cause, msg)) => rec.finish(Some(cause), now, Some(msg)),
-        Ok(()) => rec.whole_answer(&json_body, last_read.unwrap_or(now)),
+    }
+
+    /// The event stream: the hot loop, one iteration per body read.
+    async fn event_stream(mut self) -> AttemptOutcome {
+        let mut parser = SseParser::with_limit(self.cfg.max_event_bytes);
+        self.w.arm(self.w.deadlines.next(None, None));
+        loop {
+            let wake = tokio::select! {
+                biased;
+                _ = &mut self.w.cancelled => Wake::Cancelled,
+                _ = &mut self.w.sleep, if self.w.armed.is_some() => Wake::Deadline,
+                f = self.body.frame() => Wake::Frame(f),
+            };
+            match wake {
+                Wake::Cancelled => {
+                    return self.rec.finish(
+                        Some(Cause::Cancelled),
+                        Instant::now(),
+                        Some("cancelled while streaming".into()),
+                    );
+                }
+                Wake::Deadline => {
+                    let now = Instant::now();
+                    match self
+                        .w
+                        .deadlines
+                        .next(self.rec.stream.first_token, self.rec.stream.last_event)
+                    {
+                        Some((at, cause)) if at <= now => {
+                            return self.rec.finish(
+                                Some(cause),
+                                now,
+                                Some(timeout_message(cause, self.cfg)),
+                            );
+                        }
+                        // The sleep is re-armed lazily: a stall deadline moves with
+                        // every event, and resetting the timer per chunk costs more
+                        // than waking once to find it moved.
+                        other => self.w.arm(other),
+                    }
+                }
+                Wake::Frame(None) => {
+                    let now = Instant::now();
+                    self.rec.stream.end_of_body(&mut parser, now);
+                    return self.rec.finish_stream(now);
+                }
+                Wake::Frame(Some(Err(e))) => {
+                    let now = Instant::now();
+                    self.rec.stream.fail(
+                        Cause::Disconnect,
+                        format!("the stream broke: {}", error_chain(&e)),
+                    );
+                    return self.rec.finish_stream(now);
+                }
+                Wake::Frame(Some(Ok(frame))) => {
+                    let Some(data) = frame.data_ref() else {
+                        continue;
+                    };
+                    // One stamp per read: every event this read completes shares it.
+                    let (now, received) = read_stamp(self.at.rx, self.at.start);
+                    self.rec.bytes_received += data.len() as u64;
+                    let had_first = self.rec.stream.first_token.is_some();
+                    self.rec.stream.push(&mut parser, data, now);
+                    if !had_first && self.rec.stream.first_token.is_some() {
+                        self.rec.first_token_lag = Some(received - now);
+                    }
+                    match self.rec.stream.end {
+                        None => {
+                            // Deadlines only move later with each event, except at
+                            // the first token (first-token limit → stall limit).
+                            if !had_first && self.rec.stream.first_token.is_some() {
+                                self.w.arm(
+                                    self.w.deadlines.next(
+                                        self.rec.stream.first_token,
+                                        self.rec.stream.last_event,
+                                    ),
+                                );
+                            }
+                        }
+                        Some(StreamEnd::Done(at)) => {
+                            drain(&mut self.body, self.w, at).await;
+                            return self.rec.finish_stream(now);
+                        }
+                        Some(StreamEnd::Failed { .. }) => return self.rec.finish_stream(now),
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -278,93 +377,6 @@ enum Wake {
     Cancelled,
     Deadline,
     Frame(Option<Result<hyper::body::Frame<Bytes>, hyper::Error>>),
-}
-
-/// The event stream: the hot loop, one iteration per body read.
-async fn event_stream(
-    mut body: Incoming,
-    w: &mut Waits<'_, '_>,
-    mut rec: Recorder<'_>,
-    cfg: &ClientConfig,
-    at: Stamps<'_>,
-) -> AttemptOutcome {
-    let mut parser = SseParser::with_limit(cfg.max_event_bytes);
-    w.arm(w.deadlines.next(None, None));
-    loop {
-        let wake = tokio::select! {
-            biased;
-            _ = &mut w.cancelled => Wake::Cancelled,
-            _ = &mut w.sleep, if w.armed.is_some() => Wake::Deadline,
-            f = body.frame() => Wake::Frame(f),
-        };
-        match wake {
-            Wake::Cancelled => {
-                return rec.finish(
-                    Some(Cause::Cancelled),
-                    Instant::now(),
-                    Some("cancelled while streaming".into()),
-                );
-            }
-            Wake::Deadline => {
-                let now = Instant::now();
-                match w
-                    .deadlines
-                    .next(rec.stream.first_token, rec.stream.last_event)
-                {
-                    Some((at, cause)) if at <= now => {
-                        return rec.finish(Some(cause), now, Some(timeout_message(cause, cfg)));
-                    }
-                    // The sleep is re-armed lazily: a stall deadline moves with
-                    // every event, and resetting the timer per chunk costs more
-                    // than waking once to find it moved.
-                    other => w.arm(other),
-                }
-            }
-            Wake::Frame(None) => {
-                let now = Instant::now();
-                rec.stream.end_of_body(&mut parser, now);
-                return rec.finish_stream(now);
-            }
-            Wake::Frame(Some(Err(e))) => {
-                let now = Instant::now();
-                rec.stream.fail(
-                    Cause::Disconnect,
-                    format!("the stream broke: {}", error_chain(&e)),
-                );
-                return rec.finish_stream(now);
-            }
-            Wake::Frame(Some(Ok(frame))) => {
-                let Some(data) = frame.data_ref() else {
-                    continue;
-                };
-                // One stamp per read: every event this read completes shares it.
-                let (now, received) = read_stamp(at.rx, at.start);
-                rec.bytes_received += data.len() as u64;
-                let had_first = rec.stream.first_token.is_some();
-                rec.stream.push(&mut parser, data, now);
-                if !had_first && rec.stream.first_token.is_some() {
-                    rec.first_token_lag = Some(received - now);
-                }
-                match rec.stream.end {
-                    None => {
-                        // Deadlines only move later with each event, except at
-                        // the first token (first-token limit → stall limit).
-                        if !had_first && rec.stream.first_token.is_some() {
-                            w.arm(
-                                w.deadlines
-                                    .next(rec.stream.first_token, rec.stream.last_event),
-                            );
-                        }
-                    }
-                    Some(StreamEnd::Done(at)) => {
-                        drain(&mut body, w, at).await;
-                        return rec.finish_stream(now);
-                    }
-                    Some(StreamEnd::Failed { .. }) => return rec.finish_stream(now),
-                }
-            }
-        }
-    }
 }
 
 /// Reads the body's end after `[DONE]` (at `done`) so the connection can be pooled.

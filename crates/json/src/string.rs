@@ -21,8 +21,9 @@ fn string_stops(w: u64) -> u64 {
 #[inline]
 pub fn plain_len(b: &[u8]) -> usize {
     let mut pos = 0;
-    while let Some(chunk) = b.get(pos..).and_then(|r| r.first_chunk::<8>()) {
-        let stops = string_stops(u64::from_le_bytes(*chunk));
+    while let Some(chunk) = b.get(pos..pos + 8) {
+        let w = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+        let stops = string_stops(w);
         if stops != 0 {
             return pos + (stops.trailing_zeros() / 8) as usize;
         }

@@ -52,7 +52,7 @@ fn main() {
     } else {
         Duration::from_millis(700)
     };
-    println!("tpscope-client hot path, ns per chunk (lower is better)");
+    println!("tpscope-stream hot path, ns per chunk (lower is better)");
 
     for (name, chunk) in [
         ("vLLM chat chunk", CHAT),

@@ -58,7 +58,14 @@ impl<'a> JsonStr<'a> {
 
     /// Appends the unescaped text to `out`.
     pub fn append_to(&self, out: &mut String) {
-        tpscope_json::unescape_into(self.raw, out);
+        // The common case (no escape) stays inline here.
+        match memchr::memchr(b'\\', self.raw.as_bytes()) {
+            None => out.push_str(self.raw),
+            Some(first) => {
+                out.push_str(&self.raw[..first]);
+                tpscope_json::unescape_into(&self.raw[first..], out);
+            }
+        }
     }
 
     /// The unescaped text (borrowed when it has no escapes).
