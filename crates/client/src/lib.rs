@@ -1,21 +1,21 @@
-//! tpscope's client layer: a sans-I/O SSE parser ([`sse`]) and OpenAI chunk parser
-//! ([`chunk`]) shared with the proxy, and the HTTP client ([`Client`]) that sends
-//! one streaming request attempt to an OpenAI-compatible server and stamps its
-//! times (DESIGN.md §2, §4, §7).
+//! tpscope's HTTP client ([`Client`]): sends one streaming request attempt to an
+//! OpenAI-compatible server over pooled connections, with timeouts and kernel
+//! receive timestamps, and accounts the response through the sans-I/O
+//! `tpscope-stream` crate (DESIGN.md §2, §4, §7, §9).
 
-pub mod chunk;
+mod attempt;
 mod client;
 pub mod config;
 mod connector;
+mod outcome;
+mod request;
 mod rx;
-mod scan;
-pub mod sse;
-pub mod stream;
 
-pub use chunk::Usage;
-pub use client::{AttemptOutcome, Client, ClientError, parse_retry_after, request_body};
+pub use client::{Client, ClientError};
 pub use config::{
     Api, ClientConfig, Endpoint, Message, Prompt, RequestSpec, RxTimestamps, Timeouts,
 };
-pub use sse::{Event, SseParser};
-pub use stream::{StreamEnd, StreamState};
+pub use outcome::AttemptOutcome;
+pub use request::{parse_retry_after, request_body};
+/// In [`AttemptOutcome::usage`]; owned by `tpscope-stream`.
+pub use tpscope_stream::Usage;

@@ -5,11 +5,10 @@
 //! errors; for every line this accepts, the general path gives the same record.
 
 use tpscope_analysis::{SampleFacts, SpanFacts};
+use tpscope_json::plain_len;
 use tpscope_model::{
     Cause, HourCache, MAX_PLAUSIBLE_TOKENS, Status, Timestamp, TokenSource, check_lifecycle,
 };
-
-use crate::json::plain_len;
 
 /// Declares a module of keys as they follow a value, `,"key":`, one constant per
 /// field of one of the model's lists ([`tpscope_model::span_fields!`],

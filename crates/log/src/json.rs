@@ -6,14 +6,15 @@
 //! so a scanner that lets the caller descend where it needs to, and skips the rest
 //! with validation, reads them several times faster. It accepts exactly RFC 8259
 //! JSON (no trailing commas, no leading zeros, no raw control characters in
-//! strings, no lone surrogates) and nests at most [`MAX_DEPTH`] levels deep.
+//! strings, no lone surrogates) and nests at most [`MAX_DEPTH`] levels deep. The
+//! byte-level lexing (string runs, whitespace, number syntax) is `tpscope-json`'s,
+//! shared with the stream chunk scanner.
 
 use std::borrow::Cow;
 
-use crate::scalar::Scalar;
+use tpscope_json::{MAX_DEPTH, plain_len, skip_ws};
 
-/// The deepest nesting accepted (serde_json's default recursion limit).
-pub(crate) const MAX_DEPTH: u32 = 128;
+use crate::scalar::Scalar;
 
 /// Why a line is not valid JSON.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,43 +83,6 @@ pub(crate) struct Scanner<'a> {
     pos: usize,
 }
 
-const ONES: u64 = 0x0101_0101_0101_0101;
-const HIGHS: u64 = 0x8080_8080_8080_8080;
-
-/// Marks (in the high bit of each byte) the bytes of `w` that end a plain string
-/// run: `"`, `\` or a control character. Only the lowest mark is exact, which is
-/// all the caller uses.
-#[inline]
-fn string_stops(w: u64) -> u64 {
-    let quote = w ^ (ONES * u64::from(b'"'));
-    let backslash = w ^ (ONES * u64::from(b'\\'));
-    let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
-    let control = w.wrapping_sub(ONES * 0x20) & !w & HIGHS;
-    zero(quote) | zero(backslash) | control
-}
-
-/// How many leading bytes of `b` need no attention inside a string (none is `"`,
-/// `\` or a control byte), eight at a time.
-#[inline]
-pub(crate) fn plain_len(b: &[u8]) -> usize {
-    let mut pos = 0;
-    while let Some(chunk) = b.get(pos..pos + 8) {
-        let w = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
-        let stops = string_stops(w);
-        if stops != 0 {
-            return pos + (stops.trailing_zeros() / 8) as usize;
-        }
-        pos += 8;
-    }
-    while let Some(&c) = b.get(pos) {
-        if c == b'"' || c == b'\\' || c < 0x20 {
-            return pos;
-        }
-        pos += 1;
-    }
-    pos
-}
-
 impl<'a> Scanner<'a> {
     /// A scanner at the start of `text`.
     pub fn new(text: &'a str) -> Scanner<'a> {
@@ -152,12 +116,7 @@ impl<'a> Scanner<'a> {
 
     #[inline]
     fn ws(&mut self) {
-        while let Some(&c) = self.b.get(self.pos) {
-            if !matches!(c, b' ' | b'\t' | b'\n' | b'\r') {
-                break;
-            }
-            self.pos += 1;
-        }
+        self.pos = skip_ws(self.b, self.pos);
     }
 
     /// The next significant byte, after whitespace.
@@ -343,48 +302,23 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    fn digits(&mut self) -> usize {
-        let start = self.pos;
-        while matches!(self.b.get(self.pos), Some(b'0'..=b'9')) {
-            self.pos += 1;
-        }
-        self.pos - start
-    }
-
     /// Validates a number's text; returns (integer digits, whether it has a
     /// fraction or exponent).
     fn number_text(&mut self) -> JsonResult<(usize, bool)> {
-        if self.b.get(self.pos) == Some(&b'-') {
-            self.pos += 1;
-        }
-        let int_start = self.pos;
-        let n = self.digits();
-        if n == 0 {
-            return Err(self.err("expected a digit"));
-        }
-        if n > 1 && self.b[int_start] == b'0' {
-            self.pos = int_start + 1;
+        let n = match tpscope_json::number(self.b, self.pos) {
+            Ok(n) => n,
+            Err(e) => {
+                self.pos = e.at;
+                return Err(self.err(e.what));
+            }
+        };
+        // The shared lexer stops after a leading `0`; a digit there is an error.
+        if self.b[n.int_start] == b'0' && matches!(self.b.get(n.int_start + 1), Some(b'0'..=b'9')) {
+            self.pos = n.int_start + 1;
             return Err(self.err("a number has a leading zero"));
         }
-        let mut float = false;
-        if self.b.get(self.pos) == Some(&b'.') {
-            self.pos += 1;
-            if self.digits() == 0 {
-                return Err(self.err("expected a digit after `.`"));
-            }
-            float = true;
-        }
-        if matches!(self.b.get(self.pos), Some(b'e' | b'E')) {
-            self.pos += 1;
-            if matches!(self.b.get(self.pos), Some(b'+' | b'-')) {
-                self.pos += 1;
-            }
-            if self.digits() == 0 {
-                return Err(self.err("expected a digit in the exponent"));
-            }
-            float = true;
-        }
-        Ok((n, float))
+        self.pos = n.end;
+        Ok((n.int_len, n.float))
     }
 
     fn number(&mut self) -> JsonResult<Scalar<'a>> {

@@ -8,8 +8,8 @@
 //! `choices[].text`; in a non-streaming answer the same fields of `message`. An
 //! empty string is not output, so the usual role-only first chunk carries none.
 //!
-//! Cost: no allocation for a typical chunk. [`parse_chunk`] is a hand-written
-//! scanner (module `scan`) that skips unknown fields (`logprobs`, `created`, …)
+//! Cost: no allocation for a typical chunk. [`parse_chunk`](super::parse_chunk) is
+//! a hand-written scanner (module `scan`, which depends on this one) that skips unknown fields (`logprobs`, `created`, …)
 //! without building them; [`parse_chunk_serde`] is the serde reference it is
 //! tested against. Strings are kept as raw JSON string bodies ([`JsonStr`]) and
 //! unescaped only when the caller copies them out.
@@ -21,6 +21,8 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use tpscope_model::Cause;
+
+use crate::Usage;
 
 /// The end-of-stream marker of OpenAI-style streams (`data: [DONE]`).
 pub const DONE: &[u8] = b"[DONE]";
@@ -56,11 +58,12 @@ impl<'a> JsonStr<'a> {
 
     /// Appends the unescaped text to `out`.
     pub fn append_to(&self, out: &mut String) {
+        // The common case (no escape) stays inline here.
         match memchr::memchr(b'\\', self.raw.as_bytes()) {
             None => out.push_str(self.raw),
             Some(first) => {
                 out.push_str(&self.raw[..first]);
-                append_unescaped(&self.raw[first..], out);
+                tpscope_json::unescape_into(&self.raw[first..], out);
             }
         }
     }
@@ -127,70 +130,6 @@ impl<'de: 'a, 'a> Deserialize<'de> for JsonStr<'a> {
             )),
         }
     }
-}
-
-/// Unescapes a JSON string body that serde_json already validated. Lone surrogates
-/// become U+FFFD.
-fn append_unescaped(raw: &str, out: &mut String) {
-    let b = raw.as_bytes();
-    let mut i = 0;
-    let mut run = 0;
-    while i < b.len() {
-        if b[i] != b'\\' {
-            i += 1;
-            continue;
-        }
-        out.push_str(&raw[run..i]);
-        let Some(&e) = b.get(i + 1) else {
-            run = b.len();
-            break;
-        };
-        i += 2;
-        match e {
-            b'n' => out.push('\n'),
-            b't' => out.push('\t'),
-            b'r' => out.push('\r'),
-            b'b' => out.push('\u{8}'),
-            b'f' => out.push('\u{c}'),
-            b'u' => {
-                let hi = hex4(b, i);
-                i += 4;
-                let c = match hi {
-                    Some(h @ 0xD800..=0xDBFF) => {
-                        if b.get(i) == Some(&b'\\') && b.get(i + 1) == Some(&b'u') {
-                            match hex4(b, i + 2) {
-                                Some(lo @ 0xDC00..=0xDFFF) => {
-                                    i += 6;
-                                    char::from_u32(0x10000 + ((h - 0xD800) << 10) + (lo - 0xDC00))
-                                }
-                                _ => None,
-                            }
-                        } else {
-                            None
-                        }
-                    }
-                    Some(c) => char::from_u32(c),
-                    None => None,
-                };
-                out.push(c.unwrap_or('\u{FFFD}'));
-            }
-            // `\"`, `\\`, `\/` and anything else: the character itself.
-            other => out.push(other as char),
-        }
-        run = i.min(b.len());
-    }
-    if run < b.len() {
-        out.push_str(&raw[run..]);
-    }
-}
-
-fn hex4(b: &[u8], at: usize) -> Option<u32> {
-    let s = b.get(at..at + 4)?;
-    let mut v = 0u32;
-    for &c in s {
-        v = v * 16 + (c as char).to_digit(16)?;
-    }
-    Some(v)
 }
 
 /// Up to one element stored inline, the rest in a vector that stays unallocated
@@ -291,7 +230,7 @@ pub struct Chunk<'a> {
     /// Token counts, when this chunk carries them (the last chunk with
     /// `include_usage`, the finishing chunk on some servers, or every chunk with
     /// vLLM's continuous usage stats).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "wire_usage")]
     pub usage: Option<Usage>,
     /// An error reported inside the stream (`data: {"error": …}`).
     #[serde(borrow, default)]
@@ -366,31 +305,28 @@ pub struct FunctionCall<'a> {
     pub arguments: Option<JsonStr<'a>>,
 }
 
-/// The server's token counts (`usage`). Each is `None` when the server omitted it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-pub struct Usage {
-    /// Prompt (input) tokens.
+/// OpenAI's `usage` object as sent, read into the neutral [`Usage`].
+#[derive(Deserialize)]
+struct WireUsage {
     #[serde(default)]
-    pub prompt_tokens: Option<u64>,
-    /// Completion (output) tokens, reasoning tokens included.
+    prompt_tokens: Option<u64>,
     #[serde(default)]
-    pub completion_tokens: Option<u64>,
-    /// Reasoning tokens, from `completion_tokens_details.reasoning_tokens` (part of
-    /// `completion_tokens`).
-    #[serde(
-        default,
-        rename = "completion_tokens_details",
-        deserialize_with = "reasoning_tokens"
-    )]
-    pub reasoning_tokens: Option<u64>,
-    /// Prompt tokens served from a prefix cache, from
+    completion_tokens: Option<u64>,
+    /// `completion_tokens_details.reasoning_tokens` (part of `completion_tokens`).
+    #[serde(default, deserialize_with = "reasoning_tokens")]
+    completion_tokens_details: Option<u64>,
     /// `prompt_tokens_details.cached_tokens` (part of `prompt_tokens`).
-    #[serde(
-        default,
-        rename = "prompt_tokens_details",
-        deserialize_with = "cached_tokens"
-    )]
-    pub cached_tokens: Option<u64>,
+    #[serde(default, deserialize_with = "cached_tokens")]
+    prompt_tokens_details: Option<u64>,
+}
+
+fn wire_usage<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Usage>, D::Error> {
+    Ok(Option::<WireUsage>::deserialize(d)?.map(|u| Usage {
+        prompt_tokens: u.prompt_tokens,
+        completion_tokens: u.completion_tokens,
+        reasoning_tokens: u.completion_tokens_details,
+        cached_tokens: u.prompt_tokens_details,
+    }))
 }
 
 fn reasoning_tokens<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
@@ -409,19 +345,6 @@ fn cached_tokens<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Erro
         cached_tokens: Option<u64>,
     }
     Ok(Option::<Details>::deserialize(d)?.and_then(|x| x.cached_tokens))
-}
-
-impl Usage {
-    /// `self` with the fields `newer` has replaced by newer values (a server that
-    /// sends usage several times: the last value of each field wins).
-    pub fn merged(self, newer: Usage) -> Usage {
-        Usage {
-            prompt_tokens: newer.prompt_tokens.or(self.prompt_tokens),
-            completion_tokens: newer.completion_tokens.or(self.completion_tokens),
-            reasoning_tokens: newer.reasoning_tokens.or(self.reasoning_tokens),
-            cached_tokens: newer.cached_tokens.or(self.cached_tokens),
-        }
-    }
 }
 
 /// What kind of output a piece of text is.
@@ -615,22 +538,10 @@ fn describe_error(text: &str) -> ServerError {
 #[error("chunk does not parse as an OpenAI-style JSON object: {0}")]
 pub struct ChunkError(pub String);
 
-/// Parses the data of one streamed event (not `[DONE]`: check [`is_done`] first),
-/// with the fast scanner (see the `scan` module notes for its one leniency).
-pub fn parse_chunk(data: &[u8]) -> Result<Chunk<'_>, ChunkError> {
-    crate::scan::scan_chunk(data).map_err(|e| ChunkError(format!("{} at byte {}", e.what, e.at)))
-}
-
-/// The reference parser: the same result as [`parse_chunk`] through serde_json's
+/// The reference parser: the same result as [`parse_chunk`](super::parse_chunk) through serde_json's
 /// derive (about three times slower); kept to check the fast one against.
 pub fn parse_chunk_serde(data: &[u8]) -> Result<Chunk<'_>, ChunkError> {
     serde_json::from_slice(data).map_err(|e| ChunkError(e.to_string()))
-}
-
-/// Parses a non-streaming answer (`chat.completion` or `text_completion`): the same
-/// shape, with `message` instead of `delta`, and its `usage`.
-pub fn parse_response(body: &[u8]) -> Result<Chunk<'_>, ChunkError> {
-    parse_chunk(body)
 }
 
 /// Extracts a message from an HTTP error body (`{"error": {"message": …}}`,
@@ -664,43 +575,6 @@ pub fn error_body_message(body: &[u8]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn text_of(data: &str) -> (String, OutputSeen) {
-        let c = parse_chunk(data.as_bytes()).unwrap();
-        let mut s = String::new();
-        let seen = c.collect_output(Some(&mut s));
-        (s, seen)
-    }
-
-    #[test]
-    fn unescapes_json_strings() {
-        let c = parse_chunk(
-            br#"{"choices":[{"delta":{"content":"a\n\"b\"\\ \u00e9 \ud83d\ude00 \/ \t"}}]}"#,
-        )
-        .unwrap();
-        let mut s = String::new();
-        c.collect_output(Some(&mut s));
-        assert_eq!(s, "a\n\"b\"\\ é 😀 / \t");
-        let mut s = String::new();
-        append_unescaped(r"\ud800x\udc00", &mut s);
-        assert_eq!(s, "\u{FFFD}x\u{FFFD}");
-    }
-
-    #[test]
-    fn role_only_first_chunk_is_not_output() {
-        let (s, seen) = text_of(
-            r#"{"id":"x","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}"#,
-        );
-        assert_eq!(s, "");
-        assert!(!seen.any());
-    }
-
-    #[test]
-    fn non_string_content_is_rejected() {
-        assert!(parse_chunk(br#"{"choices":[{"delta":{"content":5}}]}"#).is_err());
-        assert!(parse_chunk(b"not json").is_err());
-        assert!(parse_chunk(b"{\"choices\":[{\"delta\":{\"content\":\"cut").is_err());
-    }
 
     #[test]
     fn done_marker() {

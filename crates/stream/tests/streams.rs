@@ -6,9 +6,9 @@
 use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
-use tpscope_client::chunk::{self, PartKind};
-use tpscope_client::{SseParser, StreamEnd, StreamState};
 use tpscope_model::Cause;
+use tpscope_stream::openai::{self as chunk, PartKind};
+use tpscope_stream::{SseParser, StreamEnd, StreamState};
 
 fn fixture(name: &str) -> Vec<u8> {
     let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -38,7 +38,7 @@ struct Account {
     text: String,
     content_chunks: u64,
     tokens: u64,
-    usage: Option<tpscope_client::Usage>,
+    usage: Option<tpscope_stream::Usage>,
     finish_reason: Option<String>,
     response_id: Option<String>,
     end: Option<Result<(), Cause>>,

@@ -4,8 +4,8 @@
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use tpscope_client::SseParser;
-use tpscope_client::chunk::{parse_chunk, parse_chunk_serde};
+use tpscope_stream::SseParser;
+use tpscope_stream::openai::{parse_chunk, parse_chunk_serde};
 
 fn agree(data: &[u8]) {
     let fast = parse_chunk(data);

@@ -1,22 +1,35 @@
-//! What one OpenAI-style response stream carried, accumulated event by event
-//! without I/O: first/last output instants, content chunks, usage, text, response
-//! id, finish reason, and how the stream ended. The client drives it from its read
-//! loop; the proxy can drive it from the bytes it forwards.
+//! The neutral account of one response stream: first/last output instants,
+//! content chunks, usage, text, response id, finish reason, and how the stream
+//! ended. One [`Decoder`] per API dialect (OpenAI: [`crate::openai::OpenAi`])
+//! turns SSE events into facts for it; the account knows no wire format, so a new
+//! dialect is a new decoder module, not an edit here. The framing, oversized-event
+//! and end-of-body rules are the same for every dialect.
 //!
-//! Instants are the caller's: pass the instant of the read that completed each
-//! event (see [`crate::sse`]).
+//! Instants are the caller's: each fact carries the instant of the read that
+//! completed its event (see [`crate::sse`]).
 
 use std::time::Instant;
 
 use tpscope_model::{Cause, ChunkMark};
 
-use crate::chunk::{self, Chunk, Usage, is_done, parse_chunk};
+use crate::Usage;
 use crate::sse::{Event, SseError, SseParser};
+
+/// Turns one API dialect's SSE events into facts for the account.
+pub trait Decoder: Default {
+    /// Why a body that ended before the dialect's end marker is a disconnect.
+    const MISSING_END: &'static str;
+
+    /// One completed SSE event, stamped with the instant of the read that
+    /// completed it; called only while the stream has not ended.
+    fn on_event(&mut self, ev: Event<'_>, now: Instant, account: &mut StreamAccount<Self>);
+}
 
 /// How a stream ended, once it has.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StreamEnd {
-    /// `data: [DONE]` arrived, in the read stamped with this instant.
+    /// The dialect's end marker (OpenAI: `data: [DONE]`) arrived, in the read
+    /// stamped with this instant.
     Done(Instant),
     /// The stream failed: an error event or chunk, a chunk that does not parse, or
     /// an oversized event.
@@ -28,9 +41,9 @@ pub enum StreamEnd {
     },
 }
 
-/// The running account of one response stream.
+/// The running account of one response stream, fed by the dialect decoder `D`.
 #[derive(Clone, Debug)]
-pub struct StreamState {
+pub struct StreamAccount<D> {
     /// Keep output and reasoning text in `text`.
     pub keep_text: bool,
     /// The read that completed the first event carrying non-empty output or
@@ -53,22 +66,23 @@ pub struct StreamState {
     /// from `first_token`, and tokens (growth of `usage.completion_tokens` when the
     /// server sends usage on every chunk, else 1).
     pub chunks: Option<Vec<ChunkMark>>,
-    /// The response id (from the first chunk that has one).
+    /// The response id (from the first event that has one).
     pub response_id: Option<String>,
-    /// The first `finish_reason` sent.
+    /// The first finish reason sent.
     pub finish_reason: Option<String>,
-    /// Data events received (`[DONE]` and error events included; comments and
+    /// Data events received (end markers and error events included; comments and
     /// other named events excluded).
     pub events: u64,
     /// Set once the stream has ended; later events are ignored.
     pub end: Option<StreamEnd>,
     last_completion_tokens: u64,
+    decoder: D,
 }
 
-impl StreamState {
+impl<D: Decoder> StreamAccount<D> {
     /// An empty account.
     pub fn new(keep_text: bool, record_chunks: bool) -> Self {
-        StreamState {
+        StreamAccount {
             keep_text,
             first_token: None,
             first_content: None,
@@ -83,20 +97,8 @@ impl StreamState {
             events: 0,
             end: None,
             last_completion_tokens: 0,
+            decoder: D::default(),
         }
-    }
-
-    /// Output tokens so far: usage's `completion_tokens` when the server sent it,
-    /// else one per content chunk (a lower bound).
-    pub fn tokens(&self) -> u64 {
-        self.usage
-            .and_then(|u| u.completion_tokens)
-            .unwrap_or(self.content_chunks)
-    }
-
-    /// Whether `[DONE]` arrived (and nothing failed before it).
-    pub fn is_done(&self) -> bool {
-        matches!(self.end, Some(StreamEnd::Done(_)))
     }
 
     /// Feeds one read's bytes through `parser`, stamping every event it completes
@@ -120,15 +122,8 @@ impl StreamState {
         if self.end.is_none() {
             self.end = Some(StreamEnd::Failed {
                 cause: Cause::Disconnect,
-                message: "the stream ended without data: [DONE]".into(),
+                message: D::MISSING_END.into(),
             });
-        }
-    }
-
-    /// Ends the stream with a failure, unless it had already ended.
-    pub fn fail(&mut self, cause: Cause, message: String) {
-        if self.end.is_none() {
-            self.end = Some(StreamEnd::Failed { cause, message });
         }
     }
 
@@ -138,81 +133,82 @@ impl StreamState {
         if self.end.is_some() {
             return;
         }
-        if !ev.is_message() {
-            if ev.event == b"error" {
-                self.events += 1;
-                self.last_event = Some(now);
-                let err = match parse_chunk(ev.data).ok().and_then(|c| c.server_error()) {
-                    Some(e) => e,
-                    None => chunk::ServerError {
-                        cause: Cause::Http5xx,
-                        message: chunk::error_body_message(ev.data)
-                            .unwrap_or_else(|| "(no message)".into()),
-                    },
-                };
-                self.fail(
-                    err.cause,
-                    format!("error event in the stream: {}", err.message),
-                );
-            }
-            // Other named events (keep-alives of some gateways) are not chunks.
-            return;
-        }
-        self.events += 1;
-        self.last_event = Some(now);
-        if is_done(ev.data) {
-            self.end = Some(StreamEnd::Done(now));
-            return;
-        }
-        match parse_chunk(ev.data) {
-            Ok(c) => {
-                if let Some(err) = c.server_error() {
-                    self.fail(err.cause, format!("error in the stream: {}", err.message));
-                } else {
-                    self.absorb(&c, now);
-                }
-            }
-            Err(e) => {
-                let n = self.events;
-                self.fail(
-                    Cause::Malformed,
-                    format!("event {n} does not parse: {}", e.0),
-                );
-            }
+        // The decoder is taken out while it writes to the account (for OpenAI's
+        // stateless decoder this is free).
+        let mut decoder = std::mem::take(&mut self.decoder);
+        decoder.on_event(ev, now, self);
+        self.decoder = decoder;
+    }
+}
+
+impl<D> StreamAccount<D> {
+    /// Output tokens so far: usage's `completion_tokens` when the server sent it,
+    /// else one per content chunk (a lower bound).
+    pub fn tokens(&self) -> u64 {
+        self.usage
+            .and_then(|u| u.completion_tokens)
+            .unwrap_or(self.content_chunks)
+    }
+
+    /// Whether the end marker arrived (and nothing failed before it).
+    pub fn is_done(&self) -> bool {
+        matches!(self.end, Some(StreamEnd::Done(_)))
+    }
+
+    /// Ends the stream with a failure, unless it had already ended.
+    pub fn fail(&mut self, cause: Cause, message: String) {
+        if self.end.is_none() {
+            self.end = Some(StreamEnd::Failed { cause, message });
         }
     }
 
-    /// Takes what one parsed chunk (or a whole non-streaming answer) carries.
-    pub fn absorb(&mut self, chunk: &Chunk<'_>, now: Instant) {
-        if self.response_id.is_none()
-            && let Some(id) = chunk.id
-        {
-            self.response_id = Some(id.to_cow().into_owned());
+    /// A data event arrived at `now` (counted whatever it carries).
+    pub fn event(&mut self, now: Instant) {
+        self.events += 1;
+        self.last_event = Some(now);
+    }
+
+    /// The dialect's end marker arrived at `now`.
+    pub fn done(&mut self, now: Instant) {
+        self.end = Some(StreamEnd::Done(now));
+    }
+
+    /// Keeps the first response id sent.
+    pub fn response_id(&mut self, id: impl FnOnce() -> String) {
+        if self.response_id.is_none() {
+            self.response_id = Some(id());
         }
-        if self.finish_reason.is_none()
-            && let Some(r) = chunk.finish_reason()
-        {
-            self.finish_reason = Some(r.to_cow().into_owned());
+    }
+
+    /// Keeps the first finish reason sent.
+    pub fn finish_reason(&mut self, reason: impl FnOnce() -> String) {
+        if self.finish_reason.is_none() {
+            self.finish_reason = Some(reason());
         }
-        let mut usage_growth = None;
-        if let Some(u) = chunk.usage {
-            self.usage = Some(self.usage.map_or(u, |old| old.merged(u)));
-            if let Some(c) = u.completion_tokens {
-                usage_growth = Some(c.saturating_sub(self.last_completion_tokens));
-                self.last_completion_tokens = c;
-            }
-        }
-        let seen = chunk.collect_output(if self.keep_text {
-            Some(&mut self.text)
-        } else {
-            None
-        });
-        if !seen.any() {
-            return;
-        }
+    }
+
+    /// Merges token counts the server sent; returns how much
+    /// `completion_tokens` grew, when the update carries it.
+    pub fn usage(&mut self, u: Usage) -> Option<u64> {
+        self.usage = Some(self.usage.map_or(u, |old| old.merged(u)));
+        let c = u.completion_tokens?;
+        let growth = c.saturating_sub(self.last_completion_tokens);
+        self.last_completion_tokens = c;
+        Some(growth)
+    }
+
+    /// Where an event's output text goes: `Some` when the text is kept.
+    pub fn text_sink(&mut self) -> Option<&mut String> {
+        self.keep_text.then_some(&mut self.text)
+    }
+
+    /// An event at `now` carried output; `content` when some of it was answer
+    /// text (not only reasoning), `usage_growth` what [`Self::usage`] returned for
+    /// the same event.
+    pub fn output(&mut self, now: Instant, content: bool, usage_growth: Option<u64>) {
         self.content_chunks += 1;
         let first = *self.first_token.get_or_insert(now);
-        if seen.content && self.first_content.is_none() {
+        if content && self.first_content.is_none() {
             self.first_content = Some(now);
         }
         self.last_token = Some(now);

@@ -1,5 +1,6 @@
-//! The fast chunk parser: a hand-written JSON scanner that fills the same
-//! [`Chunk`] types as the serde reference parser ([`crate::chunk::parse_chunk_serde`])
+//! The fast chunk parser: a hand-written JSON scanner (on the lexing shared with
+//! the span-log reader, `tpscope-json`) that fills the same [`Chunk`] types as
+//! the serde reference parser ([`super::chunk::parse_chunk_serde`])
 //! about three times faster, because it skips unwanted values with `memchr` instead
 //! of visiting them, and never builds a field it does not need.
 //!
@@ -11,19 +12,34 @@
 //! 128 levels is rejected even inside skipped fields (the scanner recurses), and
 //! the UTF-8 of strings it *skips* is not checked (strings it keeps are).
 
-use crate::chunk::{Choice, Chunk, Delta, Few, FunctionCall, JsonStr, RawJson, ToolCall, Usage};
+use tpscope_json::{MAX_DEPTH, plain_len, skip_ws};
+
+use super::chunk::{
+    Choice, Chunk, ChunkError, Delta, Few, FunctionCall, JsonStr, RawJson, ToolCall,
+};
+use crate::Usage;
+
+/// Parses the data of one streamed event (not `[DONE]`: check
+/// [`is_done`](super::chunk::is_done) first), with the fast scanner (see this
+/// module's notes for its leniencies).
+pub fn parse_chunk(data: &[u8]) -> Result<Chunk<'_>, ChunkError> {
+    scan_chunk(data).map_err(|e| ChunkError(format!("{} at byte {}", e.what, e.at)))
+}
+
+/// Parses a non-streaming answer (`chat.completion` or `text_completion`): the same
+/// shape, with `message` instead of `delta`, and its `usage`.
+pub fn parse_response(body: &[u8]) -> Result<Chunk<'_>, ChunkError> {
+    parse_chunk(body)
+}
 
 /// Where and why scanning failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct ScanError {
+struct ScanError {
     pub at: usize,
     pub what: &'static str,
 }
 
 type R<T> = Result<T, ScanError>;
-
-/// Deepest nesting accepted (serde_json's limit is 128 too).
-const MAX_DEPTH: u32 = 128;
 
 struct Scanner<'a> {
     b: &'a [u8],
@@ -32,7 +48,7 @@ struct Scanner<'a> {
 }
 
 /// Parses one chunk (or non-streaming answer).
-pub(crate) fn scan_chunk(b: &[u8]) -> R<Chunk<'_>> {
+fn scan_chunk(b: &[u8]) -> R<Chunk<'_>> {
     let mut s = Scanner { b, i: 0, depth: 0 };
     let mut chunk = Chunk::default();
     s.ws();
@@ -57,9 +73,7 @@ impl<'a> Scanner<'a> {
 
     #[inline]
     fn ws(&mut self) {
-        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.peek() {
-            self.i += 1;
-        }
+        self.i = skip_ws(self.b, self.i);
     }
 
     #[inline]
@@ -72,35 +86,17 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    /// A string's raw body (between its quotes) and whether it is all ASCII; the
-    /// cursor is on the opening quote. Looks at 8 bytes at a time for `"` or `\\`.
+    /// A string's raw body (between its quotes) and whether it has escapes; the
+    /// cursor is on the opening quote.
     #[inline]
-    fn raw_string(&mut self) -> R<(&'a [u8], Kind)> {
+    fn raw_string(&mut self) -> R<(&'a [u8], bool)> {
         self.eat(b'"', "expected a string")?;
         let b = self.b;
         let start = self.i;
         let mut i = start;
-        let mut high = 0u64;
         let mut escaped = false;
         loop {
-            while let Some(bytes) = b.get(i..).and_then(|r| r.first_chunk::<8>()) {
-                let w = u64::from_le_bytes(*bytes);
-                let hit = has_byte(w, b'"') | has_byte(w, b'\\') | has_below(w, 0x20);
-                if hit != 0 {
-                    let n = (hit.trailing_zeros() / 8) as usize;
-                    if n > 0 {
-                        high |= w & (u64::MAX >> (64 - 8 * n));
-                    }
-                    i += n;
-                    break;
-                }
-                high |= w;
-                i += 8;
-            }
-            while i < b.len() && b[i] != b'"' && b[i] != b'\\' && b[i] >= 0x20 {
-                high |= u64::from(b[i]);
-                i += 1;
-            }
+            i += plain_len(&b[i..]);
             if i >= b.len() {
                 self.i = b.len();
                 return Err(self.err("unterminated string"));
@@ -111,11 +107,7 @@ impl<'a> Scanner<'a> {
             }
             if b[i] == b'"' {
                 self.i = i + 1;
-                let kind = Kind {
-                    ascii: high & 0x8080_8080_8080_8080 == 0,
-                    escaped,
-                };
-                return Ok((&b[start..i], kind));
+                return Ok((&b[start..i], escaped));
             }
             // An escape: `\X` with X one of "\/bfnrt, or `\uXXXX`.
             escaped = true;
@@ -143,8 +135,8 @@ impl<'a> Scanner<'a> {
     #[inline]
     fn json_str(&mut self) -> R<JsonStr<'a>> {
         let at = self.i;
-        let (raw, kind) = self.raw_string()?;
-        if kind.ascii {
+        let (raw, _) = self.raw_string()?;
+        if raw.is_ascii() {
             // SAFETY: every byte is below 0x80, so the bytes are ASCII, valid UTF-8.
             return Ok(JsonStr::from_raw(unsafe {
                 std::str::from_utf8_unchecked(raw)
@@ -198,61 +190,15 @@ impl<'a> Scanner<'a> {
     /// A JSON number; returns its value when it is a non-negative integer that
     /// fits in u64.
     fn number(&mut self) -> R<Option<u64>> {
-        let start = self.i;
-        let neg = self.peek() == Some(b'-');
-        if neg {
-            self.i += 1;
-        }
-        let int_start = self.i;
-        match self.peek() {
-            Some(b'0') => self.i += 1,
-            Some(b'1'..=b'9') => {
-                while let Some(b'0'..=b'9') = self.peek() {
-                    self.i += 1;
-                }
-            }
-            _ => return Err(self.err("invalid number")),
-        }
-        let int_end = self.i;
-        let mut integer = true;
-        if self.peek() == Some(b'.') {
-            integer = false;
-            self.i += 1;
-            if !matches!(self.peek(), Some(b'0'..=b'9')) {
-                return Err(self.err("invalid number"));
-            }
-            while let Some(b'0'..=b'9') = self.peek() {
-                self.i += 1;
-            }
-        }
-        if let Some(b'e' | b'E') = self.peek() {
-            integer = false;
-            self.i += 1;
-            if let Some(b'+' | b'-') = self.peek() {
-                self.i += 1;
-            }
-            if !matches!(self.peek(), Some(b'0'..=b'9')) {
-                return Err(self.err("invalid number"));
-            }
-            while let Some(b'0'..=b'9') = self.peek() {
-                self.i += 1;
-            }
-        }
-        let _ = start;
-        if !integer || neg {
+        let n = tpscope_json::number(self.b, self.i).map_err(|e| ScanError {
+            at: e.at,
+            what: "invalid number",
+        })?;
+        self.i = n.end;
+        if n.float || n.negative {
             return Ok(None);
         }
-        let mut v: u64 = 0;
-        for &d in &self.b[int_start..int_end] {
-            v = match v
-                .checked_mul(10)
-                .and_then(|v| v.checked_add(u64::from(d - b'0')))
-            {
-                Some(v) => v,
-                None => return Ok(None),
-            };
-        }
-        Ok(Some(v))
+        Ok(n.magnitude(self.b))
     }
 
     /// `null` (→ `None`) or a non-negative integer.
@@ -324,11 +270,11 @@ impl<'a> Scanner<'a> {
         loop {
             self.ws();
             let at = self.i;
-            let (key, kind) = self.raw_string()?;
+            let (key, escaped) = self.raw_string()?;
             self.ws();
             self.eat(b':', "expected `:`")?;
             self.ws();
-            if kind.escaped {
+            if escaped {
                 let text = std::str::from_utf8(key).map_err(|_| ScanError {
                     at,
                     what: "invalid UTF-8 in a key",
@@ -598,33 +544,6 @@ impl<'a> Scanner<'a> {
     }
 }
 
-/// What scanning a string found out about its body.
-#[derive(Clone, Copy)]
-struct Kind {
-    /// Every byte is ASCII.
-    ascii: bool,
-    /// It has at least one escape.
-    escaped: bool,
-}
-
-/// Marks the bytes of `w` equal to `c` (the lowest mark is exact; marks above a
-/// true one may be false, which is harmless since only the lowest is used).
-#[inline]
-fn has_byte(w: u64, c: u8) -> u64 {
-    const LO: u64 = 0x0101_0101_0101_0101;
-    const HI: u64 = 0x8080_8080_8080_8080;
-    let x = w ^ (LO * u64::from(c));
-    x.wrapping_sub(LO) & !x & HI
-}
-
-/// Marks the bytes of `w` below `n` (n ≤ 128; the lowest mark is exact).
-#[inline]
-fn has_below(w: u64, n: u8) -> u64 {
-    const LO: u64 = 0x0101_0101_0101_0101;
-    const HI: u64 = 0x8080_8080_8080_8080;
-    w.wrapping_sub(LO * u64::from(n)) & !w & HI
-}
-
 /// Fields already seen in one object (serde rejects duplicates; so do we).
 #[derive(Default)]
 struct Seen(u16);
@@ -638,5 +557,50 @@ impl Seen {
         }
         self.0 |= m;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tpscope_json::unescape_into as append_unescaped;
+
+    use crate::openai::chunk::OutputSeen;
+
+    fn text_of(data: &str) -> (String, OutputSeen) {
+        let c = parse_chunk(data.as_bytes()).unwrap();
+        let mut s = String::new();
+        let seen = c.collect_output(Some(&mut s));
+        (s, seen)
+    }
+
+    #[test]
+    fn unescapes_json_strings() {
+        let c = parse_chunk(
+            br#"{"choices":[{"delta":{"content":"a\n\"b\"\\ \u00e9 \ud83d\ude00 \/ \t"}}]}"#,
+        )
+        .unwrap();
+        let mut s = String::new();
+        c.collect_output(Some(&mut s));
+        assert_eq!(s, "a\n\"b\"\\ é 😀 / \t");
+        let mut s = String::new();
+        append_unescaped(r"\ud800x\udc00", &mut s);
+        assert_eq!(s, "\u{FFFD}x\u{FFFD}");
+    }
+
+    #[test]
+    fn role_only_first_chunk_is_not_output() {
+        let (s, seen) = text_of(
+            r#"{"id":"x","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}"#,
+        );
+        assert_eq!(s, "");
+        assert!(!seen.any());
+    }
+
+    #[test]
+    fn non_string_content_is_rejected() {
+        assert!(parse_chunk(br#"{"choices":[{"delta":{"content":5}}]}"#).is_err());
+        assert!(parse_chunk(b"not json").is_err());
+        assert!(parse_chunk(b"{\"choices\":[{\"delta\":{\"content\":\"cut").is_err());
     }
 }

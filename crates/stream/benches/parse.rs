@@ -1,12 +1,12 @@
 //! Microbenchmark of the client's hot path without I/O: chunk parsing, SSE
 //! framing, and both together through `StreamState` (what the client does per
-//! read). Prints nanoseconds per chunk. Run: `cargo bench -p tpscope-client --bench parse`.
+//! read). Prints nanoseconds per chunk. Run: `cargo bench -p tpscope-stream --bench parse`.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use tpscope_client::chunk::{parse_chunk, parse_chunk_serde};
-use tpscope_client::{SseParser, StreamState};
+use tpscope_stream::openai::{parse_chunk, parse_chunk_serde};
+use tpscope_stream::{SseParser, StreamState};
 
 /// A vLLM-shaped chat chunk carrying one token.
 const CHAT: &str = r#"{"id":"chatcmpl-5d7c1e0b8f2a4c1e9a6b3c2d1e0f","object":"chat.completion.chunk","created":1732000000,"model":"meta-llama/Llama-3.1-8B-Instruct","choices":[{"index":0,"delta":{"content":" world"},"logprobs":null,"finish_reason":null}]}"#;
@@ -52,7 +52,7 @@ fn main() {
     } else {
         Duration::from_millis(700)
     };
-    println!("tpscope-client hot path, ns per chunk (lower is better)");
+    println!("tpscope-stream hot path, ns per chunk (lower is better)");
 
     for (name, chunk) in [
         ("vLLM chat chunk", CHAT),

@@ -1,0 +1,195 @@
+//! The wire side of one request that is not HTTP plumbing: the JSON body sent
+//! (chat `messages` or completions `prompt`, tpscope's fields, the endpoint's extra
+//! fields) and the `Retry-After` header read back.
+
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer as _};
+
+use crate::config::{Api, Endpoint, Prompt, RequestSpec};
+
+/// Parses `Retry-After`: delay-seconds (a decimal number is accepted too) or an
+/// HTTP date (a date in the past gives zero).
+pub fn parse_retry_after(value: &[u8], now: SystemTime) -> Option<Duration> {
+    let s = std::str::from_utf8(value).ok()?.trim();
+    if let Ok(secs) = s.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    if let Ok(secs) = s.parse::<f64>() {
+        return Duration::try_from_secs_f64(secs).ok();
+    }
+    let at = httpdate::parse_http_date(s).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+#[derive(Serialize)]
+struct WireMessage<'a> {
+    role: &'a str,
+    content: &'a str,
+}
+
+/// The JSON body of one request: `model`, `messages` (chat) or `prompt`
+/// (completions), `max_tokens`, `stream: true`, `stream_options.include_usage`
+/// when asked, then the endpoint's extra fields (which replace tpscope's own of the
+/// same name).
+pub fn request_body(endpoint: &Endpoint, spec: &RequestSpec) -> Vec<u8> {
+    let mut out = Vec::with_capacity(192 + prompt_len(&spec.prompt));
+    let extra = &endpoint.extra_body;
+    let mut ser = serde_json::Serializer::new(&mut out);
+    // Serialising strings, numbers and `serde_json::Value`s into a Vec cannot fail.
+    let result = (|| -> Result<(), serde_json::Error> {
+        let mut map = ser.serialize_map(None)?;
+        if !extra.contains_key("model") {
+            map.serialize_entry("model", &endpoint.model)?;
+        }
+        match (endpoint.api, &spec.prompt) {
+            (Api::Chat, Prompt::Text(t)) if !extra.contains_key("messages") => {
+                map.serialize_entry(
+                    "messages",
+                    &[WireMessage {
+                        role: "user",
+                        content: t,
+                    }],
+                )?;
+            }
+            (Api::Chat, Prompt::Messages(ms)) if !extra.contains_key("messages") => {
+                let wire: Vec<WireMessage<'_>> = ms
+                    .iter()
+                    .map(|m| WireMessage {
+                        role: &m.role,
+                        content: &m.content,
+                    })
+                    .collect();
+                map.serialize_entry("messages", &wire)?;
+            }
+            (Api::Completions, Prompt::Text(t)) if !extra.contains_key("prompt") => {
+                map.serialize_entry("prompt", t)?;
+            }
+            (Api::Completions, Prompt::Messages(ms)) if !extra.contains_key("prompt") => {
+                let joined: Vec<&str> = ms.iter().map(|m| m.content.as_str()).collect();
+                map.serialize_entry("prompt", &joined.join("\n\n"))?;
+            }
+            _ => {}
+        }
+        if let Some(n) = spec.max_tokens
+            && !extra.contains_key("max_tokens")
+        {
+            map.serialize_entry("max_tokens", &n)?;
+        }
+        if !extra.contains_key("stream") {
+            map.serialize_entry("stream", &true)?;
+        }
+        if endpoint.include_usage && !extra.contains_key("stream_options") {
+            map.serialize_entry(
+                "stream_options",
+                &serde_json::json!({"include_usage": true}),
+            )?;
+        }
+        for (k, v) in extra {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    })();
+    debug_assert!(result.is_ok());
+    out
+}
+
+fn prompt_len(p: &Prompt) -> usize {
+    match p {
+        Prompt::Text(t) => t.len(),
+        Prompt::Messages(ms) => ms.iter().map(|m| m.content.len() + m.role.len() + 32).sum(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Message;
+
+    #[test]
+    fn retry_after_seconds_and_dates() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+        assert_eq!(parse_retry_after(b"7", now), Some(Duration::from_secs(7)));
+        assert_eq!(
+            parse_retry_after(b" 1.5 ", now),
+            Some(Duration::from_millis(1500))
+        );
+        let later = httpdate::fmt_http_date(now + Duration::from_secs(30));
+        assert_eq!(
+            parse_retry_after(later.as_bytes(), now),
+            Some(Duration::from_secs(30))
+        );
+        let earlier = httpdate::fmt_http_date(now - Duration::from_secs(30));
+        assert_eq!(
+            parse_retry_after(earlier.as_bytes(), now),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(parse_retry_after(b"soon", now), None);
+        assert_eq!(parse_retry_after(b"-3", now), None);
+    }
+
+    #[test]
+    fn chat_body_has_messages_stream_usage_and_extra_fields() {
+        let mut ep = Endpoint::new("http://h/v1", Api::Chat, "m");
+        ep.extra_body
+            .insert("ignore_eos".into(), serde_json::Value::Bool(true));
+        ep.extra_body
+            .insert("max_tokens".into(), serde_json::json!(9));
+        let spec = RequestSpec {
+            prompt: Prompt::Messages(vec![
+                Message {
+                    role: "system".into(),
+                    content: "be brief".into(),
+                },
+                Message {
+                    role: "user".into(),
+                    content: "hi \"there\"".into(),
+                },
+            ]),
+            max_tokens: Some(5),
+        };
+        let v: serde_json::Value = serde_json::from_slice(&request_body(&ep, &spec)).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({
+                "model": "m",
+                "messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi \"there\""}],
+                "stream": true,
+                "stream_options": {"include_usage": true},
+                "ignore_eos": true,
+                "max_tokens": 9,
+            })
+        );
+    }
+
+    #[test]
+    fn completions_body_has_prompt_and_max_tokens() {
+        let mut ep = Endpoint::new("http://h/v1", Api::Completions, "m");
+        ep.include_usage = false;
+        let spec = RequestSpec {
+            prompt: Prompt::Text("once".into()),
+            max_tokens: Some(3),
+        };
+        let v: serde_json::Value = serde_json::from_slice(&request_body(&ep, &spec)).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"model": "m", "prompt": "once", "max_tokens": 3, "stream": true})
+        );
+        let spec = RequestSpec {
+            prompt: Prompt::Messages(vec![
+                Message {
+                    role: "user".into(),
+                    content: "a".into(),
+                },
+                Message {
+                    role: "user".into(),
+                    content: "b".into(),
+                },
+            ]),
+            max_tokens: None,
+        };
+        let v: serde_json::Value = serde_json::from_slice(&request_body(&ep, &spec)).unwrap();
+        assert_eq!(v["prompt"], "a\n\nb");
+    }
+}

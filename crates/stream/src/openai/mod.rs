@@ -1,0 +1,87 @@
+//! The OpenAI chat/completions dialect: chunk types ([`chunk`]), the fast scanner
+//! ([`parse_chunk`], module `scan`), and the [`OpenAi`] decoder that turns events
+//! (`data: {chunk}`, `data: [DONE]`, `event: error`) into account facts.
+
+pub mod chunk;
+mod scan;
+
+use std::time::Instant;
+
+use tpscope_model::Cause;
+
+pub use chunk::{
+    Chunk, ChunkError, DONE, PartKind, error_body_message, is_done, parse_chunk_serde,
+};
+pub use scan::{parse_chunk, parse_response};
+
+use crate::account::{Decoder, StreamAccount};
+use crate::sse::Event;
+
+/// An OpenAI-style stream (the client's and proxy's default dialect).
+pub type StreamState = StreamAccount<OpenAi>;
+
+/// The OpenAI chat/completions decoder (stateless: every chunk stands alone).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OpenAi;
+
+impl Decoder for OpenAi {
+    const MISSING_END: &'static str = "the stream ended without data: [DONE]";
+
+    fn on_event(&mut self, ev: Event<'_>, now: Instant, account: &mut StreamAccount<Self>) {
+        if !ev.is_message() {
+            if ev.event == b"error" {
+                account.event(now);
+                let err = match parse_chunk(ev.data).ok().and_then(|c| c.server_error()) {
+                    Some(e) => e,
+                    None => chunk::ServerError {
+                        cause: Cause::Http5xx,
+                        message: error_body_message(ev.data)
+                            .unwrap_or_else(|| "(no message)".into()),
+                    },
+                };
+                account.fail(
+                    err.cause,
+                    format!("error event in the stream: {}", err.message),
+                );
+            }
+            // Other named events (keep-alives of some gateways) are not chunks.
+            return;
+        }
+        account.event(now);
+        if is_done(ev.data) {
+            account.done(now);
+            return;
+        }
+        match parse_chunk(ev.data) {
+            Ok(c) => {
+                if let Some(err) = c.server_error() {
+                    account.fail(err.cause, format!("error in the stream: {}", err.message));
+                } else {
+                    absorb(account, &c, now);
+                }
+            }
+            Err(e) => {
+                let n = account.events;
+                account.fail(
+                    Cause::Malformed,
+                    format!("event {n} does not parse: {}", e.0),
+                );
+            }
+        }
+    }
+}
+
+/// Takes what one parsed chunk (or a whole non-streaming answer) carries.
+pub fn absorb<D>(account: &mut StreamAccount<D>, chunk: &Chunk<'_>, now: Instant) {
+    if let Some(id) = chunk.id {
+        account.response_id(|| id.to_cow().into_owned());
+    }
+    if let Some(r) = chunk.finish_reason() {
+        account.finish_reason(|| r.to_cow().into_owned());
+    }
+    let usage_growth = chunk.usage.and_then(|u| account.usage(u));
+    let seen = chunk.collect_output(account.text_sink());
+    if seen.any() {
+        account.output(now, seen.content, usage_growth);
+    }
+}
