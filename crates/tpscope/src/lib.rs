@@ -19,8 +19,10 @@ pub use tpscope_client as client;
 pub use tpscope_load as load;
 pub use tpscope_log as log;
 pub use tpscope_model as model;
+pub use tpscope_record as record;
 pub use tpscope_render as render;
 pub use tpscope_sim as sim;
+pub use tpscope_stream as stream;
 pub use tpscope_tokens as tokens;
 
 pub use tpscope_model::{Cause, Record, RunRecord, SampleRecord, Span, Status, Timestamp};
