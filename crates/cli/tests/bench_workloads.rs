@@ -8,8 +8,10 @@ mod bench_support;
 use std::path::Path;
 use std::time::Duration;
 
-use bench_support::{bench, check_log, records, runs, signal, spawn, tpscope, wait, wait_for_line};
-use tpscope_model::Status;
+use bench_support::{
+    Run, bench, check_log, records, runs, signal, spawn, tpscope, wait, wait_for_line,
+};
+use tpscope_model::{EndRecord, Span, Status};
 
 fn fixture(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -298,12 +300,12 @@ fn interrupt(pid: u32) {
     signal(pid, "-INT");
 }
 
-#[test]
-fn ctrl_c_once_stops_admitting_and_lets_in_flight_requests_finish() {
-    let dir = tempfile::tempdir().unwrap();
+/// Starts a 400-request run at concurrency 4, sends `sig` once its first request
+/// has finished (the run is under way, others are in flight), and waits for it.
+fn stopped_once_by(dir: &Path, sig: &str) -> (Run, Vec<Span>, EndRecord) {
     let (child, out) = spawn(
-        dir.path(),
-        "i.jsonl",
+        dir,
+        "stopped.jsonl",
         &[
             "--concurrency",
             "4",
@@ -313,12 +315,18 @@ fn ctrl_c_once_stops_admitting_and_lets_in_flight_requests_finish() {
             "64",
         ],
     );
-    // The first finished request: the run is under way, others are in flight.
     wait_for_line(&out, |l| l.contains(r#""kind":"span""#));
-    interrupt(child.id());
+    signal(child.id(), sig);
     let run = wait(child, out);
-    assert_eq!(run.status.code(), Some(130), "{}", run.stderr);
     let (spans, end) = check_log(&run.out);
+    (run, spans, end)
+}
+
+#[test]
+fn ctrl_c_once_stops_admitting_and_lets_in_flight_requests_finish() {
+    let dir = tempfile::tempdir().unwrap();
+    let (run, spans, end) = stopped_once_by(dir.path(), "-INT");
+    assert_eq!(run.status.code(), Some(130), "{}", run.stderr);
     assert_eq!(end.spans, 400, "every ready request is a span");
     assert!(end.ok >= 4, "{end:?}");
     assert_eq!(
@@ -379,23 +387,8 @@ fn sigterm_and_sighup_stop_a_run_like_ctrl_c() {
     // SIGHUP. Before, either killed bench without an `end` record or a report.
     for (sig, code) in [("-TERM", 143), ("-HUP", 129)] {
         let dir = tempfile::tempdir().unwrap();
-        let (child, out) = spawn(
-            dir.path(),
-            "t.jsonl",
-            &[
-                "--concurrency",
-                "4",
-                "--requests",
-                "400",
-                "--output-tokens",
-                "64",
-            ],
-        );
-        wait_for_line(&out, |l| l.contains(r#""kind":"span""#));
-        signal(child.id(), sig);
-        let run = wait(child, out);
+        let (run, _, end) = stopped_once_by(dir.path(), sig);
         assert_eq!(run.status.code(), Some(code), "{sig}: {}", run.stderr);
-        let (_, end) = check_log(&run.out);
         assert_eq!(end.spans, 400, "{sig}: every ready request is a span");
         assert!(
             run.stdout.contains("system_tps"),
