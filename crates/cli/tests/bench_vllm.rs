@@ -4,23 +4,7 @@
 
 mod bench_support;
 
-use bench_support::{SilentServer, bench, check_log, tpscope};
-
-fn refused(args: &[&str], needles: &[&str]) {
-    let out = tpscope()
-        .arg("bench")
-        .args(args)
-        .arg("--out")
-        .arg("/nonexistent/never-written.jsonl")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2), "{args:?} accepted");
-    let err = String::from_utf8_lossy(&out.stderr);
-    for n in needles {
-        assert!(err.contains(n), "{args:?}: {err}");
-    }
-    assert!(!err.contains("unexpected argument"), "{args:?}: {err}");
-}
+use bench_support::{SilentServer, bench, check_log, refused};
 
 #[test]
 fn negative_numbers_name_the_flag_and_its_bound() {

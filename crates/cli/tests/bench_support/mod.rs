@@ -104,6 +104,24 @@ pub fn signal(pid: u32, signal: &str) {
     assert!(ok.success());
 }
 
+/// Runs `tpscope bench ARGS` (its `--out` never written) and checks it is refused
+/// as bad input (exit 2), naming each of `needles`, never as an unknown argument.
+pub fn refused(args: &[&str], needles: &[&str]) {
+    let out = tpscope()
+        .arg("bench")
+        .args(args)
+        .arg("--out")
+        .arg("/nonexistent/never-written.jsonl")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{args:?} accepted");
+    let err = String::from_utf8_lossy(&out.stderr);
+    for n in needles {
+        assert!(err.contains(n), "{args:?}: {err}");
+    }
+    assert!(!err.contains("unexpected argument"), "{args:?}: {err}");
+}
+
 /// Runs `tpscope bench ARGS --out DIR/NAME` to the end.
 pub fn bench(dir: &Path, name: &str, args: &[&str]) -> Run {
     let (c, out) = spawn(dir, name, args);

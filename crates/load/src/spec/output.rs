@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 
 use tpscope_model::Timestamp;
+use tpscope_record::utc_compact;
 use tpscope_tokens::mix;
 
 /// Where the span log goes.
@@ -33,17 +34,13 @@ impl Output {
 /// The default log name of attempt `attempt` started at `now`, e.g.
 /// `tpscope-run-20261121T140512.123456Z-3fa9c1.jsonl`.
 pub fn unique_name(now: Timestamp, attempt: u32) -> PathBuf {
-    let s = now.to_string(); // 2026-11-21T14:05:12.123456789Z
-    let mut stamp: String = s
-        .chars()
-        .take(26)
-        .filter(|c| *c != '-' && *c != ':')
-        .collect();
-    stamp.push('Z');
+    let seconds = utc_compact(now); // 20261121T140512Z
+    let micros = now.unix_nanos().rem_euclid(1_000_000_000) / 1_000;
     let salt =
         mix(now.unix_nanos() as u64 ^ (u64::from(std::process::id()) << 32) ^ u64::from(attempt));
     PathBuf::from(format!(
-        "tpscope-run-{stamp}-{:06x}.jsonl",
+        "tpscope-run-{}.{micros:06}Z-{:06x}.jsonl",
+        seconds.trim_end_matches('Z'),
         salt & 0xff_ffff
     ))
 }
