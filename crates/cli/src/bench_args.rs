@@ -98,7 +98,7 @@ pub struct BenchArgs {
     #[arg(long, overrides_with = "no_ignore_eos", help_heading = "Workload")]
     pub ignore_eos: bool,
     /// Do not send `ignore_eos`/`min_tokens`: --output-tokens is then only a cap.
-    #[arg(long, help_heading = "Workload")]
+    #[arg(long, overrides_with = "ignore_eos", help_heading = "Workload")]
     pub no_ignore_eos: bool,
     /// Replay a trace's arrival times and lengths: mooncake:FILE (JSONL) or
     /// azure:FILE (Azure LLM inference CSV). With --rate, only its lengths are used.

@@ -57,7 +57,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     };
     let _ = tpscope_sim::raise_nofile_limit();
     let log = bench_out::open(&cfg.spec)?;
-    let (log_name, log_stdout, created) = (log.name.clone(), log.stdout, log.created.clone());
+    let (log_name, log_stdout) = (log.name.clone(), log.stdout);
+    let created = bench_out::CreatedGuard(log.created.clone());
     // The report's settings are `tpscope report`'s own defaults.
     let report = ReportConfig::from_args(&ReportArgs::for_file(Path::new(&log_name)))?;
     // The simulator gets a runtime (and threads) of its own, so its work does not
@@ -116,7 +117,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         summaries,
         interrupted,
         recorded,
-    } = outcome.inspect_err(|_| bench_out::discard_unused(created))?;
+    } = outcome?;
+    created.keep();
     rt.shutdown_timeout(Duration::from_secs(1));
     let total: RunSummary = summaries.iter().fold(RunSummary::default(), |mut acc, s| {
         acc.spans += s.spans;

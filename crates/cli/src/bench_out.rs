@@ -34,13 +34,24 @@ pub struct OpenedLog {
     pub created: Option<PathBuf>,
 }
 
-/// Removes a file [`open`] created if nothing was written to it (a bench that
-/// failed before recording leaves no empty file behind).
-pub fn discard_unused(created: Option<PathBuf>) {
-    if let Some(p) = created
-        && std::fs::metadata(&p).is_ok_and(|m| m.is_file() && m.len() == 0)
-    {
-        let _ = std::fs::remove_file(p);
+/// A file [`open`] created, removed when dropped if nothing was written to it (a
+/// bench that failed before recording leaves no empty file behind) unless kept.
+pub struct CreatedGuard(pub Option<PathBuf>);
+
+impl CreatedGuard {
+    /// The bench ran: the file stays, whatever it holds.
+    pub fn keep(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for CreatedGuard {
+    fn drop(&mut self) {
+        if let Some(p) = self.0.take()
+            && std::fs::metadata(&p).is_ok_and(|m| m.is_file() && m.len() == 0)
+        {
+            let _ = std::fs::remove_file(p);
+        }
     }
 }
 
