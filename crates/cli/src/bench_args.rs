@@ -454,7 +454,7 @@ mod tests {
     };
 
     #[test]
-    fn help_states_the_default_limits_the_spec_applies() {
+    fn help_states_the_default_limits_and_that_sim_flags_are_refused_with_url() {
         let help = BenchArgs::augment_args(clap::Command::new("bench"))
             .render_long_help()
             .to_string();
@@ -470,6 +470,7 @@ mod tests {
             let needle = needle.replace("{}", &d.as_secs().to_string());
             assert!(help.contains(&needle), "help lacks `{needle}`");
         }
+        assert!(help.contains("Built-in simulator (passed to it; refused with --url)"));
     }
 
     #[test]
