@@ -3,6 +3,8 @@
 //! read, the runs laid out (one, or one per sweep level), the defaults filled in —
 //! with a typed [`SpecError`] naming the flag when they do not fit. The spec also
 //! makes each run's [`RunPlan`] and the run record's load settings (`settings.rs`).
+//! Beside it: the flags (`flags.rs`), the target URL and vLLM's habits
+//! (`target.rs`), where the log goes (`output.rs`).
 
 mod error;
 mod flags;
