@@ -139,7 +139,10 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             .join()
             .map_err(|_| anyhow::anyhow!("the report's reader stopped"))
             .and_then(|set| Ok(set?))
-            .and_then(|set| print_report(spec, &set, &report, &log_name, &mut to));
+            .and_then(|set| {
+                let file = if log_stdout { "FILE" } else { &log_name };
+                print_report(spec, &set, &report, (&log_name, file), &mut to)
+            });
         if let Err(e) = shown {
             eprintln!("warning: the report could not be produced: {e:#}");
         }
@@ -169,11 +172,11 @@ fn print_report(
     spec: &BenchSpec,
     set: &LogSet,
     report: &ReportConfig,
-    name: &str,
+    names: (&str, &str),
     to: &mut dyn Write,
 ) -> anyhow::Result<()> {
     if spec.levels.len() > 1 {
-        print_sweep_table(spec, set, name, to)?;
+        print_sweep_table(spec, set, names, to)?;
     } else {
         let r = report_cmd::build_report(set, &report.analysis);
         to.write_all(&report_cmd::render(&r, set, report_cmd::Format::Text)?)?;

@@ -8,12 +8,13 @@ use tpscope_analysis::knee::{Knee, LevelPoint, knee};
 use tpscope_load::BenchSpec;
 use tpscope_log::LogSet;
 
-/// Analyses the sweep's runs (`set`, as recorded to `name`) with the analysis
-/// crate, and prints the throughput-vs-latency table with the knee to `to`.
+/// Analyses the sweep's runs (`set`, as recorded to `name`; `file` is how to name
+/// it to `tpscope report`) with the analysis crate, and prints the
+/// throughput-vs-latency table with the knee to `to`.
 pub fn print_sweep_table(
     spec: &BenchSpec,
     set: &LogSet,
-    name: &str,
+    (name, file): (&str, &str),
     to: &mut dyn Write,
 ) -> anyhow::Result<()> {
     let opts = tpscope_analysis::Options::default();
@@ -93,6 +94,6 @@ pub fn print_sweep_table(
             "knee: unknown — fewer than two levels produced a throughput."
         ),
     }?;
-    writeln!(to, "Full reports: tpscope report {name}")?;
+    writeln!(to, "Full reports: tpscope report {file}")?;
     Ok(())
 }
