@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use tpscope_client::{Api, RxTimestamps};
-use tpscope_load::spec::Flags;
+use tpscope_load::spec::{DatasetName, Flags};
 use tpscope_load::workload::trace::{TraceFormat, parse_trace_arg};
 use tpscope_load::{Arrival, Column, LengthDist};
 use tpscope_model::units::{Warmup, parse_duration, parse_warmup};
@@ -22,11 +22,12 @@ use crate::bench_sim_flags::SimFlags;
 /// schedule; those beyond the cap wait in the queue, and that wait is recorded);
 /// with `--trace` the trace's own arrival times are replayed.
 #[derive(clap::Args, Debug)]
-#[command(after_help = AFTER_HELP)]
+// Negative numbers reach the value parsers, which say which bound they break.
+#[command(after_help = AFTER_HELP, allow_negative_numbers = true)]
 pub struct BenchArgs {
     /// Base URL of an OpenAI-compatible server, up to the API version (e.g.
-    /// http://127.0.0.1:8000/v1). Without it, the built-in simulator is started
-    /// in-process and measured.
+    /// http://127.0.0.1:8000/v1; one without a path gets /v1, as in vLLM).
+    /// Without it, the built-in simulator is started in-process and measured.
     #[arg(
         long,
         visible_alias = "base-url",
@@ -35,8 +36,13 @@ pub struct BenchArgs {
     )]
     pub url: Option<String>,
     /// API to call: chat (/chat/completions) or completions (/completions).
-    #[arg(long, default_value = "chat", value_parser = parse_api, help_heading = "Target")]
-    pub api: Api,
+    /// Default: chat, or what --endpoint names.
+    #[arg(long, value_parser = parse_api, help_heading = "Target")]
+    pub api: Option<Api>,
+    /// vLLM's endpoint: the API's path under the base URL, e.g.
+    /// /v1/chat/completions or /v1/completions (sets --api and the URL's /v1).
+    #[arg(long, value_name = "PATH", help_heading = "Target")]
+    pub endpoint: Option<String>,
     /// Model name to request (default: the first model of GET /models).
     #[arg(long, help_heading = "Target")]
     pub model: Option<String>,
@@ -76,6 +82,24 @@ pub struct BenchArgs {
     /// human turn is the prompt; a following reply sets the output length.
     #[arg(long, value_name = "FILE", help_heading = "Workload")]
     pub sharegpt: Option<PathBuf>,
+    /// vLLM's dataset names: random (synthetic prompts; 1024 tokens in, 128 out
+    /// unless --random-input-len/--random-output-len), sharegpt (as --sharegpt) or
+    /// custom (a JSONL of prompts, as --dataset), the last two read from
+    /// --dataset-path. vLLM's others (sonnet, hf, …) are not available.
+    #[arg(long, value_name = "NAME", value_parser = parse_dataset_name, help_heading = "Workload")]
+    pub dataset_name: Option<DatasetName>,
+    /// The file of --dataset-name sharegpt or custom.
+    #[arg(long, value_name = "FILE", help_heading = "Workload")]
+    pub dataset_path: Option<PathBuf>,
+    /// Send `ignore_eos: true` so every reply runs to its `max_tokens` (vLLM's
+    /// flag). On by default when --output-tokens is one fixed N, with `min_tokens: N`
+    /// where every request asks for N: outputs then have exactly N tokens on
+    /// servers that honour them (vLLM, SGLang, llama.cpp, the built-in simulator).
+    #[arg(long, overrides_with = "no_ignore_eos", help_heading = "Workload")]
+    pub ignore_eos: bool,
+    /// Do not send `ignore_eos`/`min_tokens`: --output-tokens is then only a cap.
+    #[arg(long, overrides_with = "ignore_eos", help_heading = "Workload")]
+    pub no_ignore_eos: bool,
     /// Replay a trace's arrival times and lengths: mooncake:FILE (JSONL) or
     /// azure:FILE (Azure LLM inference CSV). With --rate, only its lengths are used.
     #[arg(long, value_name = "KIND:FILE", value_parser = parse_trace, help_heading = "Workload")]
@@ -89,7 +113,7 @@ pub struct BenchArgs {
     )]
     pub time_scale: f64,
     /// Seed of lengths, prompts, arrivals and retry jitter (same seed, same requests).
-    #[arg(long, default_value_t = 0, help_heading = "Workload")]
+    #[arg(long, default_value_t = 0, value_parser = parse_count::<u64>, help_heading = "Workload")]
     pub seed: u64,
 
     /// The in-flight cap; a comma list (1,8,32,128) sweeps it, one run per level.
@@ -136,6 +160,7 @@ pub struct BenchArgs {
         long,
         default_value_t = 0,
         value_name = "N",
+        value_parser = parse_count::<u32>,
         help_heading = "Retries and timeouts"
     )]
     pub max_retries: u32,
@@ -146,20 +171,30 @@ pub struct BenchArgs {
     /// Limit for opening a connection.
     #[arg(long, default_value = "10s", value_name = "DUR", value_parser = parse_duration_arg, help_heading = "Retries and timeouts")]
     pub timeout_connect: Duration,
-    /// Limit from an attempt's start to its first token (default: none).
-    #[arg(long, value_name = "DUR", value_parser = parse_duration_arg, help_heading = "Retries and timeouts")]
-    pub timeout_first_token: Option<Duration>,
-    /// Limit between two chunks once streaming began (default: none).
-    #[arg(long, value_name = "DUR", value_parser = parse_duration_arg, help_heading = "Retries and timeouts")]
-    pub timeout_stall: Option<Duration>,
+    /// Limit from an attempt's start to its first token [default: 300s; `none`
+    /// lifts it]. The model lookup (GET /models) waits as long, at most 30s.
+    #[arg(long, value_name = "DUR|none", value_parser = parse_limit, help_heading = "Retries and timeouts")]
+    pub timeout_first_token: Option<Limit>,
+    /// Limit between two chunks once streaming began [default: 60s; `none` lifts it].
+    #[arg(long, value_name = "DUR|none", value_parser = parse_limit, help_heading = "Retries and timeouts")]
+    pub timeout_stall: Option<Limit>,
     /// Limit for a whole attempt (default: none).
     #[arg(long, value_name = "DUR", value_parser = parse_duration_arg, help_heading = "Retries and timeouts")]
     pub timeout_total: Option<Duration>,
 
-    /// Span log to write (default: tpscope-run-<UTC time>.jsonl here). A sweep
-    /// writes all its runs to this one file.
-    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    /// Span log to write (default: a new tpscope-run-<UTC time>-<salt>.jsonl
+    /// here); `-` writes it to standard output (the report then goes to standard
+    /// error). An existing file is never replaced unless --overwrite; a FIFO or
+    /// pipe is written to. A sweep writes all its runs to this one file.
+    #[arg(long, value_name = "FILE|-", help_heading = "Output")]
     pub out: Option<PathBuf>,
+    /// Replace an existing --out file.
+    #[arg(long, help_heading = "Output")]
+    pub overwrite: bool,
+    /// For CI: exit 1 when a run's share of failed requests (error / (ok +
+    /// error)) is above this, as a fraction (0.05) or a percentage (5%).
+    #[arg(long, value_name = "F|P%", value_parser = parse_error_rate, help_heading = "Output")]
+    pub max_error_rate: Option<f64>,
     /// Cadence of `sample` records (in-flight, queue depth, cap).
     #[arg(long, default_value = "10ms", value_name = "DUR", value_parser = parse_sample_interval, help_heading = "Output")]
     pub sample_interval: Duration,
@@ -193,8 +228,46 @@ Examples:
   tpscope bench --dispatch waves                  # see what batch-and-wait costs
 
 Warm-up requests are sent before the measured run, drained, and not written.
-vLLM aliases: --base-url --max-concurrency --request-rate --num-prompts
---random-input-len --random-output-len --burstiness --seed.";
+A fixed --output-tokens N sends ignore_eos (and min_tokens) so every output has N
+tokens; --no-ignore-eos makes N only a cap. The --sim-* flags configure the
+built-in simulator and are refused with --url.
+vLLM's flags: --base-url (with or without /v1) --endpoint --max-concurrency
+--request-rate (inf: all at once) --burstiness --num-prompts --random-input-len
+--random-output-len --dataset-name random|sharegpt|custom --dataset-path
+--ignore-eos --seed.";
+
+/// A limit that `none` lifts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limit(pub Option<Duration>);
+
+fn parse_limit(s: &str) -> Result<Limit, String> {
+    match s.trim() {
+        "none" | "off" => Ok(Limit(None)),
+        t => match parse_duration(t) {
+            Ok(d) if d.is_zero() => Err(format!("`{s}` is 0 (give a time > 0, or none)")),
+            Ok(d) => Ok(Limit(Some(d))),
+            Err(e) => Err(format!("{e} (or none for no limit)")),
+        },
+    }
+}
+
+fn parse_error_rate(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let (num, scale) = match t.strip_suffix('%') {
+        Some(p) => (p.trim(), 100.0),
+        None => (t, 1.0),
+    };
+    match num.parse::<f64>().map(|v| v / scale) {
+        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "`{s}` must be a fraction from 0 to 1 (0.05) or a percentage from 0% to 100% (5%)"
+        )),
+    }
+}
+
+fn parse_dataset_name(s: &str) -> Result<DatasetName, String> {
+    s.parse()
+}
 
 fn parse_api(s: &str) -> Result<Api, String> {
     match s {
@@ -244,15 +317,22 @@ fn parse_output_dist(s: &str) -> Result<LengthDist, String> {
 fn parse_positive_u32(s: &str) -> Result<u32, String> {
     match s.trim().parse::<u32>() {
         Ok(n) if n > 0 => Ok(n),
-        _ => Err(format!("`{s}` is not a whole number ≥ 1")),
+        _ => Err(format!("`{s}` must be a whole number ≥ 1")),
     }
 }
 
 fn parse_positive_u64(s: &str) -> Result<u64, String> {
     match s.trim().parse::<u64>() {
         Ok(n) if n > 0 => Ok(n),
-        _ => Err(format!("`{s}` is not a whole number ≥ 1")),
+        _ => Err(format!("`{s}` must be a whole number ≥ 1")),
     }
+}
+
+/// A count that may be 0 (`--max-retries`, `--seed`).
+fn parse_count<T: std::str::FromStr>(s: &str) -> Result<T, String> {
+    s.trim()
+        .parse::<T>()
+        .map_err(|_| format!("`{s}` must be a whole number ≥ 0"))
 }
 
 fn parse_duration_arg(s: &str) -> Result<Duration, String> {
@@ -316,6 +396,8 @@ impl BenchArgs {
     /// The load engine's flags (all but the target URL, the simulator's and `--quiet`).
     pub fn flags(&self) -> Flags {
         Flags {
+            url: self.url.clone(),
+            endpoint: self.endpoint.clone(),
             api: self.api,
             model: self.model.clone(),
             api_key: self.api_key.clone(),
@@ -326,6 +408,13 @@ impl BenchArgs {
             output_tokens: self.output_tokens.clone(),
             dataset: self.dataset.clone(),
             sharegpt: self.sharegpt.clone(),
+            dataset_name: self.dataset_name,
+            dataset_path: self.dataset_path.clone(),
+            ignore_eos: match (self.ignore_eos, self.no_ignore_eos) {
+                (true, _) => Some(true),
+                (_, true) => Some(false),
+                _ => None,
+            },
             trace: self.trace.clone(),
             time_scale: self.time_scale,
             seed: self.seed,
@@ -341,10 +430,12 @@ impl BenchArgs {
             max_retries: self.max_retries,
             retry_backoff: self.retry_backoff,
             timeout_connect: self.timeout_connect,
-            timeout_first_token: self.timeout_first_token,
-            timeout_stall: self.timeout_stall,
+            timeout_first_token: self.timeout_first_token.map(|l| l.0),
+            timeout_stall: self.timeout_stall.map(|l| l.0),
             timeout_total: self.timeout_total,
             out: self.out.clone(),
+            overwrite: self.overwrite,
+            max_error_rate: self.max_error_rate,
             sample_interval: self.sample_interval,
             record_chunks: self.record_chunks,
             rx_timestamps: self.rx_timestamps,
@@ -357,6 +448,48 @@ impl BenchArgs {
 mod tests {
     use super::*;
     use crate::bench_sim_flags::parse_sim_fault;
+    use clap::Args;
+    use tpscope_load::spec::{
+        DEFAULT_FIRST_TOKEN_TIMEOUT, DEFAULT_STALL_TIMEOUT, MODEL_LOOKUP_TIMEOUT,
+    };
+
+    #[test]
+    fn help_states_the_default_limits_and_that_sim_flags_are_refused_with_url() {
+        let help = BenchArgs::augment_args(clap::Command::new("bench"))
+            .render_long_help()
+            .to_string();
+        let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        for (needle, d) in [
+            (
+                "[default: {}s; `none` lifts it]. The model",
+                DEFAULT_FIRST_TOKEN_TIMEOUT,
+            ),
+            ("[default: {}s; `none` lifts it] ", DEFAULT_STALL_TIMEOUT),
+            ("at most {}s", MODEL_LOOKUP_TIMEOUT),
+        ] {
+            let needle = needle.replace("{}", &d.as_secs().to_string());
+            assert!(help.contains(&needle), "help lacks `{needle}`");
+        }
+        assert!(help.contains("Built-in simulator (passed to it; refused with --url)"));
+    }
+
+    #[test]
+    fn negative_numbers_are_named_with_their_bound() {
+        assert!(
+            parse_positive_u32("-3")
+                .unwrap_err()
+                .contains("must be a whole number ≥ 1")
+        );
+        assert!(parse_count::<u32>("-1").unwrap_err().contains("≥ 0"));
+        assert!(parse_rate("-2").unwrap_err().contains("> 0"));
+        assert_eq!(parse_error_rate("5%"), Ok(0.05));
+        assert_eq!(parse_error_rate("0.1"), Ok(0.1));
+        assert!(parse_error_rate("-0.1").is_err());
+        assert!(parse_error_rate("150%").is_err());
+        assert_eq!(parse_limit("none"), Ok(Limit(None)));
+        assert_eq!(parse_limit("2s"), Ok(Limit(Some(Duration::from_secs(2)))));
+        assert!(parse_limit("0s").is_err());
+    }
 
     #[test]
     fn value_parsers_explain_bad_values() {

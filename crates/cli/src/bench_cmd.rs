@@ -2,9 +2,12 @@
 //! HTTP client, the writer thread, the load executor (one run per sweep level),
 //! the progress line, Ctrl-C, and the report at the end. The flags are in
 //! `bench_args.rs` and `bench_sim_flags.rs`, their validation in `bench_config.rs`
-//! (and the load engine's spec), the sweep's table in `bench_sweep.rs`.
+//! (and the load engine's spec), the log's destination and the report's feed in
+//! `bench_out.rs`, the sweep's table in `bench_sweep.rs`.
 
+use std::io::Write;
 use std::net::{Ipv4Addr, SocketAddr};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering::Relaxed};
@@ -12,17 +15,27 @@ use std::time::Duration;
 
 use anyhow::Context;
 use tpscope_client::{Client, Endpoint};
-use tpscope_load::{Control, RunSummary, execute};
+use tpscope_load::{BenchSpec, Control, RunSummary, execute};
+use tpscope_log::LogSet;
 use tpscope_model::{RunClock, Target};
 use tpscope_record::{LiveStats, RunInfo, TOOL, Writer, new_run_id, redact_url};
 use tpscope_sim::SimConfig;
 
 use crate::bench_args::BenchArgs;
 use crate::bench_config::{BenchConfig, TargetConfig, simulator_settings};
+use crate::bench_out::{self, OpenedLog, Recorded};
 use crate::bench_sweep::print_sweep_table;
 use crate::exit::{EXIT_FAILURE, ResultExt};
 use crate::progress;
+use crate::report_cmd::{self, ReportArgs, ReportConfig};
 use crate::signals::{self, StopSignals};
+
+/// What a bench leaves for its report.
+struct Finished {
+    summaries: Vec<RunSummary>,
+    interrupted: Option<i32>,
+    recorded: Option<Recorded>,
+}
 
 /// Runs `tpscope bench`.
 pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
@@ -43,6 +56,11 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             .context("installing the signal handlers")?
     };
     let _ = tpscope_sim::raise_nofile_limit();
+    let log = bench_out::open(&cfg.spec)?;
+    let (log_name, log_stdout) = (log.name.clone(), log.stdout);
+    let created = bench_out::CreatedGuard(log.created.clone());
+    // The report's settings are `tpscope report`'s own defaults.
+    let report = ReportConfig::from_args(&ReportArgs::for_file(Path::new(&log_name)))?;
     // The simulator gets a runtime (and threads) of its own, so its work does not
     // queue behind the client's and its CPU time can be told apart.
     let sim_rt = match &cfg.target {
@@ -78,6 +96,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         base_url,
         sim.as_ref().map(|h| h.config().clone()),
         signals,
+        log,
+        &report,
     ));
     if let (Some(h), Some(srt)) = (sim, sim_rt) {
         // Bounded: a simulator that does not stop must not hang the benchmark,
@@ -93,7 +113,12 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         }
         srt.shutdown_timeout(Duration::from_millis(500));
     }
-    let (summaries, interrupted) = outcome?;
+    let Finished {
+        summaries,
+        interrupted,
+        recorded,
+    } = outcome?;
+    created.keep();
     rt.shutdown_timeout(Duration::from_secs(1));
     let total: RunSummary = summaries.iter().fold(RunSummary::default(), |mut acc, s| {
         acc.spans += s.spans;
@@ -103,20 +128,28 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         acc
     });
     let spec = &cfg.spec;
-    if !cfg.quiet {
-        if spec.levels.len() > 1 {
-            print_sweep_table(spec)?;
-        } else if let Err(e) = crate::report_cmd::print_after_bench(&spec.out) {
+    if let Some(recorded) = recorded {
+        // With the log on standard output, the report goes beside the progress line.
+        let mut to: Box<dyn Write> = if log_stdout {
+            Box::new(std::io::stderr())
+        } else {
+            Box::new(std::io::stdout())
+        };
+        let shown = recorded
+            .join()
+            .map_err(|_| anyhow::anyhow!("the report's reader stopped"))
+            .and_then(|set| Ok(set?))
+            .and_then(|set| {
+                let file = if log_stdout { "FILE" } else { &log_name };
+                print_report(spec, &set, &report, (&log_name, file), &mut to)
+            });
+        if let Err(e) = shown {
             eprintln!("warning: the report could not be produced: {e:#}");
         }
     }
     eprintln!(
-        "wrote {} spans ({} ok, {} error, {} cancelled) to {}",
-        total.spans,
-        total.ok,
-        total.error,
-        total.cancelled,
-        spec.out.display()
+        "wrote {} spans ({} ok, {} error, {} cancelled) to {log_name}",
+        total.spans, total.ok, total.error, total.cancelled,
     );
     if let Some(signo) = interrupted {
         return Ok(ExitCode::from(signals::exit_status(signo)));
@@ -125,7 +158,52 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         eprintln!("error: no request succeeded");
         return Ok(ExitCode::from(EXIT_FAILURE));
     }
+    if let Some(max) = spec.max_error_rate
+        && let Some(line) = error_rate_exceeded(spec, &summaries, max)
+    {
+        eprintln!("error: {line}");
+        return Ok(ExitCode::from(EXIT_FAILURE));
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The report of one run, or a sweep's table, from the log as recorded.
+fn print_report(
+    spec: &BenchSpec,
+    set: &LogSet,
+    report: &ReportConfig,
+    names: (&str, &str),
+    to: &mut dyn Write,
+) -> anyhow::Result<()> {
+    if spec.levels.len() > 1 {
+        print_sweep_table(spec, set, names, to)?;
+    } else {
+        let r = report_cmd::build_report(set, &report.analysis);
+        to.write_all(&report_cmd::render(&r, set, report_cmd::Format::Text)?)?;
+    }
+    Ok(to.flush()?)
+}
+
+/// The first run whose share of failed requests (error / (ok + error)) is above
+/// `--max-error-rate`, said as a line.
+fn error_rate_exceeded(spec: &BenchSpec, summaries: &[RunSummary], max: f64) -> Option<String> {
+    summaries.iter().zip(&spec.levels).find_map(|(s, level)| {
+        let done = s.ok + s.error;
+        let share = (done > 0).then(|| s.error as f64 / done as f64)?;
+        (share > max).then(|| {
+            let run = level
+                .label
+                .as_ref()
+                .map(|l| format!(" at {l}"))
+                .unwrap_or_default();
+            format!(
+                "{:.1}% of requests failed{run} ({} of {done}), above --max-error-rate {:.1}%",
+                share * 100.0,
+                s.error,
+                max * 100.0
+            )
+        })
+    })
 }
 
 async fn bench(
@@ -133,7 +211,9 @@ async fn bench(
     base_url: String,
     sim: Option<SimConfig>,
     mut signals: StopSignals,
-) -> anyhow::Result<(Vec<RunSummary>, Option<i32>)> {
+    log: OpenedLog,
+    report: &ReportConfig,
+) -> anyhow::Result<Finished> {
     let spec = &cfg.spec;
     let mut endpoint = Endpoint::new(
         base_url.clone(),
@@ -147,9 +227,20 @@ async fn bench(
     let shown_url = redact_url(&base_url);
     if endpoint.model.is_empty() {
         let probe = Client::new(endpoint.clone(), spec.client.clone()).context("--url")?;
-        let models = probe.list_models().await.failure().with_context(|| {
-            format!("asking {shown_url}/models for a model (give --model to skip this)")
-        })?;
+        let limit = spec.model_lookup_timeout();
+        let models = tokio::time::timeout(limit, probe.list_models())
+            .await
+            .map_err(|_| {
+                anyhow::anyhow!(
+                    "no answer within {} s: is it an OpenAI-compatible server, and up?",
+                    limit.as_secs_f64()
+                )
+            })
+            .and_then(|r| Ok(r?))
+            .failure()
+            .with_context(|| {
+                format!("asking {shown_url}/models for a model (give --model to skip this)")
+            })?;
         endpoint.model = models
             .into_iter()
             .next()
@@ -157,9 +248,13 @@ async fn bench(
     }
     let client = Arc::new(Client::new(endpoint.clone(), spec.client.clone()).context("--url")?);
     let live = Arc::new(LiveStats::default());
-    let writer = Writer::create(&spec.out, spec.tokenizer, Some(live.clone()))
-        .failure()
-        .with_context(|| format!("--out: creating {}", spec.out.display()))?;
+    let (sink, recorded): (Box<dyn Write + Send>, _) = if cfg.quiet {
+        (log.sink, None)
+    } else {
+        let (tee, recorded) = bench_out::tee(log.sink, &log.name, report.read);
+        (Box::new(tee), Some(recorded))
+    };
+    let writer = Writer::to_writer(sink, spec.tokenizer, Some(live.clone()));
     let control = Control::default();
     let stopped_by = Arc::new(AtomicI32::new(0));
     let ctrlc = {
@@ -249,9 +344,13 @@ async fn bench(
     writer
         .finish()
         .failure()
-        .with_context(|| format!("--out: writing {}", spec.out.display()))?;
+        .with_context(|| format!("--out: writing {}", log.name))?;
     let interrupted = (control.stop.is_cancelled() || control.cancel.is_cancelled())
         .then(|| stopped_by.load(Relaxed))
         .map(|signo| if signo == 0 { 2 } else { signo });
-    Ok((summaries, interrupted))
+    Ok(Finished {
+        summaries,
+        interrupted,
+        recorded,
+    })
 }

@@ -1,7 +1,7 @@
 //! What `tpscope bench` runs, from its flags: the target (a URL, or the built-in
 //! simulator configured by the `--sim-*` flags) and the load engine's validated spec.
 
-use tpscope_load::spec::{self, BenchSpec, SimulatorSettings};
+use tpscope_load::spec::{BenchSpec, SimulatorSettings};
 use tpscope_sim::SimConfig;
 
 use crate::bench_args::BenchArgs;
@@ -27,10 +27,12 @@ pub struct BenchConfig {
 }
 
 impl BenchConfig {
-    /// Validates the flags; every error names its flag.
+    /// Validates the flags; every error names its flag. An `--out` file that
+    /// exists is refused here, before anything runs.
     pub fn from_args(a: BenchArgs) -> anyhow::Result<BenchConfig> {
-        let target = match &a.url {
-            Some(u) => TargetConfig::Url(spec::base_url(u)?),
+        let spec = BenchSpec::from_flags(a.flags())?;
+        let target = match &spec.url {
+            Some(u) => TargetConfig::Url(u.clone()),
             None => {
                 let cfg = a
                     .sim
@@ -45,9 +47,10 @@ impl BenchConfig {
                 "--sim-* flags configure the built-in simulator and cannot be used with --url"
             );
         }
+        crate::bench_out::check(&spec)?;
         Ok(BenchConfig {
             target,
-            spec: BenchSpec::from_flags(a.flags())?,
+            spec,
             quiet: a.quiet,
         })
     }

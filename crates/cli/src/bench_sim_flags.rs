@@ -10,7 +10,7 @@ use tpscope_sim::config::KnobValue;
 use tpscope_sim::config::knobs::{fault_knob, fault_names};
 
 /// The help section of the flags passed to the built-in simulator.
-const SIM_HEADING: &str = "Built-in simulator (passed to it; ignored with --url)";
+const SIM_HEADING: &str = "Built-in simulator (passed to it; refused with --url)";
 
 /// The `--sim-*` flags.
 #[derive(clap::Args, Debug)]

@@ -1,23 +1,22 @@
-//! The table `tpscope bench` prints after a sweep: each level's run read back and
+//! The table `tpscope bench` prints after a sweep: each level's run as recorded,
 //! analysed, one row per level, and the knee (found by the analysis crate).
 
+use std::io::Write;
 use std::time::Duration;
 
-use anyhow::Context;
 use tpscope_analysis::knee::{Knee, LevelPoint, knee};
 use tpscope_load::BenchSpec;
+use tpscope_log::LogSet;
 
-use crate::exit::ResultExt;
-
-/// Reads the sweep's runs back, analyses each with the analysis crate, and prints
-/// the throughput-vs-latency table with the knee.
-pub fn print_sweep_table(spec: &BenchSpec) -> anyhow::Result<()> {
-    let set = tpscope_log::read_paths(
-        std::slice::from_ref(&spec.out),
-        tpscope_log::ReadOptions::default(),
-    )
-    .failure()
-    .with_context(|| format!("reading back {}", spec.out.display()))?;
+/// Analyses the sweep's runs (`set`, as recorded to `name`; `file` is how to name
+/// it to `tpscope report`) with the analysis crate, and prints the
+/// throughput-vs-latency table with the knee to `to`.
+pub fn print_sweep_table(
+    spec: &BenchSpec,
+    set: &LogSet,
+    (name, file): (&str, &str),
+    to: &mut dyn Write,
+) -> anyhow::Result<()> {
     let opts = tpscope_analysis::Options::default();
     let secs = |d: Option<Duration>| d.map(|d| d.as_secs_f64());
     let mut rows = Vec::new();
@@ -49,11 +48,12 @@ pub fn print_sweep_table(spec: &BenchSpec) -> anyhow::Result<()> {
     let fmt = |v: Option<f64>, scale: f64, digits: usize| {
         v.map_or("–".to_string(), |v| format!("{:.*}", digits, v * scale))
     };
-    println!(
-        "Sweep of {param}: throughput vs latency (one run per level, all in {})",
-        spec.out.display()
-    );
-    println!(
+    writeln!(
+        to,
+        "Sweep of {param}: throughput vs latency (one run per level, all in {name})",
+    )?;
+    writeln!(
+        to,
         "{:>12}  {:>9}  {:>12}  {:>13}  {:>13}  {:>14}  {:>13}  {:>7}",
         param,
         "ok/spans",
@@ -63,10 +63,11 @@ pub fn print_sweep_table(spec: &BenchSpec) -> anyhow::Result<()> {
         "TTFT admit p50",
         "stream tok/s",
         "gap %"
-    );
+    )?;
     for (i, (level, ok, spans, tps, p50, p99, tft, stps, gap)) in rows.iter().enumerate() {
         let mark = if k == Knee::At(i) { "  ← knee" } else { "" };
-        println!(
+        writeln!(
+            to,
             "{:>12}  {:>9}  {:>12}  {:>12}s  {:>12}s  {:>13}s  {:>13}  {:>7}{mark}",
             level.value,
             format!("{ok}/{spans}"),
@@ -76,18 +77,23 @@ pub fn print_sweep_table(spec: &BenchSpec) -> anyhow::Result<()> {
             fmt(*tft, 1.0, 3),
             fmt(*stps, 1.0, 1),
             fmt(*gap, 100.0, 2),
-        );
+        )?;
     }
     match k {
-        Knee::At(i) => println!(
+        Knee::At(i) => writeln!(
+            to,
             "knee: {param} {} — the lowest level reaching 90% of the best throughput; higher levels mostly add latency.",
             spec.levels[i].value
         ),
-        Knee::NotReached => println!(
+        Knee::NotReached => writeln!(
+            to,
             "knee: not reached — throughput was still rising at the highest level; sweep higher."
         ),
-        Knee::Unknown => println!("knee: unknown — fewer than two levels produced a throughput."),
-    }
-    println!("Full reports: tpscope report {}", spec.out.display());
+        Knee::Unknown => writeln!(
+            to,
+            "knee: unknown — fewer than two levels produced a throughput."
+        ),
+    }?;
+    writeln!(to, "Full reports: tpscope report {file}")?;
     Ok(())
 }

@@ -5,6 +5,7 @@ mod analysis_flags;
 mod bench_args;
 mod bench_cmd;
 mod bench_config;
+mod bench_out;
 mod bench_sim_flags;
 mod bench_sweep;
 mod compare_cmd;

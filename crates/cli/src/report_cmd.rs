@@ -143,9 +143,3 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     write_out(&bytes, args.output.as_deref(), None, true)?;
     Ok(ExitCode::SUCCESS)
 }
-
-/// Prints the report of one span log the way `tpscope report FILE` does, to stdout.
-/// `bench` calls this after a run.
-pub fn print_after_bench(path: &Path) -> anyhow::Result<()> {
-    run(ReportArgs::for_file(path)).map(|_| ())
-}

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use bench_support::{
-    Run, bench, check_log, records, runs, signal, spawn, tpscope, wait, wait_for_line,
+    Run, bench, check_log, records, refused, runs, signal, spawn, wait, wait_for_line,
 };
 use tpscope_model::{EndRecord, Span, Status};
 
@@ -22,16 +22,7 @@ fn fixture(name: &str) -> String {
 }
 
 fn rejected(args: &[&str], needle: &str) {
-    let out = tpscope()
-        .arg("bench")
-        .args(args)
-        .arg("--out")
-        .arg("/nonexistent/never-written.jsonl")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2), "{args:?} accepted");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains(needle), "{args:?}: {err}");
+    refused(args, &[needle]);
 }
 
 #[test]

@@ -104,6 +104,24 @@ pub fn signal(pid: u32, signal: &str) {
     assert!(ok.success());
 }
 
+/// Runs `tpscope bench ARGS` (its `--out` never written) and checks it is refused
+/// as bad input (exit 2), naming each of `needles`, never as an unknown argument.
+pub fn refused(args: &[&str], needles: &[&str]) {
+    let out = tpscope()
+        .arg("bench")
+        .args(args)
+        .arg("--out")
+        .arg("/nonexistent/never-written.jsonl")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{args:?} accepted");
+    let err = String::from_utf8_lossy(&out.stderr);
+    for n in needles {
+        assert!(err.contains(n), "{args:?}: {err}");
+    }
+    assert!(!err.contains("unexpected argument"), "{args:?}: {err}");
+}
+
 /// Runs `tpscope bench ARGS --out DIR/NAME` to the end.
 pub fn bench(dir: &Path, name: &str, args: &[&str]) -> Run {
     let (c, out) = spawn(dir, name, args);
@@ -205,4 +223,80 @@ pub fn check_log(path: &Path) -> (Vec<Span>, EndRecord) {
     assert_eq!(end.cancelled, count(tpscope_model::Status::Cancelled));
     assert_eq!(end.spans, end.ok + end.error + end.cancelled);
     (spans, end)
+}
+
+/// A loopback server that accepts connections, notes each request's first line,
+/// and never answers; stopped (every connection closed) when dropped.
+pub struct SilentServer {
+    pub port: u16,
+    lines: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl SilentServer {
+    pub fn start() -> SilentServer {
+        use std::sync::atomic::Ordering::Relaxed;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (l2, s2) = (lines.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            let mut conns = Vec::new();
+            while !s2.load(Relaxed) {
+                match listener.accept() {
+                    Ok((mut c, _)) => {
+                        let (lines, stop) = (l2.clone(), s2.clone());
+                        conns.push(std::thread::spawn(move || {
+                            c.set_nonblocking(false).unwrap();
+                            c.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+                            let mut head = Vec::new();
+                            let mut buf = [0u8; 4096];
+                            let mut noted = false;
+                            // Read (and hold the connection) until stopped; answer nothing.
+                            while !stop.load(Relaxed) {
+                                match c.read(&mut buf) {
+                                    Ok(0) => break,
+                                    Ok(n) => head.extend_from_slice(&buf[..n]),
+                                    Err(_) => {}
+                                }
+                                if !noted && let Some(i) = head.iter().position(|b| *b == b'\n') {
+                                    let line =
+                                        String::from_utf8_lossy(&head[..i]).trim().to_string();
+                                    lines.lock().unwrap().push(line);
+                                    noted = true;
+                                }
+                            }
+                        }));
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(10)),
+                }
+            }
+            for c in conns {
+                let _ = c.join();
+            }
+        });
+        SilentServer {
+            port,
+            lines,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// The first line of every request received so far.
+    pub fn request_lines(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+}
+
+impl Drop for SilentServer {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }

@@ -12,9 +12,33 @@ pub enum SpecError {
     /// `--time-scale` is not a positive number.
     #[error("--time-scale: `{0}` must be a number > 0")]
     TimeScale(f64),
+    /// `--endpoint` is not an API tpscope calls.
+    #[error(
+        "--endpoint: `{0}` is not a completions API (expected a path ending in /chat/completions or /completions, e.g. /v1/chat/completions)"
+    )]
+    Endpoint(String),
+    /// `--endpoint` and `--api` disagree.
+    #[error("--endpoint {endpoint} and --api {api} name different APIs: give one")]
+    EndpointApi {
+        /// The endpoint.
+        endpoint: String,
+        /// The API.
+        api: &'static str,
+    },
     /// More than one workload file.
-    #[error("--dataset, --sharegpt and --trace are alternatives: give one")]
+    #[error("--dataset, --sharegpt, --trace and --dataset-name are alternatives: give one")]
     Sources,
+    /// `--dataset-path` alone.
+    #[error("--dataset-path needs --dataset-name sharegpt or custom (the file's format)")]
+    DatasetPathWithoutName,
+    /// `--dataset-path` with `--dataset-name random`.
+    #[error(
+        "--dataset-path: --dataset-name random makes its own prompts; give sharegpt or custom to read a file"
+    )]
+    DatasetPathWithRandom,
+    /// `--dataset-name sharegpt|custom` without a file.
+    #[error("--dataset-name sharegpt and custom read a file: give --dataset-path")]
+    DatasetNameWithoutPath,
     /// `--input-tokens` with a file of prompts.
     #[error("--input-tokens applies to synthetic prompts; the prompts come from the file here")]
     InputWithFile,

@@ -3,21 +3,25 @@
 //! read, the runs laid out (one, or one per sweep level), the defaults filled in —
 //! with a typed [`SpecError`] naming the flag when they do not fit. The spec also
 //! makes each run's [`RunPlan`] and the run record's load settings (`settings.rs`).
+//! Beside it: the flags (`flags.rs`), the target URL and vLLM's habits
+//! (`target.rs`), where the log goes (`output.rs`).
 
 mod error;
+mod flags;
+mod output;
 mod settings;
+mod target;
 #[cfg(test)]
 mod tests;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tpscope_client::{Api, ClientConfig, RxTimestamps, Timeouts};
+use tpscope_client::{Api, ClientConfig, Timeouts};
+use tpscope_model::TokenSource;
 use tpscope_model::units::Warmup;
-use tpscope_model::{Timestamp, TokenSource};
-use tpscope_record::{Dispatch, utc_compact};
+use tpscope_record::Dispatch;
 use tpscope_tokens::{Tokenizer, mix};
 
 use crate::dist::{Column, LengthDist};
@@ -25,90 +29,33 @@ use crate::executor::RunPlan;
 use crate::retry::RetryPolicy;
 use crate::schedule::{Arrival, Schedule, scale_offsets};
 use crate::workload::prompts::{read_prompts_jsonl, read_sharegpt};
-use crate::workload::trace::{TraceEntry, TraceFormat};
+use crate::workload::trace::TraceEntry;
 use crate::workload::{Prompt, Workload};
 
 pub use error::SpecError;
+pub use flags::{DatasetName, Flags};
+pub use output::{Output, unique_name};
 pub use settings::{
     LoadSettings, SimulatorSettings, SweepSettings, TimeoutSettings, WarmupSettings,
 };
+pub use target::{ResolvedTarget, resolve_target};
 
 /// The cap of a closed loop when `--concurrency` is not given.
 pub const DEFAULT_CONCURRENCY: u32 = 32;
 /// An open loop's length when neither `--requests` nor `--duration` is given.
 pub const DEFAULT_OPEN_DURATION: Duration = Duration::from_secs(30);
-
-/// The flags of a benchmark as given: each value parsed on its own, not yet
-/// checked against the others (the command line's parsers fill it).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Flags {
-    /// `--api`.
-    pub api: Api,
-    /// `--model`.
-    pub model: Option<String>,
-    /// `--api-key`.
-    pub api_key: Option<String>,
-    /// `--header`s.
-    pub headers: Vec<(String, String)>,
-    /// `--extra-body`.
-    pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
-    /// `--no-usage`.
-    pub no_usage: bool,
-    /// `--input-tokens`.
-    pub input_tokens: Option<LengthDist>,
-    /// `--output-tokens`.
-    pub output_tokens: Option<LengthDist>,
-    /// `--dataset`.
-    pub dataset: Option<PathBuf>,
-    /// `--sharegpt`.
-    pub sharegpt: Option<PathBuf>,
-    /// `--trace`.
-    pub trace: Option<(TraceFormat, PathBuf)>,
-    /// `--time-scale`.
-    pub time_scale: f64,
-    /// `--seed`.
-    pub seed: u64,
-    /// `--concurrency` (a list sweeps it).
-    pub concurrency: Vec<u32>,
-    /// `--requests`.
-    pub requests: Option<u64>,
-    /// `--duration`.
-    pub duration: Option<Duration>,
-    /// `--rate` (a list sweeps it; `None` is `inf`, a closed loop).
-    pub rate: Vec<Option<f64>>,
-    /// `--arrival`.
-    pub arrival: Option<Arrival>,
-    /// `--burstiness`.
-    pub burstiness: Option<f64>,
-    /// `--warmup`.
-    pub warmup: Option<Warmup>,
-    /// `--dispatch`.
-    pub dispatch: Dispatch,
-    /// `--drain-timeout`.
-    pub drain_timeout: Duration,
-    /// `--max-retries`.
-    pub max_retries: u32,
-    /// `--retry-backoff`.
-    pub retry_backoff: Duration,
-    /// `--timeout-connect`.
-    pub timeout_connect: Duration,
-    /// `--timeout-first-token`.
-    pub timeout_first_token: Option<Duration>,
-    /// `--timeout-stall`.
-    pub timeout_stall: Option<Duration>,
-    /// `--timeout-total`.
-    pub timeout_total: Option<Duration>,
-    /// `--out`.
-    pub out: Option<PathBuf>,
-    /// `--sample-interval`.
-    pub sample_interval: Duration,
-    /// `--record-chunks`.
-    pub record_chunks: bool,
-    /// `--rx-timestamps`.
-    pub rx_timestamps: RxTimestamps,
-    /// `--label`s.
-    pub labels: Vec<(String, String)>,
-}
+/// The first-token limit when `--timeout-first-token` is not given: long enough
+/// for a deep server queue, short enough that a server that never answers is seen.
+pub const DEFAULT_FIRST_TOKEN_TIMEOUT: Duration = Duration::from_secs(300);
+/// The stall limit when `--timeout-stall` is not given.
+pub const DEFAULT_STALL_TIMEOUT: Duration = Duration::from_secs(60);
+/// The longest the model lookup (`GET /models`) waits; shorter when the
+/// first-token limit is.
+pub const MODEL_LOOKUP_TIMEOUT: Duration = Duration::from_secs(30);
+/// `--dataset-name random`'s lengths when none are given (vLLM's defaults).
+pub const RANDOM_INPUT_LEN: u32 = 1024;
+/// See [`RANDOM_INPUT_LEN`].
+pub const RANDOM_OUTPUT_LEN: u32 = 128;
 
 /// One run of a sweep (or the only run).
 #[derive(Clone, Debug)]
@@ -128,6 +75,8 @@ pub struct Level {
 /// A benchmark, validated.
 #[derive(Debug)]
 pub struct BenchSpec {
+    /// The server's base URL (`None`: the built-in simulator).
+    pub url: Option<String>,
     /// The API.
     pub api: Api,
     /// The model (`None`: ask the server).
@@ -136,8 +85,12 @@ pub struct BenchSpec {
     pub api_key: Option<String>,
     /// Extra headers.
     pub headers: Vec<(String, String)>,
-    /// Extra body fields.
+    /// Extra body fields (with `ignore_eos` and `min_tokens` when lengths are exact).
     pub extra_body: serde_json::Map<String, serde_json::Value>,
+    /// Whether `ignore_eos: true` is sent.
+    pub ignore_eos: bool,
+    /// The `min_tokens` sent (every request asks for this fixed length).
+    pub min_tokens: Option<u32>,
     /// Ask for usage.
     pub include_usage: bool,
     /// Client settings.
@@ -165,24 +118,23 @@ pub struct BenchSpec {
     /// Warm-up.
     pub warmup: Option<Warmup>,
     /// Where the log goes.
-    pub out: PathBuf,
+    pub out: Output,
+    /// An existing `--out` file may be replaced.
+    pub overwrite: bool,
+    /// The largest share of failed requests a run may have (exit 1 above it).
+    pub max_error_rate: Option<f64>,
     /// Labels.
     pub labels: BTreeMap<String, String>,
     /// Remarks for the user about how the flags are taken (none are errors).
     pub notes: Vec<String>,
 }
 
-/// Checks a `--url` and returns it without a trailing `/`.
-pub fn base_url(u: &str) -> Result<String, SpecError> {
-    if !(u.starts_with("http://") || u.starts_with("https://")) {
-        return Err(SpecError::Url(u.to_string()));
-    }
-    Ok(u.trim_end_matches('/').to_string())
-}
-
 impl BenchSpec {
     /// Validates the flags together; every error names its flag.
-    pub fn from_flags(a: Flags) -> Result<BenchSpec, SpecError> {
+    pub fn from_flags(mut a: Flags) -> Result<BenchSpec, SpecError> {
+        let mut notes = Vec::new();
+        let target = resolve_target(a.url.as_deref(), a.endpoint.as_deref(), a.api, &mut notes)?;
+        dataset_name(&mut a)?;
         if !(a.time_scale.is_finite() && a.time_scale > 0.0) {
             return Err(SpecError::TimeScale(a.time_scale));
         }
@@ -197,11 +149,10 @@ impl BenchSpec {
             return Err(SpecError::InputWithFile);
         }
         let tokenizer = Tokenizer::O200kBase;
-        let mut notes = Vec::new();
         let mut trace: Option<Vec<TraceEntry>> = None;
         let workload = if let Some(p) = &a.dataset {
             let items = read_prompts_jsonl(p).map_err(SpecError::Dataset)?;
-            if a.api == Api::Completions
+            if target.api == Api::Completions
                 && let Some(i) = items
                     .iter()
                     .position(|i| matches!(i.prompt, Prompt::Messages(_)))
@@ -264,8 +215,14 @@ impl BenchSpec {
         if !open_rates.is_empty() && open_rates.len() != a.rate.len() {
             return Err(SpecError::RateMix);
         }
-        if (a.arrival.is_some() || a.burstiness.is_some()) && open_rates.is_empty() {
+        if a.arrival.is_some() && open_rates.is_empty() {
             return Err(SpecError::ArrivalWithoutRate);
+        }
+        if let Some(b) = a.burstiness.filter(|b| *b != 1.0 && open_rates.is_empty()) {
+            // As in vLLM, where `--request-rate inf` sends every request at once.
+            notes.push(format!(
+                "--burstiness {b} shapes an open loop (--request-rate R); without one every request is ready at once and it has no effect"
+            ));
         }
         if open_rates.len() > 1 && a.concurrency.len() > 1 {
             return Err(SpecError::TwoSweeps);
@@ -363,18 +320,20 @@ impl BenchSpec {
             return Err(SpecError::WavesWithoutCap);
         }
 
-        let out = match &a.out {
-            Some(p) => p.clone(),
-            None => PathBuf::from(format!(
-                "tpscope-run-{}.jsonl",
-                utc_compact(Timestamp::now_wall())
-            )),
-        };
+        let mut extra_body = a.extra_body.unwrap_or_default();
+        let (ignore_eos, min_tokens) = exact_lengths(
+            &mut extra_body,
+            a.ignore_eos,
+            a.output_tokens.as_ref(),
+            &workload,
+        );
         let client = ClientConfig {
             timeouts: Timeouts {
                 connect: Some(a.timeout_connect),
-                first_token: a.timeout_first_token,
-                stall: a.timeout_stall,
+                first_token: a
+                    .timeout_first_token
+                    .unwrap_or(Some(DEFAULT_FIRST_TOKEN_TIMEOUT)),
+                stall: a.timeout_stall.unwrap_or(Some(DEFAULT_STALL_TIMEOUT)),
                 total: a.timeout_total,
             },
             record_chunks: a.record_chunks,
@@ -383,11 +342,14 @@ impl BenchSpec {
             ..ClientConfig::default()
         };
         Ok(BenchSpec {
-            api: a.api,
+            url: target.url,
+            api: target.api,
             model: a.model,
             api_key: a.api_key.filter(|k| !k.is_empty()),
             headers: a.headers,
-            extra_body: a.extra_body.unwrap_or_default(),
+            extra_body,
+            ignore_eos,
+            min_tokens,
             include_usage: !a.no_usage,
             client,
             levels,
@@ -404,7 +366,9 @@ impl BenchSpec {
             workload: Arc::new(workload),
             tokenizer,
             warmup: a.warmup,
-            out,
+            out: Output::from_flag(a.out),
+            overwrite: a.overwrite,
+            max_error_rate: a.max_error_rate,
             labels: a.labels.into_iter().collect(),
             notes,
         })
@@ -490,6 +454,8 @@ impl BenchSpec {
                 total: secs(t.total),
             },
             include_usage: self.include_usage,
+            ignore_eos: self.ignore_eos,
+            min_tokens: self.min_tokens,
             record_chunks: self.client.record_chunks,
             rx_timestamps: self.client.rx_timestamps.effective().as_str(),
             rate,
@@ -507,6 +473,77 @@ impl BenchSpec {
             simulator,
         }
     }
+}
+
+impl BenchSpec {
+    /// The longest the model lookup waits: the first-token limit, at most
+    /// [`MODEL_LOOKUP_TIMEOUT`].
+    pub fn model_lookup_timeout(&self) -> Duration {
+        self.client
+            .timeouts
+            .first_token
+            .map_or(MODEL_LOOKUP_TIMEOUT, |t| t.min(MODEL_LOOKUP_TIMEOUT))
+    }
+}
+
+/// vLLM's `--dataset-name`/`--dataset-path` as tpscope's own workload flags.
+fn dataset_name(a: &mut Flags) -> Result<(), SpecError> {
+    let Some(name) = a.dataset_name else {
+        return match &a.dataset_path {
+            Some(_) => Err(SpecError::DatasetPathWithoutName),
+            None => Ok(()),
+        };
+    };
+    if a.dataset.is_some() || a.sharegpt.is_some() || a.trace.is_some() {
+        return Err(SpecError::Sources);
+    }
+    match (name, a.dataset_path.take()) {
+        (DatasetName::Random, Some(_)) => Err(SpecError::DatasetPathWithRandom),
+        (DatasetName::Random, None) => {
+            a.input_tokens
+                .get_or_insert(LengthDist::Fixed(RANDOM_INPUT_LEN));
+            a.output_tokens
+                .get_or_insert(LengthDist::Fixed(RANDOM_OUTPUT_LEN));
+            Ok(())
+        }
+        (DatasetName::ShareGpt, Some(p)) => {
+            a.sharegpt = Some(p);
+            Ok(())
+        }
+        (DatasetName::Custom, Some(p)) => {
+            a.dataset = Some(p);
+            Ok(())
+        }
+        (_, None) => Err(SpecError::DatasetNameWithoutPath),
+    }
+}
+
+/// Makes a fixed `--output-tokens N` exact: `ignore_eos: true` (unless
+/// `--no-ignore-eos`), and `min_tokens: N` when every request asks for exactly N.
+/// Keys the user's `--extra-body` sets are left as given. Returns what is sent.
+fn exact_lengths(
+    body: &mut serde_json::Map<String, serde_json::Value>,
+    flag: Option<bool>,
+    output: Option<&LengthDist>,
+    workload: &Workload,
+) -> (bool, Option<u32>) {
+    let fixed = match output {
+        Some(LengthDist::Fixed(n)) => Some(*n),
+        _ => None,
+    };
+    if flag.unwrap_or(fixed.is_some()) {
+        body.entry("ignore_eos")
+            .or_insert(serde_json::Value::Bool(true));
+        if let Some(n) = fixed.filter(|_| workload.every_max_tokens_given_by_output()) {
+            body.entry("min_tokens").or_insert(n.into());
+        }
+    }
+    let ignore_eos = body.get("ignore_eos") == Some(&serde_json::Value::Bool(true));
+    let min_tokens = body
+        .get("min_tokens")
+        .and_then(serde_json::Value::as_u64)
+        .and_then(|n| u32::try_from(n).ok());
+    (ignore_eos, min_tokens)
 }
 
 fn secs(d: Option<Duration>) -> Option<f64> {

@@ -31,6 +31,11 @@ pub struct LoadSettings<'a> {
     pub timeouts_s: TimeoutSettings,
     /// Whether usage was asked for.
     pub include_usage: bool,
+    /// Whether `ignore_eos: true` was sent (exact output lengths).
+    pub ignore_eos: bool,
+    /// The `min_tokens` sent, when every request asked for the same length.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_tokens: Option<u32>,
     /// `--record-chunks`.
     pub record_chunks: bool,
     /// The receive-timestamp source in effect.

@@ -2,11 +2,14 @@
 //! and the load settings serialised as the run record carries them.
 
 use super::*;
+use tpscope_client::RxTimestamps;
 
 /// The flags as the command line's defaults leave them.
 fn flags() -> Flags {
     Flags {
-        api: Api::Chat,
+        url: None,
+        endpoint: None,
+        api: None,
         model: None,
         api_key: None,
         headers: vec![],
@@ -16,6 +19,9 @@ fn flags() -> Flags {
         output_tokens: None,
         dataset: None,
         sharegpt: None,
+        dataset_name: None,
+        dataset_path: None,
+        ignore_eos: None,
         trace: None,
         time_scale: 1.0,
         seed: 0,
@@ -35,6 +41,8 @@ fn flags() -> Flags {
         timeout_stall: None,
         timeout_total: None,
         out: Some("x.jsonl".into()),
+        overwrite: false,
+        max_error_rate: None,
         sample_interval: Duration::from_millis(10),
         record_chunks: false,
         rx_timestamps: RxTimestamps::User,
@@ -93,13 +101,6 @@ fn flags_that_do_not_fit_together_name_their_flag() {
         let e = BenchSpec::from_flags(f).unwrap_err();
         assert!(e.to_string().starts_with(flag), "{e}");
     }
-    assert_eq!(base_url("http://h/v1/").unwrap(), "http://h/v1");
-    assert!(
-        base_url("ftp://h")
-            .unwrap_err()
-            .to_string()
-            .starts_with("--url")
-    );
 }
 
 #[test]
@@ -141,14 +142,126 @@ fn load_settings_serialise_as_the_run_record_carries_them() {
     assert_eq!(
         v.to_string(),
         concat!(
-            r#"{"concurrency":8,"dispatch":"work-conserving","duration_s":null,"include_usage":true,"#,
-            r#""max_retries":0,"mode":"closed_loop","record_chunks":false,"requests":80,"#,
+            r#"{"concurrency":8,"dispatch":"work-conserving","duration_s":null,"ignore_eos":false,"#,
+            r#""include_usage":true,"max_retries":0,"mode":"closed_loop","record_chunks":false,"requests":80,"#,
             r#""retry_backoff_s":0.5,"rx_timestamps":"user","seed":0,"#,
             r#""simulator":{"gpu":"g","max_num_seqs":4,"model":"m","seed":0,"speed":"max","tp":1},"#,
             r#""sweep":{"index":1,"level":8.0,"levels":2,"parameter":"concurrency"},"#,
-            r#""timeouts_s":{"connect":10.0,"first_token":null,"stall":null,"total":null},"#,
+            r#""timeouts_s":{"connect":10.0,"first_token":300.0,"stall":60.0,"total":null},"#,
             r#""warmup":{"amount":"4","written":false},"#,
             r#""workload":{"input_tokens":"32","kind":"synthetic","output_tokens":"azure"}}"#,
         )
     );
+}
+
+#[test]
+fn requests_get_first_token_and_stall_limits_by_default_that_none_lifts() {
+    let s = BenchSpec::from_flags(flags()).unwrap();
+    let t = s.client.timeouts;
+    assert_eq!(t.first_token, Some(DEFAULT_FIRST_TOKEN_TIMEOUT));
+    assert_eq!(t.stall, Some(DEFAULT_STALL_TIMEOUT));
+    assert_eq!(s.model_lookup_timeout(), MODEL_LOOKUP_TIMEOUT);
+    let s = BenchSpec::from_flags(Flags {
+        timeout_first_token: Some(None),
+        timeout_stall: Some(Some(Duration::from_secs(2))),
+        ..flags()
+    })
+    .unwrap();
+    assert_eq!(s.client.timeouts.first_token, None);
+    assert_eq!(s.client.timeouts.stall, Some(Duration::from_secs(2)));
+    let s = BenchSpec::from_flags(Flags {
+        timeout_first_token: Some(Some(Duration::from_secs(1))),
+        ..flags()
+    })
+    .unwrap();
+    assert_eq!(s.model_lookup_timeout(), Duration::from_secs(1));
+}
+
+#[test]
+fn a_fixed_output_length_is_exact_unless_turned_off() {
+    let fixed = |ignore_eos, extra: Option<serde_json::Value>| {
+        BenchSpec::from_flags(Flags {
+            output_tokens: Some(LengthDist::Fixed(64)),
+            ignore_eos,
+            extra_body: extra.map(|v| v.as_object().unwrap().clone()),
+            ..flags()
+        })
+        .unwrap()
+    };
+    let s = fixed(None, None);
+    assert_eq!((s.ignore_eos, s.min_tokens), (true, Some(64)));
+    assert_eq!(
+        serde_json::Value::Object(s.extra_body.clone()),
+        serde_json::json!({"ignore_eos": true, "min_tokens": 64})
+    );
+    let v = serde_json::to_value(s.load_settings(0, None)).unwrap();
+    assert_eq!(
+        (v["ignore_eos"].clone(), v["min_tokens"].clone()),
+        (true.into(), 64.into())
+    );
+    let s = fixed(Some(false), None);
+    assert_eq!((s.ignore_eos, s.min_tokens), (false, None));
+    assert!(s.extra_body.is_empty());
+    // The user's own body wins over the default.
+    let s = fixed(None, Some(serde_json::json!({"ignore_eos": false})));
+    assert!(!s.ignore_eos);
+    // A distribution is only a cap, unless --ignore-eos; then no min_tokens.
+    let s = BenchSpec::from_flags(Flags {
+        output_tokens: Some(LengthDist::Uniform { lo: 8, hi: 16 }),
+        ..flags()
+    })
+    .unwrap();
+    assert!(!s.ignore_eos && s.extra_body.is_empty());
+    let s = BenchSpec::from_flags(Flags {
+        ignore_eos: Some(true),
+        ..flags()
+    })
+    .unwrap();
+    assert_eq!((s.ignore_eos, s.min_tokens), (true, None));
+}
+
+#[test]
+fn vllm_dataset_names_map_to_tpscope_workloads() {
+    let s = BenchSpec::from_flags(Flags {
+        dataset_name: Some(DatasetName::Random),
+        ..flags()
+    })
+    .unwrap();
+    let v = serde_json::to_value(s.workload.settings()).unwrap();
+    assert_eq!(v["input_tokens"], "1024");
+    assert_eq!(v["output_tokens"], "128");
+    for (name, path, flag) in [
+        (None, Some("x.json"), "--dataset-path"),
+        (Some(DatasetName::Random), Some("x.json"), "--dataset-path"),
+        (Some(DatasetName::ShareGpt), None, "--dataset-name"),
+        (Some(DatasetName::Custom), None, "--dataset-name"),
+    ] {
+        let e = BenchSpec::from_flags(Flags {
+            dataset_name: name,
+            dataset_path: path.map(Into::into),
+            ..flags()
+        })
+        .unwrap_err();
+        assert!(e.to_string().starts_with(flag), "{e}");
+    }
+    let e = "sonnet".parse::<DatasetName>().unwrap_err();
+    assert!(e.contains("no `sonnet` dataset"), "{e}");
+}
+
+#[test]
+fn request_rate_inf_with_burstiness_is_accepted_as_in_vllm() {
+    let s = BenchSpec::from_flags(Flags {
+        rate: vec![None],
+        burstiness: Some(1.0),
+        ..flags()
+    })
+    .unwrap();
+    assert!(matches!(s.levels[0].schedule, Schedule::Backlog));
+    assert!(s.notes.is_empty());
+    let s = BenchSpec::from_flags(Flags {
+        burstiness: Some(0.5),
+        ..flags()
+    })
+    .unwrap();
+    assert_eq!(s.notes.len(), 1, "{:?}", s.notes);
 }

@@ -88,6 +88,16 @@ impl Workload {
         }
     }
 
+    /// Whether every request's `max_tokens` is drawn from the output length flag
+    /// (synthetic prompts; a prompt file none of whose prompts gives its own).
+    pub fn every_max_tokens_given_by_output(&self) -> bool {
+        match self {
+            Workload::Synthetic { .. } => true,
+            Workload::Prompts { items, .. } => items.iter().all(|i| i.max_tokens.is_none()),
+            Workload::AzureChat | Workload::Trace { .. } => false,
+        }
+    }
+
     /// Whether the workload is a file with no requests.
     pub fn is_empty(&self) -> bool {
         self.len() == Some(0)

@@ -1,0 +1,145 @@
+//! Where requests go: `--url` checked, and vLLM's habits turned into tpscope's
+//! base URL (up to the API version) and API — a `--base-url` without a path gets
+//! `/v1`, and `--endpoint /v1/chat/completions` says both the path under the base
+//! URL and the API.
+
+use tpscope_client::Api;
+
+use super::SpecError;
+
+/// The base URL (`None`: the built-in simulator) and the API, resolved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResolvedTarget {
+    /// The base URL up to the API version, without a trailing `/`.
+    pub url: Option<String>,
+    /// The API.
+    pub api: Api,
+}
+
+/// Resolves `--url`, `--endpoint` and `--api` together; remarks (a `/v1` added)
+/// go to `notes`.
+pub fn resolve_target(
+    url: Option<&str>,
+    endpoint: Option<&str>,
+    api: Option<Api>,
+    notes: &mut Vec<String>,
+) -> Result<ResolvedTarget, SpecError> {
+    let by_endpoint = endpoint.map(split_endpoint).transpose()?;
+    let api = match (api, &by_endpoint) {
+        (Some(a), Some((_, b))) if a != *b => {
+            return Err(SpecError::EndpointApi {
+                endpoint: endpoint.unwrap_or_default().to_string(),
+                api: a.as_str(),
+            });
+        }
+        (Some(a), _) => a,
+        (None, Some((_, b))) => *b,
+        (None, None) => Api::Chat,
+    };
+    let Some(u) = url else {
+        return Ok(ResolvedTarget { url: None, api });
+    };
+    let Some(rest) = u
+        .strip_prefix("http://")
+        .or_else(|| u.strip_prefix("https://"))
+    else {
+        return Err(SpecError::Url(u.to_string()));
+    };
+    if rest.is_empty() || rest.starts_with('/') {
+        return Err(SpecError::Url(u.to_string()));
+    }
+    let base = u.trim_end_matches('/');
+    let has_path = rest.trim_end_matches('/').contains('/');
+    let url = match &by_endpoint {
+        // vLLM sends to base URL + endpoint; tpscope's URL stops before the API's
+        // own path, so the endpoint's prefix (`/v1`) joins the base unless already there.
+        Some((prefix, _)) if !prefix.is_empty() && !base.ends_with(prefix.as_str()) => {
+            format!("{base}{prefix}")
+        }
+        Some(_) => base.to_string(),
+        None if !has_path => {
+            notes.push(format!(
+                "--url {u} has no path; requests go to {base}/v1 (as vLLM's --base-url does)"
+            ));
+            format!("{base}/v1")
+        }
+        None => base.to_string(),
+    };
+    Ok(ResolvedTarget {
+        url: Some(url),
+        api,
+    })
+}
+
+/// `/v1/chat/completions` → (`/v1`, chat).
+fn split_endpoint(e: &str) -> Result<(String, Api), SpecError> {
+    let t = e.trim().trim_end_matches('/');
+    let t = if t.starts_with('/') {
+        t.to_string()
+    } else {
+        format!("/{t}")
+    };
+    for (suffix, api) in [
+        ("/chat/completions", Api::Chat),
+        ("/completions", Api::Completions),
+    ] {
+        if let Some(prefix) = t.strip_suffix(suffix) {
+            return Ok((prefix.to_string(), api));
+        }
+    }
+    Err(SpecError::Endpoint(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolve(url: &str, endpoint: Option<&str>) -> (String, Api, usize) {
+        let mut notes = vec![];
+        let t = resolve_target(Some(url), endpoint, None, &mut notes).unwrap();
+        (t.url.unwrap(), t.api, notes.len())
+    }
+
+    #[test]
+    fn base_url_without_v1_gets_v1_as_in_vllm() {
+        let v1 = "http://h:8000/v1".to_string();
+        assert_eq!(resolve("http://h:8000", None), (v1.clone(), Api::Chat, 1));
+        assert_eq!(resolve("http://h:8000/", None), (v1.clone(), Api::Chat, 1));
+        assert_eq!(resolve("http://h:8000/v1/", None), (v1, Api::Chat, 0));
+        // A path of its own is the user's: kept as given.
+        assert_eq!(
+            resolve("https://h/openai/v2", None),
+            ("https://h/openai/v2".into(), Api::Chat, 0)
+        );
+    }
+
+    #[test]
+    fn endpoint_gives_the_path_and_the_api_as_in_vllm() {
+        assert_eq!(
+            resolve("http://h:8000", Some("/v1/completions")),
+            ("http://h:8000/v1".into(), Api::Completions, 0)
+        );
+        assert_eq!(
+            resolve("http://h:8000/v1", Some("/v1/chat/completions")),
+            ("http://h:8000/v1".into(), Api::Chat, 0)
+        );
+        assert_eq!(
+            resolve("http://h:8000", Some("chat/completions")),
+            ("http://h:8000".into(), Api::Chat, 0)
+        );
+    }
+
+    #[test]
+    fn bad_urls_and_endpoints_name_their_flag() {
+        let mut n = vec![];
+        for (url, endpoint, api, flag) in [
+            (Some("ftp://x"), None, None, "--url"),
+            (Some("http://"), None, None, "--url"),
+            (None, Some("/v1/embeddings"), None, "--endpoint"),
+            (None, Some("/v1/completions"), Some(Api::Chat), "--endpoint"),
+        ] {
+            let e = resolve_target(url, endpoint, api, &mut n).unwrap_err();
+            assert!(e.to_string().starts_with(flag), "{e}");
+        }
+    }
+}
