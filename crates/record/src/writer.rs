@@ -416,6 +416,31 @@ mod tests {
     }
 
     #[test]
+    fn a_steady_trickle_of_samples_does_not_hold_a_span_back() {
+        // The flush deadline was checked only every 64 records, and a trickle of
+        // records never lets the idle timeout fire: at one sample per 50 ms a span
+        // waited 3.2 s for its flush.
+        let buf = Shared::default();
+        let rec = Writer::to_writer(buf.clone(), Tokenizer::O200kBase, None);
+        let tx = rec.sender();
+        tx.span(span(1, Status::Ok), ToCount::default());
+        let sample = SampleRecord {
+            run_id: "r1".into(),
+            at: t(3),
+            in_flight: 1,
+            queue_depth: 0,
+            cap: None,
+        };
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while lines(&buf).is_empty() && Instant::now() < deadline {
+            tx.sample(sample.clone());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(!lines(&buf).is_empty(), "the span is still in the buffer");
+        drop(rec);
+    }
+
+    #[test]
     fn replies_without_usage_are_counted_by_the_tokenizer_on_the_writer() {
         let buf = Shared::default();
         let rec = Writer::to_writer(buf.clone(), Tokenizer::O200kBase, None);
