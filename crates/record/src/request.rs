@@ -67,19 +67,9 @@ impl Queued {
         self.done = true;
         let released_at = self.shared.clock.now();
         self.shared.occupancy.fetch_sub(1, Relaxed);
-        self.shared.tx.finished(
-            self.shared.run_id.clone(),
-            request_id(&mut self.id),
-            Finished {
-                seq: 0,
-                queued_at: self.queued_at,
-                admitted_at: None,
-                released_at,
-                outcomes: Vec::new(),
-                planned_input_tokens: None,
-                cancelled: Some(why),
-            },
-        );
+        let f = finished(self.queued_at, None, released_at, Vec::new());
+        let cancelled = Some(why);
+        hand_over(&self.shared, &mut self.id, Finished { cancelled, ..f });
     }
 }
 
@@ -217,25 +207,34 @@ impl Request {
         let mut outcomes = std::mem::take(&mut *self.retried.borrow_mut());
         outcomes.push(last);
         self.shared.occupancy.fetch_sub(SLOT, Relaxed);
-        self.shared.tx.finished(
-            self.shared.run_id.clone(),
-            request_id(&mut self.id),
-            Finished {
-                seq: 0,
-                queued_at: self.queued_at,
-                admitted_at: Some(self.admitted_at),
-                released_at: now,
-                outcomes,
-                planned_input_tokens: None,
-                cancelled: None,
-            },
-        );
+        let f = finished(self.queued_at, Some(self.admitted_at), now, outcomes);
+        hand_over(&self.shared, &mut self.id, f);
     }
 }
 
-/// The caller's name for a request, written as the span's `request_id` (none if empty).
-fn request_id(id: &mut String) -> Option<String> {
-    (!id.is_empty()).then(|| std::mem::take(id))
+/// What the writer needs to assemble the span (its `seq` is set there).
+fn finished(
+    queued_at: Timestamp,
+    admitted_at: Option<Timestamp>,
+    released_at: Timestamp,
+    outcomes: Vec<Outcome>,
+) -> Finished {
+    Finished {
+        seq: 0,
+        queued_at,
+        admitted_at,
+        released_at,
+        outcomes,
+        planned_input_tokens: None,
+        cancelled: None,
+    }
+}
+
+/// Sends a finished request to the writer thread, with the caller's name for it
+/// as the span's `request_id` (none if empty).
+fn hand_over(shared: &Shared, id: &mut String, f: Finished) {
+    let request_id = (!id.is_empty()).then(|| std::mem::take(id));
+    shared.tx.finished(shared.run_id.clone(), request_id, f);
 }
 
 impl Drop for Request {
