@@ -1,6 +1,6 @@
 //! tpscope's one recording seam, used by every producer of span logs (the bench's
-//! executor today; the proxy, the recording API of DESIGN.md §17 and importers
-//! next): span assembly from attempts, admission (the cap and its FIFO queue), the
+//! executor and the public recording API of DESIGN.md §17 today; the proxy and
+//! importers next): span assembly from attempts, admission (the cap and its FIFO queue), the
 //! sampler, the writer thread (through `tpscope_log`'s writer), live counters and
 //! the run record's metadata. No async runtime, no network, no randomness.
 //!
@@ -12,7 +12,8 @@
 //! record.
 //!
 //! A program recording its own requests uses the [`Recorder`] (DESIGN.md §17),
-//! which does all of that on its behalf:
+//! which does all of that on its behalf (with no admission of its own: the program
+//! says when work was queued and admitted):
 //!
 //! ```no_run
 //! use tpscope_record::{Cause, Recorder, RunInfo, Usage};
