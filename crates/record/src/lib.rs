@@ -1,6 +1,6 @@
 //! tpscope's one recording seam, used by every producer of span logs (the bench's
-//! executor today; the proxy, the recording API of DESIGN.md §17 and importers
-//! next): span assembly from attempts, admission (the cap and its FIFO queue), the
+//! executor and the public recording API of DESIGN.md §17 today; the proxy and
+//! importers next): span assembly from attempts, admission (the cap and its FIFO queue), the
 //! sampler, the writer thread (through `tpscope_log`'s writer), live counters and
 //! the run record's metadata. No async runtime, no network, no randomness.
 //!
@@ -10,11 +10,35 @@
 //! gives its slot back, [`assemble()`] its [`Finished`] attempts into a span, count it
 //! in [`LiveStats`] and send it with its [`ToCount`]; end the run with an `end`
 //! record.
+//!
+//! A program recording its own requests uses the [`Recorder`] (DESIGN.md §17),
+//! which does all of that on its behalf (with no admission of its own: the program
+//! says when work was queued and admitted):
+//!
+//! ```no_run
+//! use tpscope_record::{Cause, Recorder, RunInfo, Usage};
+//! # fn main() -> Result<(), tpscope_record::RecordError> {
+//! let rec = Recorder::create("spans.jsonl", RunInfo::new().cap(32).label("job", "eval"))?;
+//! let req = rec.queued("req-17"); // ready: queued_at
+//! let req = req.admitted(); //        took a slot: admitted_at
+//! req.first_token();
+//! req.tokens(5);
+//! req.finish_ok(Usage { completion_tokens: 212, prompt_tokens: Some(900) });
+//! let failed = rec.queued("req-18").admitted();
+//! failed.retry(Cause::Http429); //    a new attempt, keeping the slot
+//! failed.finish_err(Cause::Http5xx, "upstream unavailable");
+//! rec.set_cap(64);
+//! rec.close()?; //                    the `end` record
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod admission;
 pub mod assemble;
 pub mod attempt;
 pub mod live;
+pub mod recorder;
+pub mod request;
 pub mod run;
 pub mod sampler;
 pub mod writer;
@@ -23,6 +47,9 @@ pub use admission::{Admission, BadDispatch, Dispatch};
 pub use assemble::{Finished, ToCount, apply_counts, assemble};
 pub use attempt::{Outcome, Usage};
 pub use live::{LiveSnapshot, LiveStats};
+pub use recorder::{Closed, DEFAULT_SAMPLE_INTERVAL, OpenMode, RecordError, Recorder};
+pub use request::{Queued, Request};
 pub use run::{RunInfo, TOOL, new_run_id, redact_url, utc_compact};
 pub use sampler::{Reading, Sampler};
+pub use tpscope_model::Cause;
 pub use writer::{FLUSH_EVERY, RunCounts, Writer, WriterTx};

@@ -34,6 +34,57 @@ pub struct RunInfo {
 }
 
 impl RunInfo {
+    /// A run produced by this tool ([`TOOL`]) with nothing else said yet; the
+    /// builder methods below add to it.
+    pub fn new() -> RunInfo {
+        RunInfo {
+            tool: TOOL.into(),
+            ..RunInfo::default()
+        }
+    }
+
+    /// With this in-flight cap.
+    pub fn cap(mut self, cap: u32) -> RunInfo {
+        self.cap = Some(cap);
+        self
+    }
+
+    /// With the label `key` = `value` (a later one with the same key wins).
+    pub fn label(mut self, key: impl Into<String>, value: impl Into<String>) -> RunInfo {
+        self.labels.insert(key.into(), value.into());
+        self
+    }
+
+    /// With this target URL (credentials and query string are removed).
+    pub fn url(mut self, url: &str) -> RunInfo {
+        self.target.url = Some(redact_url(url));
+        self
+    }
+
+    /// With this model name.
+    pub fn model(mut self, model: impl Into<String>) -> RunInfo {
+        self.target.model = Some(model.into());
+        self
+    }
+
+    /// With this API name (`chat`, `completions`, or the producer's own).
+    pub fn api(mut self, api: impl Into<String>) -> RunInfo {
+        self.target.api = Some(api.into());
+        self
+    }
+
+    /// Sampled at this cadence instead of the default.
+    pub fn sample_interval(mut self, every: Duration) -> RunInfo {
+        self.sample_interval = Some(every);
+        self
+    }
+
+    /// With these load settings (a free-form JSON object).
+    pub fn load(mut self, load: serde_json::Value) -> RunInfo {
+        self.load = load;
+        self
+    }
+
     /// The `run` record of run `run_id`, started at `clock`'s anchor.
     pub fn record(self, run_id: String, clock: &RunClock) -> RunRecord {
         RunRecord {

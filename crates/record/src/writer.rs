@@ -14,10 +14,12 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use tpscope_log::LogWriter;
-use tpscope_model::{EndRecord, Record, RunRecord, SampleRecord, Span, Status, Timestamp};
+use tpscope_model::{
+    Cause, EndRecord, Record, RunRecord, SampleRecord, Span, SpanError, Status, Timestamp,
+};
 use tpscope_tokens::Tokenizer;
 
-use crate::assemble::{ToCount, apply_counts};
+use crate::assemble::{Finished, ToCount, apply_counts, assemble};
 use crate::live::LiveStats;
 
 /// The longest records wait in the buffer before being flushed to the file.
@@ -26,6 +28,7 @@ pub const FLUSH_EVERY: Duration = Duration::from_millis(200);
 enum Msg {
     Run(Box<RunRecord>),
     Span(Box<Span>, ToCount),
+    Finished(Arc<str>, Option<String>, Box<Finished>),
     Sample(SampleRecord),
     End { run_id: String, ended_at: Timestamp },
     Sync(mpsc::Sender<()>),
@@ -62,6 +65,15 @@ impl WriterTx {
     /// Writes a finished span, after counting the texts in `to_count`.
     pub fn span(&self, s: Span, to_count: ToCount) {
         let _ = self.tx.send(Msg::Span(Box::new(s), to_count));
+    }
+
+    /// Assembles `f` into a span of run `run_id` on the writer thread (its `seq` is
+    /// replaced by the order of arrival there, so span ids are 1, 2, … in release
+    /// order) with `request_id` when given, counts it in the writer's [`LiveStats`],
+    /// and writes it. For producers whose own thread must only stamp times (the
+    /// recording API).
+    pub fn finished(&self, run_id: Arc<str>, request_id: Option<String>, f: Finished) {
+        let _ = self.tx.send(Msg::Finished(run_id, request_id, Box::new(f)));
     }
 
     /// Writes a sample.
@@ -159,7 +171,7 @@ fn writer_loop<W: Write>(
     let mut error: Option<io::Error> = None;
     let mut last_flush = Instant::now();
     let mut dirty = false;
-    let mut since_check = 0u32;
+    let mut finished_seq: HashMap<Arc<str>, u64> = HashMap::new();
     loop {
         let msg = match rx.recv_timeout(FLUSH_EVERY / 2) {
             Ok(m) => m,
@@ -192,7 +204,36 @@ fn writer_loop<W: Write>(
                 counts.entry(r.run_id.clone()).or_default();
                 Record::Run(*r)
             }
-            Msg::Span(mut s, to_count) => {
+            msg @ (Msg::Span(..) | Msg::Finished(..)) => {
+                let (mut s, to_count) = match msg {
+                    Msg::Span(s, to_count) => (*s, to_count),
+                    Msg::Finished(run_id, request_id, mut f) => {
+                        let seq = finished_seq.entry(run_id.clone()).or_default();
+                        f.seq = *seq;
+                        *seq += 1;
+                        let (mut s, to_count) = assemble(&run_id, tokenizer.name(), *f);
+                        if request_id.is_some() {
+                            s.request_id = request_id;
+                        }
+                        if let Err(e) = s.validate() {
+                            // A caller's impossible count must not make the whole log
+                            // unreadable: the span stays, as an error that says why.
+                            s.status = Status::Error;
+                            s.error = Some(SpanError {
+                                cause: Cause::Malformed,
+                                message: format!("the recorder was given an impossible span: {e}"),
+                            });
+                            s.output_tokens = 0;
+                            s.input_tokens = None;
+                            s.attempts.iter_mut().for_each(|a| a.tokens = 0);
+                        }
+                        if let Some(live) = &live {
+                            live.span_done(s.status, s.output_tokens);
+                        }
+                        (s, to_count)
+                    }
+                    _ => unreachable!("matched above"),
+                };
                 if !to_count.is_empty() {
                     let before = s.output_tokens;
                     let n: Vec<(usize, u64)> = to_count
@@ -215,7 +256,7 @@ fn writer_loop<W: Write>(
                     Status::Error => c.error += 1,
                     Status::Cancelled => c.cancelled += 1,
                 }
-                Record::Span(*s)
+                Record::Span(s)
             }
             Msg::Sample(s) => {
                 counts.entry(s.run_id.clone()).or_default().samples += 1;
@@ -240,19 +281,17 @@ fn writer_loop<W: Write>(
             }
             dirty = true;
         }
-        since_check += 1;
-        if since_check >= 64 || matches!(record, Record::End(_)) {
-            since_check = 0;
-            if dirty
-                && error.is_none()
-                && (last_flush.elapsed() >= FLUSH_EVERY || matches!(record, Record::End(_)))
-            {
-                if let Err(e) = w.flush() {
-                    error = Some(e);
-                }
-                dirty = false;
-                last_flush = Instant::now();
+        // Checked on every record (a clock read is small beside a record's
+        // serialisation): a steady trickle of samples never times the receive out.
+        if dirty
+            && error.is_none()
+            && (matches!(record, Record::End(_)) || last_flush.elapsed() >= FLUSH_EVERY)
+        {
+            if let Err(e) = w.flush() {
+                error = Some(e);
             }
+            dirty = false;
+            last_flush = Instant::now();
         }
     }
     if error.is_none()
@@ -270,7 +309,7 @@ fn writer_loop<W: Write>(
 mod tests {
     use super::*;
     use std::sync::Mutex;
-    use tpscope_model::{Cause, SpanError, TokenSource};
+    use tpscope_model::TokenSource;
 
     /// A writer whose bytes can be read while the recorder still holds it.
     #[derive(Clone, Default)]
@@ -373,6 +412,31 @@ mod tests {
             std::thread::sleep(Duration::from_millis(10));
         }
         assert_eq!(lines(&buf).len(), 1);
+        drop(rec);
+    }
+
+    #[test]
+    fn a_steady_trickle_of_samples_does_not_hold_a_span_back() {
+        // The flush deadline was checked only every 64 records, and a trickle of
+        // records never lets the idle timeout fire: at one sample per 50 ms a span
+        // waited 3.2 s for its flush.
+        let buf = Shared::default();
+        let rec = Writer::to_writer(buf.clone(), Tokenizer::O200kBase, None);
+        let tx = rec.sender();
+        tx.span(span(1, Status::Ok), ToCount::default());
+        let sample = SampleRecord {
+            run_id: "r1".into(),
+            at: t(3),
+            in_flight: 1,
+            queue_depth: 0,
+            cap: None,
+        };
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while lines(&buf).is_empty() && Instant::now() < deadline {
+            tx.sample(sample.clone());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(!lines(&buf).is_empty(), "the span is still in the buffer");
         drop(rec);
     }
 
