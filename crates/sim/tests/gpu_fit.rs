@@ -51,6 +51,22 @@ fn preset() -> Roofline {
     Roofline::new(&c)
 }
 
+/// Prints each point (what, measured ms, simulated ms) with its error; the largest
+/// error's magnitude.
+fn worst_error(kind: &str, points: &[(String, f64, f64)]) -> f64 {
+    let mut worst: f64 = 0.0;
+    for (what, measured, sim) in points {
+        let err = sim / measured - 1.0;
+        println!(
+            "{kind} {what}: measured {measured:7.3} ms, sim {sim:7.3} ms, {:+5.1} %",
+            err * 100.0
+        );
+        worst = worst.max(err.abs());
+    }
+    println!("{kind}: max error {:.1} %", worst * 100.0);
+    worst
+}
+
 #[test]
 fn decode_steps_are_within_ten_percent_of_an_h100() {
     let r = preset();
@@ -59,19 +75,20 @@ fn decode_steps_are_within_ten_percent_of_an_h100() {
         &["batch", "context_tokens", "step_ms_compiled_graph"],
     );
     assert_eq!(data.len(), 17);
-    let mut worst: f64 = 0.0;
-    for row in &data {
-        let (batch, context, measured) = (row[0] as u64, row[1] as u64, row[2]);
-        // Each sequence holds `context` tokens and computes one more.
-        let sim = r.decode_step(batch, context + 1).as_secs_f64() * 1e3;
-        let err = sim / measured - 1.0;
-        println!(
-            "decode batch {batch:>3} context {context:>4}: measured {measured:6.3} ms, sim {sim:6.3} ms, {:+5.1} %",
-            err * 100.0
-        );
-        worst = worst.max(err.abs());
-    }
-    println!("decode: max error {:.1} %", worst * 100.0);
+    let points: Vec<_> = data
+        .iter()
+        .map(|row| {
+            let (batch, context) = (row[0] as u64, row[1] as u64);
+            // Each sequence holds `context` tokens and computes one more.
+            let sim = r.decode_step(batch, context + 1).as_secs_f64() * 1e3;
+            (
+                format!("batch {batch:>3} context {context:>4}"),
+                row[2],
+                sim,
+            )
+        })
+        .collect();
+    let worst = worst_error("decode", &points);
     assert!(worst <= 0.10, "a decode step is {:.1} % off", worst * 100.0);
 }
 
@@ -80,18 +97,15 @@ fn prefill_steps_are_within_fifteen_percent_of_an_h100() {
     let r = preset();
     let data = rows("prefill.csv", &["prompt_tokens", "ms_compiled"]);
     assert_eq!(data.len(), 4);
-    let mut worst: f64 = 0.0;
-    for row in &data {
-        let (tokens, measured) = (row[0] as u64, row[1]);
-        let sim = r.step(&StepWork::prefill(tokens)).as_secs_f64() * 1e3;
-        let err = sim / measured - 1.0;
-        println!(
-            "prefill {tokens:>4} tokens: measured {measured:7.3} ms, sim {sim:7.3} ms, {:+5.1} %",
-            err * 100.0
-        );
-        worst = worst.max(err.abs());
-    }
-    println!("prefill: max error {:.1} %", worst * 100.0);
+    let points: Vec<_> = data
+        .iter()
+        .map(|row| {
+            let tokens = row[0] as u64;
+            let sim = r.step(&StepWork::prefill(tokens)).as_secs_f64() * 1e3;
+            (format!("{tokens:>4} tokens"), row[1], sim)
+        })
+        .collect();
+    let worst = worst_error("prefill", &points);
     assert!(
         worst <= 0.15,
         "a prefill step is {:.1} % off",
