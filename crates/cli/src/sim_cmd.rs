@@ -60,9 +60,9 @@ pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
             out,
             "\nThis configuration ({} on {} × {}, {} KV blocks, max {} sequences, {} tokens \
              per step, {} bytes per weight, {} per KV element):\n",
-            cfg.model.name,
+            cfg.model.label(),
             cfg.tp,
-            cfg.gpu.name,
+            cfg.gpu.label(),
             cfg.kv_blocks(),
             cfg.max_num_seqs,
             cfg.max_num_batched_tokens,

@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use crate::config::BLOCK_SIZE;
-use crate::roofline::Roofline;
+use crate::roofline::{Roofline, StepWork};
 
 /// Limits of the scheduler.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,14 +58,10 @@ pub enum Event {
 pub struct StepPlan {
     /// Simulated duration of the step.
     pub duration: Duration,
-    /// Sequences scheduled.
-    pub seqs: u32,
-    /// Tokens computed (decode tokens plus prefill-chunk tokens).
-    pub tokens: u64,
-    /// Of which prefill (prompt or recompute) tokens.
+    /// What it computes (sequences, tokens, KV read, attention pairs).
+    pub work: StepWork,
+    /// Of the tokens computed, prefill (prompt or recompute) tokens.
     pub prefill_tokens: u64,
-    /// KV tokens read by attention over all scheduled sequences.
-    pub kv_tokens: u64,
     /// Sequences preempted while scheduling this step.
     pub preempted: u32,
 }
@@ -256,10 +252,10 @@ impl<T> Engine<T> {
                 self.running.push(s);
             }
         }
-        if plan.tokens == 0 {
+        if plan.work.tokens == 0 {
             return None;
         }
-        plan.duration = self.roofline.step(plan.tokens, plan.kv_tokens);
+        plan.duration = self.roofline.step(&plan.work);
         Some(plan)
     }
 
@@ -296,14 +292,13 @@ impl<T> Engine<T> {
 
 impl StepPlan {
     fn add(&mut self, computed: u32, want: u32, len: u32) {
-        self.seqs += 1;
-        self.tokens += u64::from(want);
+        self.work
+            .add(u64::from(computed), u64::from(want), u64::from(len));
         // A sequence still short of its full length after this chunk, or starting
         // from nothing, is prefilling; one computing its single newest token decodes.
         if computed + want < len || want > 1 || computed == 0 {
             self.prefill_tokens += u64::from(want);
         }
-        self.kv_tokens += u64::from(computed + want);
     }
 }
 
@@ -353,7 +348,10 @@ mod tests {
         // Step 1: four prefills of 10, each samples its first token.
         let (plan, ev) = step(&mut e);
         let plan = plan.unwrap();
-        assert_eq!((plan.seqs, plan.tokens, plan.prefill_tokens), (4, 40, 40));
+        assert_eq!(
+            (plan.work.seqs, plan.work.tokens, plan.prefill_tokens),
+            (4, 40, 40)
+        );
         let firsts = ev
             .iter()
             .filter(|(_, x)| *x == Event::FirstScheduled)
@@ -369,7 +367,7 @@ mod tests {
         let (plan, ev) = step(&mut e);
         let plan = plan.unwrap();
         assert_eq!(
-            (plan.tokens, plan.prefill_tokens, plan.kv_tokens),
+            (plan.work.tokens, plan.prefill_tokens, plan.work.kv_tokens),
             (4, 0, 44)
         );
         assert_eq!(ev.len(), 4);
@@ -412,12 +410,12 @@ mod tests {
         // 40-token prompt with a 16-token budget: chunks of 16, 16, 8; the second
         // request waits for budget left over in the third step.
         let (p, ev) = step(&mut e);
-        assert_eq!(p.unwrap().tokens, 16);
+        assert_eq!(p.unwrap().work.tokens, 16);
         assert_eq!(ev, vec![(0, Event::FirstScheduled)]);
         let (p, _) = step(&mut e);
-        assert_eq!(p.unwrap().tokens, 16);
+        assert_eq!(p.unwrap().work.tokens, 16);
         let (p, ev) = step(&mut e);
-        assert_eq!(p.unwrap().tokens, 12);
+        assert_eq!(p.unwrap().work.tokens, 12);
         assert!(ev.contains(&(
             0,
             Event::Token {
@@ -516,7 +514,7 @@ mod tests {
         add(&mut e, 0, 100, 5);
         let (p, _) = step(&mut e);
         let p = p.unwrap();
-        assert_eq!(p.duration, e.roofline().step(100, 100));
+        assert_eq!(p.duration, e.roofline().step(&StepWork::prefill(100)));
         let (p, _) = step(&mut e);
         assert_eq!(p.unwrap().duration, e.roofline().decode_step(1, 101));
     }

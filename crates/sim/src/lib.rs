@@ -13,6 +13,7 @@ mod driver;
 pub mod engine;
 mod error;
 mod handoff;
+mod listen;
 mod metrics;
 mod request;
 pub mod roofline;
@@ -32,8 +33,9 @@ pub use config::{
 };
 pub use draws::Fault;
 pub use error::SimError;
+pub use listen::{LISTEN_BACKLOG, accept_queue};
 pub use metrics::StepLateness;
-pub use roofline::{Roofline, explain, explain_config};
+pub use roofline::{Roofline, StepWork, explain, explain_config};
 
 use app::{App, Cmd};
 use metrics::{Lateness, Metrics};
@@ -69,9 +71,7 @@ pub async fn start(config: SimConfig, addr: SocketAddr) -> Result<SimHandle, Sim
         Some(p) => Some(TruthLog::create(p)?),
         None => None,
     };
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|source| SimError::Bind { addr, source })?;
+    let listener = listen::bind(addr).map_err(|source| SimError::Bind { addr, source })?;
     let local = listener
         .local_addr()
         .map_err(|source| SimError::Bind { addr, source })?;
@@ -105,18 +105,10 @@ pub async fn start(config: SimConfig, addr: SocketAddr) -> Result<SimHandle, Sim
     });
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let router = server::router(app.clone());
-    let server = tokio::spawn(async move {
-        // Nagle's algorithm would hold a small chunk until the client's delayed ACK
-        // (tens of ms), inflating every first-token time: send each frame at once.
-        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
-        let _ = axum::serve(listener, router)
-            .with_graceful_shutdown(async move {
-                let _ = stop_rx.await;
-            })
-            .await;
-    });
+    let head_timeout = app.config.header_read_timeout;
+    let server = tokio::spawn(listen::serve(listener, router, head_timeout, async move {
+        let _ = stop_rx.await;
+    }));
     Ok(SimHandle {
         addr: local,
         app,

@@ -6,45 +6,117 @@ use std::time::Duration;
 
 use crate::config::{BLOCK_SIZE, GpuSpec, ModelSpec, SimConfig};
 
+/// What one step computes, as far as its time depends on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct StepWork {
+    /// Sequences scheduled.
+    pub seqs: u64,
+    /// Tokens computed (decode tokens plus prefill-chunk tokens).
+    pub tokens: u64,
+    /// Sequences that sample a token at the end of the step (only their last
+    /// position goes through the output layer).
+    pub sampled: u64,
+    /// KV tokens attention reads over all scheduled sequences.
+    pub kv_tokens: u64,
+    /// Query–key pairs of attention: each computed token attends to every token
+    /// before it and to itself, so a prefill's pairs grow with the square of its
+    /// length.
+    pub attention_pairs: u64,
+}
+
+impl StepWork {
+    /// Adds one sequence that computes `want` tokens after the `computed` it holds,
+    /// reaching `len` tokens in all when it is done prefilling.
+    pub fn add(&mut self, computed: u64, want: u64, len: u64) {
+        self.seqs += 1;
+        self.tokens += want;
+        self.kv_tokens += computed + want;
+        self.attention_pairs += want * computed + want * (want + 1) / 2;
+        if computed + want >= len {
+            self.sampled += 1;
+        }
+    }
+
+    /// A pure decode step: `batch` sequences, each computing its newest token with
+    /// `context` tokens of KV (that token included).
+    pub fn decode(batch: u64, context: u64) -> StepWork {
+        StepWork {
+            seqs: batch,
+            tokens: batch,
+            sampled: batch,
+            kv_tokens: batch * context,
+            attention_pairs: batch * context,
+        }
+    }
+
+    /// One whole prompt of `tokens` prefilled in one step, sampling its first token.
+    pub fn prefill(tokens: u64) -> StepWork {
+        let mut w = StepWork::default();
+        w.add(0, tokens, tokens);
+        w
+    }
+}
+
 /// The per-GPU constants of the step-time formula
 ///
 /// ```text
-/// t_step = overhead + max(t_mem, t_compute)
-/// t_mem     = (weight bytes / tp + KV tokens read × KV bytes per token per GPU)
-///             / (HBM bandwidth × mem_efficiency)
-/// t_compute = 2 × params / tp × tokens computed / (FLOP/s × compute_efficiency)
+/// t_step    = overhead + per_seq × S + max(t_mem, t_compute)
+/// t_mem     = (W' + K × kv) / (HBM bandwidth × mem_efficiency)
+/// t_compute = (2·P'·T + 2·V·H·N + 4·heads·head_dim·L·A) / tp / (FLOP/s × compute_efficiency)
 /// ```
 ///
+/// with `S` sequences scheduled, `T` tokens computed, `N` sequences sampling, `K` KV
+/// tokens read and `A` attention query–key pairs; `W'` the weight bytes one GPU
+/// streams (all but the input embedding, a lookup of a few rows), `P'` the
+/// parameters outside the embedding and the output layer, `V·H` those of the output
+/// layer (vocabulary × hidden), run only at the position that samples.
+///
 /// A forward pass streams the weights once whatever the batch, reads the KV cache of
-/// every scheduled sequence, and does 2 FLOPs per parameter per token; memory traffic
-/// and arithmetic overlap, so the slower of the two bounds the step. A pure decode
-/// step is memory-bound until the batch is large; a prefill chunk is compute-bound.
+/// every scheduled sequence, and does 2 FLOPs per parameter per token plus the
+/// attention products; memory traffic and arithmetic overlap, so the slower of the
+/// two bounds the step. What does not overlap is outside the `max`: a fixed cost per
+/// step and a cost per sequence (sampling and the per-sequence kernels' work, about
+/// 10 µs each on an H100).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Roofline {
     /// Weight bytes streamed per step on one GPU.
     pub weight_bytes: f64,
     /// KV bytes per context token on one GPU.
     pub kv_bytes_per_token: f64,
-    /// FLOPs per computed token on one GPU (2 × params / tp).
+    /// FLOPs per computed token on one GPU outside attention and the output layer.
     pub flops_per_token: f64,
+    /// FLOPs of the output layer per sampled token on one GPU.
+    pub flops_per_sample: f64,
+    /// Attention FLOPs per query–key pair on one GPU (QKᵀ and the weighted sum of V,
+    /// over every layer).
+    pub flops_per_pair: f64,
     /// Achieved bandwidth in bytes per second (peak × efficiency).
     pub bytes_per_sec: f64,
     /// Achieved FLOP/s (peak × efficiency).
     pub flops_per_sec: f64,
     /// Fixed time per step.
     pub overhead: Duration,
+    /// Time per scheduled sequence per step.
+    pub per_seq: Duration,
 }
 
 impl Roofline {
     /// The constants of a configuration.
     pub fn new(c: &SimConfig) -> Roofline {
+        let m = &c.model;
+        let tp = f64::from(c.tp.max(1));
+        let embedding = m.embedding_params();
         Roofline {
-            weight_bytes: c.weight_bytes_per_gpu(),
+            weight_bytes: (m.params - embedding).max(0.0) * m.weight_bytes_per_param / tp,
             kv_bytes_per_token: c.kv_bytes_per_token_per_gpu(),
-            flops_per_token: 2.0 * c.model.params / f64::from(c.tp.max(1)),
+            flops_per_token: 2.0 * (m.params - 2.0 * embedding).max(0.0) / tp,
+            flops_per_sample: 2.0 * embedding / tp,
+            flops_per_pair: 4.0 * f64::from(m.heads) * f64::from(m.head_dim) * f64::from(m.layers)
+                / tp,
             bytes_per_sec: c.gpu.hbm_bytes_per_sec * c.mem_efficiency,
             flops_per_sec: c.gpu.flops * c.compute_efficiency,
             overhead: c.step_overhead,
+            per_seq: c.step_overhead_per_seq,
         }
     }
 
@@ -53,25 +125,35 @@ impl Roofline {
         (self.weight_bytes + kv_tokens as f64 * self.kv_bytes_per_token) / self.bytes_per_sec
     }
 
-    /// Compute time of a step that computes `tokens` tokens, in seconds.
-    pub fn compute_secs(&self, tokens: u64) -> f64 {
-        self.flops_per_token * tokens as f64 / self.flops_per_sec
+    /// Compute time of a step, in seconds.
+    pub fn compute_secs(&self, w: &StepWork) -> f64 {
+        (self.flops_per_token * w.tokens as f64
+            + self.flops_per_sample * w.sampled as f64
+            + self.flops_per_pair * w.attention_pairs as f64)
+            / self.flops_per_sec
     }
 
-    /// Time of a step computing `tokens` tokens (decodes plus prefill chunk tokens)
-    /// whose attention reads `kv_tokens` tokens of context in total. Zero for an
-    /// empty step.
-    pub fn step(&self, tokens: u64, kv_tokens: u64) -> Duration {
-        if tokens == 0 {
+    /// Whether arithmetic, not memory traffic, bounds the step.
+    pub fn compute_bound(&self, w: &StepWork) -> bool {
+        self.compute_secs(w) > self.mem_secs(w.kv_tokens)
+    }
+
+    /// Time of a step; zero for an empty one.
+    pub fn step(&self, w: &StepWork) -> Duration {
+        if w.tokens == 0 {
             return Duration::ZERO;
         }
-        let secs = self.mem_secs(kv_tokens).max(self.compute_secs(tokens));
-        self.overhead + Duration::from_secs_f64(secs)
+        let secs = self.mem_secs(w.kv_tokens).max(self.compute_secs(w));
+        self.overhead
+            + self
+                .per_seq
+                .saturating_mul(u32::try_from(w.seqs).unwrap_or(u32::MAX))
+            + Duration::from_secs_f64(secs)
     }
 
     /// A pure decode step of `batch` sequences, each with `context` tokens of KV.
     pub fn decode_step(&self, batch: u64, context: u64) -> Duration {
-        self.step(batch, batch * context)
+        self.step(&StepWork::decode(batch, context))
     }
 }
 
@@ -94,7 +176,7 @@ fn rows(out: &mut String, c: &SimConfig, context: u64) {
     let blocks_per_seq = context.div_ceil(u64::from(BLOCK_SIZE));
     for b in EXPLAIN_BATCHES {
         let secs = r.decode_step(b, context).as_secs_f64();
-        let bound = if r.compute_secs(b) > r.mem_secs(b * context) {
+        let bound = if r.compute_bound(&StepWork::decode(b, context)) {
             "compute"
         } else {
             "memory"
@@ -103,8 +185,8 @@ fn rows(out: &mut String, c: &SimConfig, context: u64) {
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} | {} | {:.2} | {} | {:.1} | {:.0} | {} |",
-            c.model.name,
-            c.gpu.name,
+            c.model.label(),
+            c.gpu.label(),
             c.tp,
             blocks * u64::from(BLOCK_SIZE),
             b,
@@ -129,12 +211,14 @@ pub fn explain(base: &SimConfig, context: u64) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "Decode step by roofline: t = overhead + max((W/tp + B·C·kv/tp) / (BW·{me}), \
-         2·P/tp·B / (FLOPS·{ce})), overhead = {oh:.2} ms, C = {context} tokens of context per \
-         sequence, memory utilisation {mu}.\n",
+        "Decode step by roofline (docs/sim.md): t = overhead + B·per_seq + max((W'/tp + \
+         B·C·kv/tp) / (BW·{me}), (2·P'·B + 2·V·H·B + 4·heads·head_dim·L·B·C) / tp / \
+         (FLOPS·{ce})), overhead = {oh:.2} ms, per_seq = {ps:.1} µs, C = {context} tokens of \
+         context per sequence, memory utilisation {mu}.\n",
         me = base.mem_efficiency,
         ce = base.compute_efficiency,
         oh = base.step_overhead.as_secs_f64() * 1e3,
+        ps = base.step_overhead_per_seq.as_secs_f64() * 1e6,
         mu = base.gpu_memory_utilization,
     );
     let _ = writeln!(
@@ -150,6 +234,7 @@ pub fn explain(base: &SimConfig, context: u64) -> String {
             c.mem_efficiency = base.mem_efficiency;
             c.compute_efficiency = base.compute_efficiency;
             c.step_overhead = base.step_overhead;
+            c.step_overhead_per_seq = base.step_overhead_per_seq;
             c.gpu_memory_utilization = base.gpu_memory_utilization;
             c.tp = c.auto_tp();
             rows(&mut out, &c, context);
@@ -169,27 +254,54 @@ mod tests {
     #[test]
     fn decode_step_of_8b_on_h100_matches_hand_computation() {
         let r = Roofline::new(&SimConfig::default());
-        // Batch 1, 1024 tokens of context:
-        // bytes = 16.06e9 + 1024 × 131072 = 16.194217728e9
-        // t_mem = 16.194217728e9 / (3.35e12 × 0.8) = 6.04262 ms; + 0.5 ms overhead.
+        // Streamed weights: (8.03e9 − 128256 × 4096) × 2 bytes = 15.009316352e9 (the
+        // input embedding is a lookup, not a stream). Bandwidth 3.35e12 × 0.9.
+        let w = (8.03e9 - 525_336_576.0) * 2.0;
+        assert!(close(r.weight_bytes, w));
+        // Batch 1, 1024 tokens of context: memory-bound; + 1.5 ms + 10 µs.
         let t = r.decode_step(1, 1024).as_secs_f64();
-        assert!(close(t, 0.0005 + 16.194_217_728e9 / 2.68e12), "{t}");
-        // Batch 256: bytes = 16.06e9 + 256 × 1024 × 131072 = 50.4197e9 → 18.8133 ms;
-        // compute 2 × 8.03e9 × 256 / (989e12 × 0.6) = 6.929 ms, so memory-bound.
+        let mem = (w + 1024.0 * 131_072.0) / 3.015e12;
+        assert!(close(t, 0.0015 + 10e-6 + mem), "{t}");
+        // Batch 256: 50.4197e9 bytes → memory 16.64 ms; compute: 2 × 6.979e9 × 256
+        // + 2 × 0.525e9 × 256 + 4 × 32 × 128 × 32 × 256 × 1024 = 3.977e12 FLOPs at
+        // 593.4 TFLOP/s = 6.70 ms, so memory-bound; 256 sequences add 2.56 ms.
         let t = r.decode_step(256, 1024).as_secs_f64();
-        let mem = (16.06e9 + 256.0 * 1024.0 * 131_072.0) / 2.68e12;
-        assert!(close(t, 0.0005 + mem), "{t}");
+        let mem = (w + 256.0 * 1024.0 * 131_072.0) / 3.015e12;
+        assert!(!r.compute_bound(&StepWork::decode(256, 1024)));
+        assert!(close(t, 0.0015 + 256.0 * 10e-6 + mem), "{t}");
     }
 
     #[test]
-    fn prefill_is_compute_bound() {
+    fn prefill_counts_attention_and_one_output_layer() {
         let r = Roofline::new(&SimConfig::default());
-        // 8192 prompt tokens: 2 × 8.03e9 × 8192 / (593.4e12) = 221.71 ms.
-        let t = r.step(8192, 8192).as_secs_f64();
-        let compute = 2.0 * 8.03e9 * 8192.0 / (989e12 * 0.6);
-        assert!(close(t, 0.0005 + compute), "{t}");
-        assert!(r.compute_secs(8192) > r.mem_secs(8192));
-        assert_eq!(r.step(0, 0), Duration::ZERO);
+        // 8192 prompt tokens: 2 × (8.03e9 − 2 × 525336576) × 8192 for the layers,
+        // 2 × 525336576 for the one sampled position, and 4 × 32 × 128 × 32 ×
+        // 8192 × 8193 / 2 query–key pairs of attention, at 989e12 × 0.6.
+        let w = StepWork::prefill(8192);
+        assert_eq!(w.attention_pairs, 8192 * 8193 / 2);
+        assert_eq!((w.seqs, w.sampled, w.kv_tokens), (1, 1, 8192));
+        let flops = 2.0 * (8.03e9 - 2.0 * 525_336_576.0) * 8192.0
+            + 2.0 * 525_336_576.0
+            + 4.0 * 32.0 * 128.0 * 32.0 * (8192.0 * 8193.0 / 2.0);
+        let t = r.step(&w).as_secs_f64();
+        assert!(close(t, 0.0015 + 10e-6 + flops / (989e12 * 0.6)), "{t}");
+        assert!(r.compute_bound(&w));
+        // Attention is quadratic: doubling the prompt more than doubles its FLOPs.
+        let short = r.compute_secs(&StepWork::prefill(4096));
+        assert!(r.compute_secs(&w) > 2.0 * short);
+        assert_eq!(r.step(&StepWork::default()), Duration::ZERO);
+    }
+
+    #[test]
+    fn a_chunk_after_context_attends_to_it() {
+        // 100 tokens computed after 50 held, reaching 150: 100 × 50 + 100 × 101 / 2.
+        let mut w = StepWork::default();
+        w.add(50, 100, 150);
+        assert_eq!(w.attention_pairs, 5000 + 5050);
+        assert_eq!((w.sampled, w.kv_tokens), (1, 150));
+        // A chunk short of the prompt's end samples nothing.
+        w.add(0, 16, 40);
+        assert_eq!((w.seqs, w.sampled, w.tokens), (2, 1, 116));
     }
 
     #[test]
@@ -197,10 +309,31 @@ mod tests {
         let c = SimConfig::preset("llama-3.1-70b", "h100").unwrap();
         let r = Roofline::new(&c);
         assert_eq!(c.tp, 4);
-        assert!(close(r.weight_bytes, 70.55e9 * 2.0 / 4.0));
+        let embedding = 128_256.0 * 8192.0;
+        assert!(close(r.weight_bytes, (70.55e9 - embedding) * 2.0 / 4.0));
         // 2 × 80 layers × (8/4) heads × 128 × 2 bytes = 81920.
         assert!(close(r.kv_bytes_per_token, 81_920.0));
-        assert!(close(r.flops_per_token, 2.0 * 70.55e9 / 4.0));
+        assert!(close(
+            r.flops_per_token,
+            2.0 * (70.55e9 - 2.0 * embedding) / 4.0
+        ));
+        assert!(close(r.flops_per_sample, 2.0 * embedding / 4.0));
+        assert!(close(r.flops_per_pair, 4.0 * 64.0 * 128.0 * 80.0 / 4.0));
+    }
+
+    #[test]
+    fn explain_names_a_model_whose_shape_was_overridden() {
+        let mut c = SimConfig::default();
+        assert_eq!(c.model.label(), "llama-3.1-8b");
+        c.model.layers = 40;
+        c.gpu.hbm_bytes_per_sec = 4.0e12;
+        let t = explain_config(&c, 1024);
+        assert!(
+            t.contains(
+                "| custom (llama-3.1-8b with layers 40) | custom (h100 with hbm_gb_per_s 4000) |"
+            ),
+            "{t}"
+        );
     }
 
     #[test]

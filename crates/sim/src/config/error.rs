@@ -82,6 +82,18 @@ pub enum Invalid {
     /// Fault probabilities whose sum exceeds 1.
     #[error("fault probabilities add up to {0}, more than 1 (at most one fault hits a request)")]
     FaultSum(f64),
+    /// Fewer parameters than the embedding and the output layer hold.
+    #[error(
+        "{params_b} billion parameters cannot hold the embedding and output layer \
+         (2 × vocab_size × hidden_size = {embedding_b:.3} billion); raise --params-b or \
+         lower --vocab-size / --hidden-size"
+    )]
+    ParamsBelowEmbedding {
+        /// The parameters, in billions.
+        params_b: f64,
+        /// The embedding and output layer's, in billions.
+        embedding_b: f64,
+    },
     /// The weights leave no memory for a KV cache.
     #[error(
         "the weights ({weights_gib:.1} GiB per GPU with tp={tp}) leave no room for a KV cache \

@@ -286,6 +286,12 @@ knobs! {
         kv_heads: u32 => |c, v| c.model.kv_heads = v,
         /// Attention head dimension.
         head_dim: u32 => |c, v| c.model.head_dim = v,
+        /// Query (attention) heads.
+        heads: u32 => |c, v| c.model.heads = v,
+        /// Hidden size.
+        hidden_size: u32 => |c, v| c.model.hidden = v,
+        /// Vocabulary size (embedding and untied output layer).
+        vocab_size: u32 => |c, v| c.model.vocab = v,
         /// Bytes per weight (2 = BF16, 1 = FP8).
         weight_bytes_per_param: f64 => |c, v| c.model.weight_bytes_per_param = v,
         /// Bytes per KV-cache element.
@@ -312,8 +318,10 @@ knobs! {
         mem_efficiency: f64 => |c, v| c.mem_efficiency = v,
         /// Fraction of peak FLOP/s achieved.
         compute_efficiency: f64 => |c, v| c.compute_efficiency = v,
-        /// Fixed time per step (e.g. 500us).
+        /// Fixed time per step (e.g. 1.5ms).
         step_overhead: Duration => |c, v| c.step_overhead = v,
+        /// Time per scheduled sequence per step (e.g. 10us).
+        step_overhead_per_seq: Duration => |c, v| c.step_overhead_per_seq = v,
         /// realtime, max (no sleeping), or a factor such as 10.
         speed: String => |c, v| c.speed = v.parse::<Speed>()?,
         /// Seed of output lengths, text and faults.
@@ -355,6 +363,11 @@ knobs! {
         slow_first_token_delay: Duration => |c, v| c.faults.slow_first_token_delay = v,
         /// Send `Connection: close` on every response (connection churn).
         connection_close: bool => |c, v| c.connection_close = v,
+    }
+    "Server" {
+        /// Close a connection that has not sent a complete request head within this
+        /// time of opening or of its previous response (default 10s).
+        header_read_timeout: Duration => |c, v| c.header_read_timeout = v,
     }
 }
 

@@ -17,6 +17,12 @@ pub struct ModelSpec {
     pub kv_heads: u32,
     /// Dimension of one attention head.
     pub head_dim: u32,
+    /// Query (attention) heads.
+    pub heads: u32,
+    /// Hidden size (width of the residual stream).
+    pub hidden: u32,
+    /// Vocabulary size (rows of the embedding and of the untied output layer).
+    pub vocab: u32,
     /// Bytes per weight (2 for BF16, 1 for FP8).
     pub weight_bytes_per_param: f64,
     /// Bytes per KV-cache element (2 for BF16, 1 for FP8).
@@ -29,11 +35,13 @@ impl ModelSpec {
     /// The preset of a model name (case-insensitive), if known.
     pub fn preset(name: &str) -> Option<ModelSpec> {
         let n = name.to_ascii_lowercase();
-        let (params, layers) = match n.as_str() {
-            // Llama-3.1-8B: 8.03e9 parameters, 32 layers, 8 KV heads of 128.
-            "llama-3.1-8b" | "llama3.1-8b" | "8b" => (8.03e9, 32),
-            // Llama-3.1-70B: 70.55e9 parameters, 80 layers, 8 KV heads of 128.
-            "llama-3.1-70b" | "llama3.1-70b" | "70b" => (70.55e9, 80),
+        // Both have 8 KV heads of 128, a vocabulary of 128,256 and an untied output
+        // layer.
+        let (params, layers, hidden, heads) = match n.as_str() {
+            // Llama-3.1-8B: 8.03e9 parameters, 32 layers, hidden 4096, 32 query heads.
+            "llama-3.1-8b" | "llama3.1-8b" | "8b" => (8.03e9, 32, 4096, 32),
+            // Llama-3.1-70B: 70.55e9 parameters, 80 layers, hidden 8192, 64 query heads.
+            "llama-3.1-70b" | "llama3.1-70b" | "70b" => (70.55e9, 80, 8192, 64),
             _ => return None,
         };
         let canonical = if layers == 32 {
@@ -47,6 +55,9 @@ impl ModelSpec {
             layers,
             kv_heads: 8,
             head_dim: 128,
+            heads,
+            hidden,
+            vocab: 128_256,
             weight_bytes_per_param: 2.0,
             kv_bytes_per_elem: 2.0,
             max_model_len: 131_072,
@@ -59,6 +70,44 @@ impl ModelSpec {
     /// Bytes of all weights.
     pub fn weight_bytes(&self) -> f64 {
         self.params * self.weight_bytes_per_param
+    }
+
+    /// Parameters of the input embedding, and of the (untied) output layer:
+    /// vocabulary × hidden size each.
+    pub fn embedding_params(&self) -> f64 {
+        f64::from(self.vocab) * f64::from(self.hidden)
+    }
+
+    /// What `--explain` calls the model: the preset's name, or, when a knob changed
+    /// its shape, `custom (NAME with KEY VALUE, …)` naming every changed knob.
+    pub fn label(&self) -> String {
+        let Some(p) = ModelSpec::preset(&self.name) else {
+            return self.name.clone();
+        };
+        let changed: Vec<String> = [
+            ("params_b", p.params / 1e9, self.params / 1e9),
+            ("layers", p.layers.into(), self.layers.into()),
+            ("kv_heads", p.kv_heads.into(), self.kv_heads.into()),
+            ("head_dim", p.head_dim.into(), self.head_dim.into()),
+            ("heads", p.heads.into(), self.heads.into()),
+            ("hidden_size", p.hidden.into(), self.hidden.into()),
+            ("vocab_size", p.vocab.into(), self.vocab.into()),
+            (
+                "weight_bytes_per_param",
+                p.weight_bytes_per_param,
+                self.weight_bytes_per_param,
+            ),
+            (
+                "kv_bytes_per_elem",
+                p.kv_bytes_per_elem,
+                self.kv_bytes_per_elem,
+            ),
+        ]
+        .into_iter()
+        .filter(|(_, preset, now)| preset != now)
+        .map(|(key, _, now)| format!("{key} {now}"))
+        .collect();
+        custom_label(&self.name, &changed)
     }
 }
 
@@ -97,6 +146,41 @@ impl GpuSpec {
         })
     }
 
+    /// What `--explain` calls the GPU: the preset's name, or `custom (NAME with KEY
+    /// VALUE, …)` naming every knob that changed it.
+    pub fn label(&self) -> String {
+        let Some(p) = GpuSpec::preset(&self.name) else {
+            return self.name.clone();
+        };
+        let changed: Vec<String> = [
+            (
+                "gpu_memory_gib",
+                p.memory_bytes / GIB,
+                self.memory_bytes / GIB,
+            ),
+            (
+                "hbm_gb_per_s",
+                p.hbm_bytes_per_sec / 1e9,
+                self.hbm_bytes_per_sec / 1e9,
+            ),
+            ("tflops", p.flops / 1e12, self.flops / 1e12),
+        ]
+        .into_iter()
+        .filter(|(_, preset, now)| preset != now)
+        .map(|(key, _, now)| format!("{key} {now}"))
+        .collect();
+        custom_label(&self.name, &changed)
+    }
+
     /// Names of the GPU presets.
     pub const PRESETS: [&'static str; 4] = ["h100", "h200", "a100-80gb", "l40s"];
+}
+
+/// `name` when nothing changed, else `custom (name with KEY VALUE, …)`.
+fn custom_label(name: &str, changed: &[String]) -> String {
+    if changed.is_empty() {
+        name.to_string()
+    } else {
+        format!("custom ({name} with {})", changed.join(", "))
+    }
 }

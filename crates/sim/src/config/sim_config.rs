@@ -41,8 +41,11 @@ pub struct SimConfig {
     pub mem_efficiency: f64,
     /// Fraction of peak FLOP/s a step achieves.
     pub compute_efficiency: f64,
-    /// Fixed time added to every step (scheduling, kernel launches, sampling).
+    /// Fixed time added to every step (kernel launches, small kernels, sampling).
     pub step_overhead: Duration,
+    /// Time added to a step per scheduled sequence (per-sequence GPU work that does
+    /// not overlap the weight stream).
+    pub step_overhead_per_seq: Duration,
     /// Simulated time versus wall time.
     pub speed: Speed,
     /// Seed of every random draw (output lengths, faults, output text).
@@ -55,6 +58,10 @@ pub struct SimConfig {
     pub faults: Faults,
     /// Send `Connection: close` on every response (connection churn).
     pub connection_close: bool,
+    /// A connection that has not sent a complete request head this long after it
+    /// opened (or after its previous response ended) is closed: slow or idle
+    /// clients cannot hold sockets forever.
+    pub header_read_timeout: Duration,
     /// Where to write the ground-truth JSONL (one line per request).
     pub truth_log: Option<PathBuf>,
 }
@@ -87,15 +94,19 @@ impl SimConfig {
             max_num_batched_tokens: tokens,
             gpu_memory_utilization: 0.9,
             num_kv_blocks: None,
-            mem_efficiency: 0.8,
+            // Fitted to step times measured on an H100 (docs/sim.md, "Fit"): 0.9 of
+            // peak bandwidth is the copy bandwidth measured there.
+            mem_efficiency: 0.9,
             compute_efficiency: 0.6,
-            step_overhead: Duration::from_micros(500),
+            step_overhead: Duration::from_micros(1500),
+            step_overhead_per_seq: Duration::from_micros(10),
             speed: Speed::Realtime,
             seed: 0,
             tokenizer: Tokenizer::O200kBase,
             output_len: OutputLen::default(),
             faults: Faults::default(),
             connection_close: false,
+            header_read_timeout: Duration::from_secs(10),
             truth_log: None,
         };
         cfg.tp = cfg.auto_tp();

@@ -16,6 +16,18 @@ impl SimConfig {
         pos_u(m.layers, "layers")?;
         pos_u(m.kv_heads, "kv_heads")?;
         pos_u(m.head_dim, "head_dim")?;
+        pos_u(m.heads, "heads")?;
+        pos_u(m.hidden, "hidden_size")?;
+        pos_u(m.vocab, "vocab_size")?;
+        if m.params <= 2.0 * m.embedding_params() {
+            return Err(ConfigError::invalid(
+                "params_b",
+                Invalid::ParamsBelowEmbedding {
+                    params_b: m.params / 1e9,
+                    embedding_b: 2.0 * m.embedding_params() / 1e9,
+                },
+            ));
+        }
         pos_f(m.weight_bytes_per_param, "weight_bytes_per_param")?;
         pos_f(m.kv_bytes_per_elem, "kv_bytes_per_elem")?;
         pos_u(m.max_model_len, "max_model_len")?;
@@ -35,6 +47,10 @@ impl SimConfig {
         {
             return Err(ConfigError::invalid("speed", Invalid::SpeedFactor(f)));
         }
+        pos_f(
+            self.header_read_timeout.as_secs_f64(),
+            "header_read_timeout",
+        )?;
         if let Some(name) = &self.served_model_name
             && (name.is_empty() || name.len() > 256)
         {
