@@ -213,15 +213,9 @@ fn clear_loss_fails_every_criterion() {
         },
     );
     let c = run(&base, &cand);
-    // The baseline refills instantly, so it has backlog but no gap: nothing to drop.
-    assert_eq!(verdict(&c, Criterion::GapFraction), Verdict::Skipped);
-    assert!(
-        c.warnings.iter().any(|w| w.contains("gap time")),
-        "{:?}",
-        c.warnings
-    );
     for k in [
         Criterion::SystemTps,
+        Criterion::GapFraction,
         Criterion::SuccessRate,
         Criterion::RetryRate,
     ] {
@@ -336,7 +330,11 @@ fn no_backlog_skips_the_gap_criterion() {
     let c = run(&base, &cand);
     let gap = c.criterion(Criterion::GapFraction).unwrap();
     assert_eq!(gap.verdict, Verdict::Skipped);
-    assert!(gap.reason.contains("no backlog"), "{}", gap.reason);
+    assert!(
+        gap.reason.contains("neither run had a backlog"),
+        "{}",
+        gap.reason
+    );
     assert_eq!(gap.baseline, Some(0.0));
     // Skipped criteria do not decide the overall verdict.
     assert_ne!(c.overall, Verdict::Skipped);
@@ -540,5 +538,59 @@ fn bucket_tracks_the_run_extent() {
     assert_eq!(
         tpscope_analysis::compare::bootstrap_bucket(&long),
         Duration::from_secs(1)
+    );
+}
+
+#[test]
+fn gap_rise_from_a_baseline_of_zero_fails() {
+    // Issue 15: a baseline that refills instantly has a backlog but no gap; a
+    // candidate that leaves slots idle half the time was skipped ("nothing to
+    // drop") and so could never fail. A rise from 0 is a failure.
+    let base = synth("b", Load::default());
+    let cand = synth(
+        "c",
+        Load {
+            refill_delay: 0.5,
+            seed: 2,
+            ..Load::default()
+        },
+    );
+    let c = run(&base, &cand);
+    let gap = c.criterion(Criterion::GapFraction).unwrap();
+    assert_eq!(gap.baseline, Some(0.0), "{gap:#?}");
+    assert!(gap.candidate.unwrap() > 0.2, "{gap:#?}");
+    assert_eq!(gap.verdict, Verdict::Fail, "{gap:#?}");
+    assert_eq!(c.overall, Verdict::Fail);
+
+    // The same holds when the baseline never had a backlog at all but the
+    // candidate did: judged, since either run had one.
+    let idle = synth(
+        "b",
+        Load {
+            arrival_every: 2.0,
+            requests: 200,
+            ..Load::default()
+        },
+    );
+    assert_eq!(
+        verdict(&run(&idle, &cand), Criterion::GapFraction),
+        Verdict::Fail
+    );
+
+    // Two runs with a backlog and no gap at all: nothing to drop, not judged.
+    let again = synth(
+        "c",
+        Load {
+            seed: 3,
+            ..Load::default()
+        },
+    );
+    let gap = run(&base, &again);
+    let gap = gap.criterion(Criterion::GapFraction).unwrap();
+    assert_eq!(gap.verdict, Verdict::Skipped, "{gap:#?}");
+    assert!(
+        gap.reason.contains("no gap time") || gap.reason.contains("neither run had gap"),
+        "{}",
+        gap.reason
     );
 }

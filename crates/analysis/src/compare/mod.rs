@@ -89,7 +89,7 @@ pub enum Verdict {
     Fail,
     /// The interval spans the threshold, or there is no interval.
     Inconclusive,
-    /// Not judged (e.g. the gap criterion when the baseline had no backlog).
+    /// Not judged (e.g. the gap criterion when neither run had a backlog).
     Skipped,
 }
 
