@@ -594,3 +594,80 @@ fn gap_rise_from_a_baseline_of_zero_fails() {
         gap.reason
     );
 }
+
+#[test]
+fn failures_without_tokens_do_not_make_a_run_mixed_or_refused() {
+    // Issue 15: failed spans were logged with token source `chunks` and cancelled
+    // ones with `usage`, so any run with failures warned "different sources" and
+    // `compare` refused it against a clean run ("token source differs"). The run's
+    // source is decided by its ok spans (DESIGN.md §4).
+    let base = synth("b", Load::default());
+    let mut cand = synth(
+        "c",
+        Load {
+            seed: 2,
+            ..Load::default()
+        },
+    );
+    let t = ts(1.0);
+    let failed = |status, cause, tokens: u64| SpanFacts {
+        status,
+        error_cause: Some(cause),
+        queued_at: t,
+        admitted_at: Some(t),
+        first_token_at: (tokens > 0).then_some(t),
+        last_token_at: (tokens > 0).then_some(t),
+        released_at: ts(1.5),
+        output_tokens: tokens,
+        input_tokens: None,
+        retry_count: 0,
+        retry_causes: vec![],
+        wasted_tokens: 0,
+        chunks: None,
+    };
+    for _ in 0..5 {
+        cand.push_span(
+            failed(Status::Error, Cause::Http5xx, 0),
+            Some(&TokenSource::Chunks),
+        );
+        cand.push_span(
+            failed(Status::Cancelled, Cause::Cancelled, 0),
+            Some(&TokenSource::Usage),
+        );
+        // Even a failure that received tokens, counted from chunks, leaves the run's
+        // source to its ok spans.
+        cand.push_span(
+            failed(Status::Error, Cause::Disconnect, 7),
+            Some(&TokenSource::Chunks),
+        );
+    }
+    assert_eq!(
+        cand.effective_token_sources(),
+        vec![(TokenSource::Usage, 600)]
+    );
+    assert!(check_mismatch(&base, &cand).is_empty());
+    let c = run(&base, &cand);
+    assert!(
+        !c.warnings.iter().any(|w| w.contains("different sources")),
+        "{:?}",
+        c.warnings
+    );
+
+    // A run where nothing succeeded is named by the spans that received tokens.
+    let mut none_ok = RunInput {
+        run_id: "f".into(),
+        ..RunInput::default()
+    };
+    none_ok.push_span(
+        failed(Status::Error, Cause::Http4xx, 0),
+        Some(&TokenSource::Usage),
+    );
+    none_ok.push_span(
+        failed(Status::Error, Cause::Disconnect, 3),
+        Some(&TokenSource::Chunks),
+    );
+    assert_eq!(
+        none_ok.effective_token_sources(),
+        vec![(TokenSource::Chunks, 1)]
+    );
+}
