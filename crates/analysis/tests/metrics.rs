@@ -336,3 +336,20 @@ fn a_run_with_no_spans_has_no_window_and_no_rates() {
     assert_eq!(r.success_rate, None);
     assert_eq!(r.gap_fraction, None);
 }
+
+#[test]
+fn tpot_of_a_collapsed_stream_is_absent_not_zero() {
+    // Issue 15: a stream whose tokens all arrived at one instant (t_stream 0, several
+    // tokens) counted as tpot 0 ms while stream_tps dropped it.
+    let collapsed = ok(0, 0, 10, 10, 20, 12);
+    let normal = ok(0, 0, 10, 1010, 1020, 11);
+    let r = analyze(
+        &input(Some(2), vec![collapsed, normal]),
+        &Options::default(),
+    );
+    assert_eq!(r.conventional.tpot.count, 1);
+    assert_eq!(secs(r.conventional.tpot.p50), 0.1);
+    assert_eq!(r.missing["tpot"]["zero_stream_time"], 1);
+    assert_eq!(r.missing["stream_tps"]["zero_stream_time"], 1);
+    assert_eq!(r.conventional.decode_tps.count, 1);
+}
