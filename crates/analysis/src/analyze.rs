@@ -332,6 +332,11 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         steady_window,
         success_rate: ratio(counts.ok as f64, (counts.ok + counts.error) as f64),
         retry_rate: ratio(counts.retries as f64, counts.spans as f64),
+        request_throughput: ratio(counts.ok as f64, win_s),
+        total_token_throughput: (counts.ok_without_input_tokens == 0)
+            .then(|| ratio((counts.input_tokens + counts.output_tokens) as f64, win_s))
+            .flatten()
+            .map(TokensPerSecond),
         counts,
         system_tps,
         gap_fraction,

@@ -353,3 +353,28 @@ fn tpot_of_a_collapsed_stream_is_absent_not_zero() {
     assert_eq!(r.missing["stream_tps"]["zero_stream_time"], 1);
     assert_eq!(r.conventional.decode_tps.count, 1);
 }
+
+#[test]
+fn request_and_total_token_throughput_as_vllm_prints_them() {
+    // Issue 16: the summary had output TPS only; vLLM users read request throughput
+    // and total (input + output) token throughput beside it.
+    let a = ok(0, 0, 500, 1500, 2000, 30);
+    let b = ok(0, 0, 1000, 1900, 2000, 50);
+    let c = failed(0, Some(0), 2000, Status::Error, Cause::Http5xx);
+    let r = analyze(&input(Some(2), vec![a.clone(), b, c]), &Options::default());
+    let w = r.window.unwrap();
+    let win = w.end.since(w.start).unwrap().as_secs_f64();
+    assert!(close(win, 2.0), "{win}");
+    assert!(close(r.request_throughput.unwrap(), 1.0));
+    assert!(close(
+        r.total_token_throughput.unwrap().0,
+        (200.0 + 80.0) / 2.0
+    ));
+
+    // An ok span without its input tokens leaves the total unknown, not too low.
+    let mut blind = a;
+    blind.input_tokens = None;
+    let r = analyze(&input(Some(2), vec![blind]), &Options::default());
+    assert!(r.request_throughput.is_some());
+    assert_eq!(r.total_token_throughput, None);
+}
