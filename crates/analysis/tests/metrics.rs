@@ -378,3 +378,72 @@ fn request_and_total_token_throughput_as_vllm_prints_them() {
     assert!(r.request_throughput.is_some());
     assert_eq!(r.total_token_throughput, None);
 }
+
+#[test]
+fn window_outside_the_run_warns_that_it_is_empty() {
+    // Issue 16: `--window 50..60` on a 2 s run printed all dashes without a word.
+    let inp = input(Some(1), vec![ok(0, 0, 500, 1500, 2000, 30)]);
+    let r = analyze(
+        &inp,
+        &Options {
+            window: WindowSpec::Range {
+                from: Duration::from_secs(50),
+                to: Duration::from_secs(60),
+            },
+            ..Options::default()
+        },
+    );
+    assert_eq!(r.counts.spans, 0);
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("50.000–60.000 s") && w.contains("the window is empty")),
+        "{:?}",
+        r.warnings
+    );
+    // A window inside the run does not warn.
+    let r = analyze(
+        &inp,
+        &Options {
+            window: WindowSpec::Range {
+                from: Duration::ZERO,
+                to: Duration::from_secs(2),
+            },
+            ..Options::default()
+        },
+    );
+    assert!(
+        !r.warnings.iter().any(|w| w.contains("empty")),
+        "{:?}",
+        r.warnings
+    );
+}
+
+#[test]
+fn in_flight_above_the_cap_warns_instead_of_a_utilization_above_100_percent() {
+    // Issue 16: a merged or corrupt log (more in flight than the cap) printed
+    // utilization 444,559 %.
+    let spans = (0..4).map(|_| ok(0, 0, 500, 1500, 2000, 30)).collect();
+    let r = analyze(&input(Some(1), spans), &Options::default());
+    assert_eq!(r.utilization, None);
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("more spans were in flight than the cap")),
+        "{:?}",
+        r.warnings
+    );
+    let r = analyze(
+        &input(
+            Some(4),
+            (0..4).map(|_| ok(0, 0, 500, 1500, 2000, 30)).collect(),
+        ),
+        &Options::default(),
+    );
+    assert!(close(r.utilization.unwrap(), 1.0));
+    assert!(
+        !r.warnings
+            .iter()
+            .any(|w| w.contains("in flight than the cap"))
+    );
+}
