@@ -556,6 +556,11 @@ fn gap_rise_from_a_baseline_of_zero_fails() {
         },
     );
     let c = run(&base, &cand);
+    assert!(
+        !c.warnings.iter().any(|w| w.contains("same run")),
+        "{:?}",
+        c.warnings
+    );
     let gap = c.criterion(Criterion::GapFraction).unwrap();
     assert_eq!(gap.baseline, Some(0.0), "{gap:#?}");
     assert!(gap.candidate.unwrap() > 0.2, "{gap:#?}");
@@ -669,5 +674,17 @@ fn failures_without_tokens_do_not_make_a_run_mixed_or_refused() {
     assert_eq!(
         none_ok.effective_token_sources(),
         vec![(TokenSource::Chunks, 1)]
+    );
+}
+
+#[test]
+fn comparing_a_run_with_itself_warns() {
+    // Issue 16: `compare run.jsonl run.jsonl` judged resampling noise without a word.
+    let base = synth("b", Load::default());
+    let c = run(&base, &base.clone());
+    assert!(
+        c.warnings.iter().any(|w| w.contains("the same run (`b`)")),
+        "{:?}",
+        c.warnings
     );
 }

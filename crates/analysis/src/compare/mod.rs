@@ -362,6 +362,13 @@ pub fn compare(
     for m in &mismatches {
         warnings.push(format!("compared although {m}"));
     }
+    if baseline.input.run_id == candidate.input.run_id {
+        warnings.push(format!(
+            "the baseline and the candidate are the same run (`{}`): any difference is \
+             resampling noise; compare two runs",
+            baseline.input.run_id
+        ));
+    }
 
     let criteria: Vec<CriterionResult> = CRITERIA
         .iter()
