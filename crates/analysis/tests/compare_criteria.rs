@@ -630,20 +630,21 @@ fn failures_without_tokens_do_not_make_a_run_mixed_or_refused() {
         wasted_tokens: 0,
         chunks: None,
     };
+    let push = |input: &mut RunInput, spans: &[(Status, Cause, u64, TokenSource)]| {
+        for (status, cause, tokens, source) in spans {
+            input.push_span(failed(*status, *cause, *tokens), Some(source));
+        }
+    };
     for _ in 0..5 {
-        cand.push_span(
-            failed(Status::Error, Cause::Http5xx, 0),
-            Some(&TokenSource::Chunks),
-        );
-        cand.push_span(
-            failed(Status::Cancelled, Cause::Cancelled, 0),
-            Some(&TokenSource::Usage),
-        );
         // Even a failure that received tokens, counted from chunks, leaves the run's
         // source to its ok spans.
-        cand.push_span(
-            failed(Status::Error, Cause::Disconnect, 7),
-            Some(&TokenSource::Chunks),
+        push(
+            &mut cand,
+            &[
+                (Status::Error, Cause::Http5xx, 0, TokenSource::Chunks),
+                (Status::Cancelled, Cause::Cancelled, 0, TokenSource::Usage),
+                (Status::Error, Cause::Disconnect, 7, TokenSource::Chunks),
+            ],
         );
     }
     assert_eq!(
@@ -663,13 +664,12 @@ fn failures_without_tokens_do_not_make_a_run_mixed_or_refused() {
         run_id: "f".into(),
         ..RunInput::default()
     };
-    none_ok.push_span(
-        failed(Status::Error, Cause::Http4xx, 0),
-        Some(&TokenSource::Usage),
-    );
-    none_ok.push_span(
-        failed(Status::Error, Cause::Disconnect, 3),
-        Some(&TokenSource::Chunks),
+    push(
+        &mut none_ok,
+        &[
+            (Status::Error, Cause::Http4xx, 0, TokenSource::Usage),
+            (Status::Error, Cause::Disconnect, 3, TokenSource::Chunks),
+        ],
     );
     assert_eq!(
         none_ok.effective_token_sources(),
