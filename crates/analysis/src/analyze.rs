@@ -209,14 +209,37 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         }
     }
 
+    if matches!(opts.window, WindowSpec::Range { .. })
+        && counts.spans == 0
+        && let (Some(w), Some(f)) = (window, full)
+    {
+        warnings.push(format!(
+            "the window {:.3}–{:.3} s holds no spans (the run covers \
+             {:.3}–{:.3} s after its start): the window is empty",
+            w.from.as_secs_f64(),
+            w.to.as_secs_f64(),
+            f.from.as_secs_f64(),
+            f.to.as_secs_f64()
+        ));
+    }
     let win_s = win_ns as f64 / 1e9;
     let system_tps = ratio(window_tokens, win_s).map(TokensPerSecond);
     let gap_fraction = ratio(integrals.gap_ns as f64, win_ns as f64);
-    let utilization = if integrals.uncapped_ns == 0 {
+    let mut utilization = if integrals.uncapped_ns == 0 {
         ratio(integrals.in_flight_ns, integrals.cap_ns)
     } else {
         None
     };
+    // More in flight than the cap allows cannot happen in one run: the log holds
+    // merged runs or is corrupt, and a utilization above 100 % would mislead.
+    if let Some(u) = utilization.filter(|u| *u > 1.0 + 1e-9) {
+        warnings.push(format!(
+            "more spans were in flight than the cap allows (utilization would be {:.0} %): \
+             the log may hold merged runs or be corrupt; utilization is not shown",
+            u * 100.0
+        ));
+        utilization = None;
+    }
 
     // The sampled estimate: the cap a sample sees is the last one stated by a
     // sample at or before it, else the run's.
@@ -332,6 +355,11 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         steady_window,
         success_rate: ratio(counts.ok as f64, (counts.ok + counts.error) as f64),
         retry_rate: ratio(counts.retries as f64, counts.spans as f64),
+        request_throughput: ratio(counts.ok as f64, win_s),
+        total_token_throughput: (counts.ok_without_input_tokens == 0)
+            .then(|| ratio((counts.input_tokens + counts.output_tokens) as f64, win_s))
+            .flatten()
+            .map(TokensPerSecond),
         counts,
         system_tps,
         gap_fraction,

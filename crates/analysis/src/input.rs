@@ -116,9 +116,12 @@ pub struct RunInput {
     pub end: Option<EndRecord>,
     /// One entry per span, in log order.
     pub spans: Vec<SpanFacts>,
-    /// Token sources the spans named, with counts; `None` counts spans that named
+    /// Token sources the ok spans named, with counts; `None` counts spans that named
     /// none (they use the run's default, see [`RunInput::effective_token_sources`]).
     pub token_sources: Vec<(Option<TokenSource>, u64)>,
+    /// Token sources named by spans that did not succeed but received tokens: they
+    /// decide the run's source only when no span succeeded (DESIGN.md §4).
+    pub failed_token_sources: Vec<(Option<TokenSource>, u64)>,
     /// The samples, in log order.
     pub samples: Vec<SampleFacts>,
 }
@@ -138,25 +141,38 @@ impl RunInput {
         input
     }
 
-    /// Adds a span, counting the token source it names.
+    /// Adds a span, counting the token source it names. The run's source is decided
+    /// by its ok spans; a failed or cancelled span counts only if it received tokens,
+    /// and only towards [`RunInput::failed_token_sources`], so that a failure does
+    /// not make a run mixed (DESIGN.md §4).
     pub fn push_span(&mut self, facts: SpanFacts, source: Option<&TokenSource>) {
-        match self
-            .token_sources
-            .iter_mut()
-            .find(|(s, _)| s.as_ref() == source)
-        {
-            Some((_, n)) => *n += 1,
-            None => self.token_sources.push((source.cloned(), 1)),
+        let received = facts.output_tokens > 0 || facts.first_token_at.is_some();
+        let tally = match facts.status {
+            Status::Ok => Some(&mut self.token_sources),
+            _ if received => Some(&mut self.failed_token_sources),
+            _ => None,
+        };
+        if let Some(tally) = tally {
+            match tally.iter_mut().find(|(s, _)| s.as_ref() == source) {
+                Some((_, n)) => *n += 1,
+                None => tally.push((source.cloned(), 1)),
+            }
         }
         self.spans.push(facts);
     }
 
     /// Token sources with span counts, spans that named none counted under the run's
-    /// default (or left out when the run names none either), most used first.
+    /// default (or left out when the run names none either), most used first: those
+    /// of the ok spans, or where none succeeded, of the spans that received tokens.
     pub fn effective_token_sources(&self) -> Vec<(TokenSource, u64)> {
         let default = self.run.as_ref().and_then(|r| r.token_source.clone());
         let mut out: Vec<(TokenSource, u64)> = Vec::new();
-        for (src, n) in &self.token_sources {
+        let tally = if self.token_sources.is_empty() {
+            &self.failed_token_sources
+        } else {
+            &self.token_sources
+        };
+        for (src, n) in tally {
             let Some(src) = src.clone().or_else(|| default.clone()) else {
                 continue;
             };

@@ -250,11 +250,13 @@ pub const METRICS: [SpanMetric; 10] = [
             let n = s.output_tokens;
             secs(
                 t_stream(s)
-                    .filter(|_| n > 1)
+                    .filter(|d| n > 1 && !d.is_zero())
                     .map(|d| d / (n - 1).min(u64::from(u32::MAX)) as u32),
             )
         },
-        missing: |s| unstreamed_or(s, missing::SINGLE_TOKEN),
+        // A collapsed stream (every token at one instant) has no time per token,
+        // as it has no stream TPS: not 0 ms.
+        missing: decode_missing,
         summary: |_, c| (&c.tpot).into(),
         store: |_, c, v| c.tpot = Summary::of(v),
     },
@@ -267,18 +269,21 @@ pub const METRICS: [SpanMetric; 10] = [
             let n = s.output_tokens;
             per_sec(n.saturating_sub(1) as f64, t_stream(s)).filter(|_| n > 1)
         },
-        missing: |s| {
-            let own = if s.output_tokens <= 1 {
-                missing::SINGLE_TOKEN
-            } else {
-                missing::ZERO_STREAM_TIME
-            };
-            unstreamed_or(s, own)
-        },
+        missing: decode_missing,
         summary: |_, c| (&c.decode_tps).into(),
         store: |_, c, v| c.decode_tps = Summary::of(v),
     },
 ];
+
+/// Why an ok span has no per-token decode figure (`tpot`, `decode_tps`).
+fn decode_missing(s: &SpanFacts) -> &'static str {
+    let own = if s.output_tokens <= 1 {
+        missing::SINGLE_TOKEN
+    } else {
+        missing::ZERO_STREAM_TIME
+    };
+    unstreamed_or(s, own)
+}
 
 /// The row of the metric named `name`.
 pub fn metric(name: &str) -> Option<&'static SpanMetric> {

@@ -297,6 +297,13 @@ pub struct RunReport {
     /// Σ output tokens of ok spans in the window / window length (tokens of spans
     /// that straddle an edge are counted pro rata, spread over their stream).
     pub system_tps: Option<TokensPerSecond>,
+    /// Ok spans released in the window / window length (requests per second), as
+    /// `vllm bench serve` prints "request throughput".
+    pub request_throughput: Option<f64>,
+    /// (input + output tokens of the ok spans released in the window) / window
+    /// length, as `vllm bench serve` prints "total token throughput"; `None` when
+    /// some ok span does not know its input tokens.
+    pub total_token_throughput: Option<TokensPerSecond>,
     /// ok / (ok + error); cancelled spans are counted apart.
     pub success_rate: Option<f64>,
     /// Σ retry_count / spans.

@@ -213,15 +213,9 @@ fn clear_loss_fails_every_criterion() {
         },
     );
     let c = run(&base, &cand);
-    // The baseline refills instantly, so it has backlog but no gap: nothing to drop.
-    assert_eq!(verdict(&c, Criterion::GapFraction), Verdict::Skipped);
-    assert!(
-        c.warnings.iter().any(|w| w.contains("gap time")),
-        "{:?}",
-        c.warnings
-    );
     for k in [
         Criterion::SystemTps,
+        Criterion::GapFraction,
         Criterion::SuccessRate,
         Criterion::RetryRate,
     ] {
@@ -336,7 +330,11 @@ fn no_backlog_skips_the_gap_criterion() {
     let c = run(&base, &cand);
     let gap = c.criterion(Criterion::GapFraction).unwrap();
     assert_eq!(gap.verdict, Verdict::Skipped);
-    assert!(gap.reason.contains("no backlog"), "{}", gap.reason);
+    assert!(
+        gap.reason.contains("neither run had a backlog"),
+        "{}",
+        gap.reason
+    );
     assert_eq!(gap.baseline, Some(0.0));
     // Skipped criteria do not decide the overall verdict.
     assert_ne!(c.overall, Verdict::Skipped);
@@ -540,5 +538,153 @@ fn bucket_tracks_the_run_extent() {
     assert_eq!(
         tpscope_analysis::compare::bootstrap_bucket(&long),
         Duration::from_secs(1)
+    );
+}
+
+#[test]
+fn gap_rise_from_a_baseline_of_zero_fails() {
+    // Issue 15: a baseline that refills instantly has a backlog but no gap; a
+    // candidate that leaves slots idle half the time was skipped ("nothing to
+    // drop") and so could never fail. A rise from 0 is a failure.
+    let base = synth("b", Load::default());
+    let cand = synth(
+        "c",
+        Load {
+            refill_delay: 0.5,
+            seed: 2,
+            ..Load::default()
+        },
+    );
+    let c = run(&base, &cand);
+    assert!(
+        !c.warnings.iter().any(|w| w.contains("same run")),
+        "{:?}",
+        c.warnings
+    );
+    let gap = c.criterion(Criterion::GapFraction).unwrap();
+    assert_eq!(gap.baseline, Some(0.0), "{gap:#?}");
+    assert!(gap.candidate.unwrap() > 0.2, "{gap:#?}");
+    assert_eq!(gap.verdict, Verdict::Fail, "{gap:#?}");
+    assert_eq!(c.overall, Verdict::Fail);
+
+    // The same holds when the baseline never had a backlog at all but the
+    // candidate did: judged, since either run had one.
+    let idle = synth(
+        "b",
+        Load {
+            arrival_every: 2.0,
+            requests: 200,
+            ..Load::default()
+        },
+    );
+    assert_eq!(
+        verdict(&run(&idle, &cand), Criterion::GapFraction),
+        Verdict::Fail
+    );
+
+    // Two runs with a backlog and no gap at all: nothing to drop, not judged.
+    let again = synth(
+        "c",
+        Load {
+            seed: 3,
+            ..Load::default()
+        },
+    );
+    let gap = run(&base, &again);
+    let gap = gap.criterion(Criterion::GapFraction).unwrap();
+    assert_eq!(gap.verdict, Verdict::Skipped, "{gap:#?}");
+    assert!(
+        gap.reason.contains("no gap time") || gap.reason.contains("neither run had gap"),
+        "{}",
+        gap.reason
+    );
+}
+
+#[test]
+fn failures_without_tokens_do_not_make_a_run_mixed_or_refused() {
+    // Issue 15: failed spans were logged with token source `chunks` and cancelled
+    // ones with `usage`, so any run with failures warned "different sources" and
+    // `compare` refused it against a clean run ("token source differs"). The run's
+    // source is decided by its ok spans (DESIGN.md §4).
+    let base = synth("b", Load::default());
+    let mut cand = synth(
+        "c",
+        Load {
+            seed: 2,
+            ..Load::default()
+        },
+    );
+    let t = ts(1.0);
+    let failed = |status, cause, tokens: u64| SpanFacts {
+        status,
+        error_cause: Some(cause),
+        queued_at: t,
+        admitted_at: Some(t),
+        first_token_at: (tokens > 0).then_some(t),
+        last_token_at: (tokens > 0).then_some(t),
+        released_at: ts(1.5),
+        output_tokens: tokens,
+        input_tokens: None,
+        retry_count: 0,
+        retry_causes: vec![],
+        wasted_tokens: 0,
+        chunks: None,
+    };
+    let push = |input: &mut RunInput, spans: &[(Status, Cause, u64, TokenSource)]| {
+        for (status, cause, tokens, source) in spans {
+            input.push_span(failed(*status, *cause, *tokens), Some(source));
+        }
+    };
+    for _ in 0..5 {
+        // Even a failure that received tokens, counted from chunks, leaves the run's
+        // source to its ok spans.
+        push(
+            &mut cand,
+            &[
+                (Status::Error, Cause::Http5xx, 0, TokenSource::Chunks),
+                (Status::Cancelled, Cause::Cancelled, 0, TokenSource::Usage),
+                (Status::Error, Cause::Disconnect, 7, TokenSource::Chunks),
+            ],
+        );
+    }
+    assert_eq!(
+        cand.effective_token_sources(),
+        vec![(TokenSource::Usage, 600)]
+    );
+    assert!(check_mismatch(&base, &cand).is_empty());
+    let c = run(&base, &cand);
+    assert!(
+        !c.warnings.iter().any(|w| w.contains("different sources")),
+        "{:?}",
+        c.warnings
+    );
+
+    // A run where nothing succeeded is named by the spans that received tokens.
+    let mut none_ok = RunInput {
+        run_id: "f".into(),
+        ..RunInput::default()
+    };
+    push(
+        &mut none_ok,
+        &[
+            (Status::Error, Cause::Http4xx, 0, TokenSource::Usage),
+            (Status::Error, Cause::Disconnect, 3, TokenSource::Chunks),
+        ],
+    );
+    assert_eq!(
+        none_ok.effective_token_sources(),
+        vec![(TokenSource::Chunks, 1)]
+    );
+}
+
+#[test]
+fn comparing_a_run_with_itself_warns() {
+    // Issue 16: `compare run.jsonl run.jsonl` judged resampling noise without a word.
+    let base = synth("b", Load::default());
+    let c = run(&base, &base.clone());
+    assert!(
+        c.warnings.iter().any(|w| w.contains("the same run (`b`)")),
+        "{:?}",
+        c.warnings
     );
 }

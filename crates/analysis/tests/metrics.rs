@@ -336,3 +336,114 @@ fn a_run_with_no_spans_has_no_window_and_no_rates() {
     assert_eq!(r.success_rate, None);
     assert_eq!(r.gap_fraction, None);
 }
+
+#[test]
+fn tpot_of_a_collapsed_stream_is_absent_not_zero() {
+    // Issue 15: a stream whose tokens all arrived at one instant (t_stream 0, several
+    // tokens) counted as tpot 0 ms while stream_tps dropped it.
+    let collapsed = ok(0, 0, 10, 10, 20, 12);
+    let normal = ok(0, 0, 10, 1010, 1020, 11);
+    let r = analyze(
+        &input(Some(2), vec![collapsed, normal]),
+        &Options::default(),
+    );
+    assert_eq!(r.conventional.tpot.count, 1);
+    assert_eq!(secs(r.conventional.tpot.p50), 0.1);
+    assert_eq!(r.missing["tpot"]["zero_stream_time"], 1);
+    assert_eq!(r.missing["stream_tps"]["zero_stream_time"], 1);
+    assert_eq!(r.conventional.decode_tps.count, 1);
+}
+
+#[test]
+fn request_and_total_token_throughput_as_vllm_prints_them() {
+    // Issue 16: the summary had output TPS only; vLLM users read request throughput
+    // and total (input + output) token throughput beside it.
+    let a = ok(0, 0, 500, 1500, 2000, 30);
+    let b = ok(0, 0, 1000, 1900, 2000, 50);
+    let c = failed(0, Some(0), 2000, Status::Error, Cause::Http5xx);
+    let r = analyze(&input(Some(2), vec![a.clone(), b, c]), &Options::default());
+    let w = r.window.unwrap();
+    let win = w.end.since(w.start).unwrap().as_secs_f64();
+    assert!(close(win, 2.0), "{win}");
+    assert!(close(r.request_throughput.unwrap(), 1.0));
+    assert!(close(
+        r.total_token_throughput.unwrap().0,
+        (200.0 + 80.0) / 2.0
+    ));
+
+    // An ok span without its input tokens leaves the total unknown, not too low.
+    let mut blind = a;
+    blind.input_tokens = None;
+    let r = analyze(&input(Some(2), vec![blind]), &Options::default());
+    assert!(r.request_throughput.is_some());
+    assert_eq!(r.total_token_throughput, None);
+}
+
+#[test]
+fn window_outside_the_run_warns_that_it_is_empty() {
+    // Issue 16: `--window 50..60` on a 2 s run printed all dashes without a word.
+    let inp = input(Some(1), vec![ok(0, 0, 500, 1500, 2000, 30)]);
+    let r = analyze(
+        &inp,
+        &Options {
+            window: WindowSpec::Range {
+                from: Duration::from_secs(50),
+                to: Duration::from_secs(60),
+            },
+            ..Options::default()
+        },
+    );
+    assert_eq!(r.counts.spans, 0);
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("50.000–60.000 s") && w.contains("the window is empty")),
+        "{:?}",
+        r.warnings
+    );
+    // A window inside the run does not warn.
+    let r = analyze(
+        &inp,
+        &Options {
+            window: WindowSpec::Range {
+                from: Duration::ZERO,
+                to: Duration::from_secs(2),
+            },
+            ..Options::default()
+        },
+    );
+    assert!(
+        !r.warnings.iter().any(|w| w.contains("empty")),
+        "{:?}",
+        r.warnings
+    );
+}
+
+#[test]
+fn in_flight_above_the_cap_warns_instead_of_a_utilization_above_100_percent() {
+    // Issue 16: a merged or corrupt log (more in flight than the cap) printed
+    // utilization 444,559 %.
+    let spans = (0..4).map(|_| ok(0, 0, 500, 1500, 2000, 30)).collect();
+    let r = analyze(&input(Some(1), spans), &Options::default());
+    assert_eq!(r.utilization, None);
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("more spans were in flight than the cap")),
+        "{:?}",
+        r.warnings
+    );
+    let r = analyze(
+        &input(
+            Some(4),
+            (0..4).map(|_| ok(0, 0, 500, 1500, 2000, 30)).collect(),
+        ),
+        &Options::default(),
+    );
+    assert!(close(r.utilization.unwrap(), 1.0));
+    assert!(
+        !r.warnings
+            .iter()
+            .any(|w| w.contains("in flight than the cap"))
+    );
+}

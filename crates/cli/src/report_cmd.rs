@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::bail;
 use clap::ValueEnum;
 use tpscope_analysis::{Options, REPORT_SCHEMA, Report, analyze};
-use tpscope_log::{LogSet, ReadOptions, read_paths};
+use tpscope_log::{LogSet, ReadOptions, Reader, read_paths};
 use tpscope_render::RenderError;
 
 use crate::analysis_flags::{AnalysisFlags, write_out};
@@ -28,7 +28,7 @@ pub enum Format {
 /// Flags of `tpscope report`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ReportArgs {
-    /// Span log files (JSON Lines, format tpscope.spans/1). Runs are grouped by run_id across files.
+    /// Span log files (JSON Lines, format tpscope.spans/1; `-` reads standard input). Runs are grouped by run_id across files.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Output format.
@@ -92,9 +92,25 @@ impl ReportConfig {
     }
 }
 
-/// Reads span logs (with the reader's own file/line/field errors).
+/// Reads span logs (with the reader's own file/line/field errors); `-` reads
+/// standard input, which is named `<stdin>` in messages.
 pub fn load(files: &[PathBuf], read: ReadOptions) -> anyhow::Result<LogSet> {
-    Ok(read_paths(files, read)?)
+    let stdin = Path::new("-");
+    if !files.iter().any(|f| f == stdin) {
+        return Ok(read_paths(files, read)?);
+    }
+    if files.iter().filter(|f| *f == stdin).count() > 1 {
+        bail!("`-` (standard input) can be given only once");
+    }
+    let mut reader = Reader::new(read);
+    for f in files {
+        if f == stdin {
+            reader.read_from(Path::new("<stdin>"), std::io::stdin().lock())?;
+        } else {
+            reader.read_path(f)?;
+        }
+    }
+    Ok(reader.finish())
 }
 
 /// Analyses every run of a log set into one report.

@@ -179,3 +179,55 @@ fn help_lists_bucket_between_window_and_time_unit() {
         "{s}"
     );
 }
+
+#[test]
+fn summary_shows_request_and_total_token_throughput_in_every_format() {
+    // Issue 16: only output TPS was shown; vLLM prints request throughput and total
+    // token throughput beside it. 2 ok spans, 200 + 15 tokens, over 6.5 s.
+    let g = golden();
+    let g = g.to_str().unwrap();
+    let out = tpscope(&["report", g, "--format", "json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = &v["runs"][0];
+    assert!((r["request_throughput"].as_f64().unwrap() - 2.0 / 6.5).abs() < 1e-9);
+    assert!((r["total_token_throughput"].as_f64().unwrap() - 215.0 / 6.5).abs() < 1e-9);
+    let s = text(&tpscope(&["report", g]).stdout);
+    assert!(
+        s.contains("request_throughput") && s.contains("0.31 req/s"),
+        "{s}"
+    );
+    assert!(s.contains("total_token_throughput"), "{s}");
+    let s = text(&tpscope(&["report", g, "--format", "markdown"]).stdout);
+    assert!(s.contains("| `request_throughput` |"), "{s}");
+    assert!(s.contains("| `total_token_throughput` |"), "{s}");
+}
+
+#[test]
+fn report_dash_reads_the_log_from_stdin() {
+    // Issue 16: `report -` was taken for a file named `-`.
+    use std::io::Write;
+    use std::process::Stdio;
+    let log = std::fs::read(golden()).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tpscope"))
+        .args(["report", "-", "--format", "json"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run tpscope");
+    child.stdin.take().unwrap().write_all(&log).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["runs"][0]["run_id"], "golden");
+    assert_eq!(v["runs"][0]["counts"]["spans"], 3);
+
+    let out = tpscope(&["report", "-", "-"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("only once"),
+        "{}",
+        text(&out.stderr)
+    );
+}

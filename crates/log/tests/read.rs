@@ -178,6 +178,15 @@ fn empty_and_binary_files_are_rejected() {
             Cursor::new(vec![0x1f, 0x8b, 0x08, 0x00, 0xff, 0xfe]),
         )
         .unwrap_err();
+    // Issue 16: a gzip file was reported as "a NUL byte"; it is named as gzip.
+    assert!(
+        e.to_string().starts_with("x.bin:1: gzip-compressed data"),
+        "{e}"
+    );
+    let mut r = Reader::new(ReadOptions::default());
+    let e = r
+        .read_from(Path::new("x.bin"), Cursor::new(b"ab\0cd\n".to_vec()))
+        .unwrap_err();
     assert_eq!(
         e.to_string(),
         "x.bin:1: a NUL byte — this does not look like a span log (JSON Lines text)"
@@ -428,4 +437,20 @@ fn duplicate_span_ids_are_found_in_written_lines_of_every_id_form() {
             "id {i}"
         );
     }
+}
+
+#[test]
+fn a_utf8_bom_is_named_as_such() {
+    // Issue 16: a log saved with a byte-order mark failed as malformed JSON.
+    let mut r = Reader::new(ReadOptions::default());
+    let mut bytes = vec![0xef, 0xbb, 0xbf];
+    bytes.extend_from_slice(b"{\"kind\":\"end\"}\n");
+    let e = r
+        .read_from(Path::new("bom.jsonl"), Cursor::new(bytes))
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("bom.jsonl:1: a UTF-8 byte-order mark (BOM)"),
+        "{e}"
+    );
 }

@@ -45,7 +45,7 @@ impl ToCount {
 /// Builds the span. Token counts: the final attempt's `usage` (source `usage`); else
 /// its text, counted later by the tokenizer (source `tokenizer:<name>`, returned in
 /// [`ToCount`], `output_tokens` provisionally the chunk count); else its content
-/// chunks (source `chunks`).
+/// chunks (source `chunks`); none when it received no tokens.
 pub fn assemble(run_id: &str, tokenizer_name: &str, f: Finished) -> (Span, ToCount) {
     let mut to_count = ToCount::default();
     let last = f.outcomes.last();
@@ -119,7 +119,10 @@ pub fn assemble(run_id: &str, tokenizer_name: &str, f: Finished) -> (Span, ToCou
         if is_final {
             output_tokens = a.tokens;
             to_count.span_from_final = matches!(source, TokenSource::Tokenizer(_));
-            token_source = Some(source);
+            // A span that received no tokens (a failure before the first one) has no
+            // source, so that it does not make its run mixed (DESIGN.md §4).
+            let received = a.tokens > 0 || a.first_token_at.is_some();
+            token_source = received.then_some(source);
             if let Some(p) = o.usage.and_then(|u| u.prompt_tokens) {
                 input_tokens = Some(p);
             }
@@ -325,5 +328,32 @@ mod tests {
         span.validate().unwrap();
         assert_eq!(span.status, Status::Cancelled);
         assert_eq!(span.first_token_at, Some(t(12)));
+    }
+
+    #[test]
+    fn a_span_that_received_no_tokens_has_no_token_source() {
+        // Issue 15: failures before the first token were logged with source `chunks`
+        // (cancelled ones `usage`), making every run with failures "mixed".
+        let mut failed = outcome(2, Some(Cause::Http5xx), None, None);
+        failed.content_chunks = 0;
+        let (span, _) = assemble("r", "o200k_base", finished(vec![failed]));
+        span.validate().unwrap();
+        assert_eq!((span.output_tokens, span.token_source), (0, None));
+
+        let mut cancelled = outcome(2, Some(Cause::Cancelled), Some(0), None);
+        cancelled.content_chunks = 0;
+        let (span, _) = assemble("r", "o200k_base", finished(vec![cancelled]));
+        assert_eq!(span.status, Status::Cancelled);
+        assert_eq!(span.token_source, None);
+
+        // A failure after tokens arrived keeps the source of its count.
+        let mut cut = outcome(2, Some(Cause::Disconnect), None, None);
+        cut.attempt.first_token_at = Some(t(12));
+        cut.last_token_at = Some(t(30));
+        let (span, _) = assemble("r", "o200k_base", finished(vec![cut]));
+        assert_eq!(
+            (span.output_tokens, span.token_source),
+            (4, Some(TokenSource::Chunks))
+        );
     }
 }

@@ -73,6 +73,19 @@ pub fn headline_rows(r: &RunReport) -> Vec<(&'static str, String, &'static str)>
             or_dash(r.system_tps.map(|t| format!("{} tok/s", rate(t.0)))),
             "output tokens of ok spans / window",
         ),
+        (
+            "request_throughput",
+            f(r.request_throughput, |v| format!("{v:.2} req/s")),
+            "ok spans / window",
+        ),
+        (
+            "total_token_throughput",
+            or_dash(
+                r.total_token_throughput
+                    .map(|t| format!("{} tok/s", rate(t.0))),
+            ),
+            "input + output tokens of ok spans / window",
+        ),
         ("success_rate", f(r.success_rate, pct), "ok / (ok + error)"),
         (
             "retry_rate",

@@ -173,20 +173,16 @@ pub const CRITERIA: [CriterionDef; 4] = [
         resample: Resample::Blocks,
         units: |p| &p.gaps,
         stream: 3,
-        skip: |b, c, warnings| {
-            if b.idle.backlog_time.is_zero() {
-                return Some("the baseline had no backlog (nothing waited for a slot): not judged");
+        // Judged where either run had a backlog (DESIGN §5): a rise from a baseline
+        // of 0 is a failure, not a skip.
+        skip: |b, c, _| {
+            if b.idle.backlog_time.is_zero() && c.idle.backlog_time.is_zero() {
+                return Some("neither run had a backlog (nothing waited for a slot): not judged");
             }
-            if !b.idle.gap_time.is_zero() {
-                return None;
+            if b.idle.gap_time.is_zero() && c.idle.gap_time.is_zero() {
+                return Some("neither run had gap time: nothing to drop");
             }
-            if !c.idle.gap_time.is_zero() {
-                warnings.push(format!(
-                    "the candidate has gap time ({:.3} s) where the baseline had none",
-                    c.idle.gap_time.as_secs_f64()
-                ));
-            }
-            Some("the baseline had a backlog but no gap time: nothing to drop")
+            None
         },
     },
     CriterionDef {

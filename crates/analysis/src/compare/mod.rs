@@ -89,7 +89,7 @@ pub enum Verdict {
     Fail,
     /// The interval spans the threshold, or there is no interval.
     Inconclusive,
-    /// Not judged (e.g. the gap criterion when the baseline had no backlog).
+    /// Not judged (e.g. the gap criterion when neither run had a backlog).
     Skipped,
 }
 
@@ -361,6 +361,13 @@ pub fn compare(
     }
     for m in &mismatches {
         warnings.push(format!("compared although {m}"));
+    }
+    if baseline.input.run_id == candidate.input.run_id {
+        warnings.push(format!(
+            "the baseline and the candidate are the same run (`{}`): any difference is \
+             resampling noise; compare two runs",
+            baseline.input.run_id
+        ));
     }
 
     let criteria: Vec<CriterionResult> = CRITERIA

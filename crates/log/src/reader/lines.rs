@@ -149,6 +149,26 @@ fn fail(
     skip_invalid: bool,
     tally: Tally<'_>,
 ) -> Result<(), LogError> {
+    // What a first line starts with names the commonest wrong files: compressed
+    // logs and text saved with a byte-order mark.
+    if at.no == 1 {
+        let what = if at.bytes.starts_with(&[0x1f, 0x8b]) {
+            Some("gzip-compressed data (decompress it first: `gzip -dc FILE | tpscope report -`)")
+        } else if at.bytes.starts_with(&[0xef, 0xbb, 0xbf]) {
+            Some(
+                "a UTF-8 byte-order mark (BOM) before the first record (save the file without one)",
+            )
+        } else {
+            None
+        };
+        if let Some(what) = what {
+            return Err(LogError::Binary {
+                file: name.to_path_buf(),
+                line: at.no,
+                what,
+            });
+        }
+    }
     // Valid JSON never holds a raw NUL, so only a failed line is searched for one.
     if memchr::memchr(0, at.bytes).is_some() {
         return Err(LogError::Binary {
