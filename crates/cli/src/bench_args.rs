@@ -267,6 +267,7 @@ fn parse_error_rate(s: &str) -> Result<f64, String> {
 
 fn parse_dataset_name(s: &str) -> Result<DatasetName, String> {
     s.parse()
+        .map_err(|e: tpscope_load::spec::BadDatasetName| e.to_string())
 }
 
 fn parse_api(s: &str) -> Result<Api, String> {
@@ -281,6 +282,7 @@ fn parse_api(s: &str) -> Result<Api, String> {
 
 fn parse_rx_timestamps(s: &str) -> Result<RxTimestamps, String> {
     s.parse()
+        .map_err(|e: tpscope_client::BadRxTimestamps| e.to_string())
 }
 
 fn parse_header(s: &str) -> Result<(String, String), String> {

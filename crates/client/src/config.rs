@@ -241,16 +241,19 @@ impl fmt::Display for RxTimestamps {
     }
 }
 
-impl std::str::FromStr for RxTimestamps {
-    type Err = String;
+/// A `--rx-timestamps` value that is neither `kernel` nor `user`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a receive-timestamp source (expected kernel or user)")]
+pub struct BadRxTimestamps(pub String);
 
-    fn from_str(s: &str) -> Result<Self, String> {
+impl std::str::FromStr for RxTimestamps {
+    type Err = BadRxTimestamps;
+
+    fn from_str(s: &str) -> Result<Self, BadRxTimestamps> {
         match s.trim() {
             "kernel" => Ok(RxTimestamps::Kernel),
             "user" => Ok(RxTimestamps::User),
-            _ => Err(format!(
-                "`{s}` is not a receive-timestamp source (expected kernel or user)"
-            )),
+            _ => Err(BadRxTimestamps(s.to_string())),
         }
     }
 }

@@ -150,7 +150,7 @@ fn rx_timestamp_sources_parse_by_name_and_reject_others_by_name() {
     assert_eq!("kernel".parse::<RxTimestamps>(), Ok(RxTimestamps::Kernel));
     assert_eq!("user".parse::<RxTimestamps>(), Ok(RxTimestamps::User));
     assert_eq!(RxTimestamps::default(), RxTimestamps::Kernel);
-    let e = "hardware".parse::<RxTimestamps>().unwrap_err();
+    let e = "hardware".parse::<RxTimestamps>().unwrap_err().to_string();
     assert!(
         e.contains("`hardware`") && e.contains("kernel or user"),
         "{e}"

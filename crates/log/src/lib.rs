@@ -13,5 +13,5 @@ pub mod writer;
 pub use reader::{
     LineRecord, LoadedRun, LogError, LogSet, ReadOptions, Reader, RecordReader, read_paths,
 };
-pub use scalar::TimeUnit;
+pub use scalar::{BadTimeUnit, TimeUnit};
 pub use writer::LogWriter;

@@ -119,17 +119,20 @@ impl TimeUnit {
     }
 }
 
+/// A `--time-unit` value that is not s, ms, us or ns.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown time unit `{0}` (expected s, ms, us or ns)")]
+pub struct BadTimeUnit(pub String);
+
 impl std::str::FromStr for TimeUnit {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = BadTimeUnit;
+    fn from_str(s: &str) -> Result<Self, BadTimeUnit> {
         match s {
             "s" => Ok(TimeUnit::S),
             "ms" => Ok(TimeUnit::Ms),
             "us" | "µs" => Ok(TimeUnit::Us),
             "ns" => Ok(TimeUnit::Ns),
-            _ => Err(format!(
-                "unknown time unit `{s}` (expected s, ms, us or ns)"
-            )),
+            _ => Err(BadTimeUnit(s.to_string())),
         }
     }
 }

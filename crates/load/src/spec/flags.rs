@@ -23,18 +23,23 @@ pub enum DatasetName {
     Custom,
 }
 
-impl std::str::FromStr for DatasetName {
-    type Err = String;
+/// A `--dataset-name` tpscope has no equivalent for.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "tpscope has no `{0}` dataset (expected random, sharegpt or custom; \
+     --trace replays Mooncake and Azure traces)"
+)]
+pub struct BadDatasetName(pub String);
 
-    fn from_str(s: &str) -> Result<DatasetName, String> {
+impl std::str::FromStr for DatasetName {
+    type Err = BadDatasetName;
+
+    fn from_str(s: &str) -> Result<DatasetName, BadDatasetName> {
         match s.trim() {
             "random" => Ok(DatasetName::Random),
             "sharegpt" => Ok(DatasetName::ShareGpt),
             "custom" => Ok(DatasetName::Custom),
-            other => Err(format!(
-                "tpscope has no `{other}` dataset (expected random, sharegpt or custom; \
-                 --trace replays Mooncake and Azure traces)"
-            )),
+            other => Err(BadDatasetName(other.to_string())),
         }
     }
 }

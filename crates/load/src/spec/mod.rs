@@ -33,7 +33,7 @@ use crate::workload::trace::TraceEntry;
 use crate::workload::{Prompt, Workload};
 
 pub use error::SpecError;
-pub use flags::{DatasetName, Flags};
+pub use flags::{BadDatasetName, DatasetName, Flags};
 pub use output::{Output, unique_name};
 pub use settings::{
     LoadSettings, SimulatorSettings, SweepSettings, TimeoutSettings, WarmupSettings,

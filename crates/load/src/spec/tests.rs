@@ -245,7 +245,7 @@ fn vllm_dataset_names_map_to_tpscope_workloads() {
         assert!(e.to_string().starts_with(flag), "{e}");
     }
     let e = "sonnet".parse::<DatasetName>().unwrap_err();
-    assert!(e.contains("no `sonnet` dataset"), "{e}");
+    assert!(e.to_string().contains("no `sonnet` dataset"), "{e}");
 }
 
 #[test]
