@@ -271,13 +271,7 @@ fn parse_dataset_name(s: &str) -> Result<DatasetName, String> {
 }
 
 fn parse_api(s: &str) -> Result<Api, String> {
-    match s {
-        "chat" => Ok(Api::Chat),
-        "completions" => Ok(Api::Completions),
-        _ => Err(format!(
-            "`{s}` is not an API (expected chat or completions)"
-        )),
-    }
+    s.parse().map_err(|e: tpscope_client::BadApi| e.to_string())
 }
 
 fn parse_rx_timestamps(s: &str) -> Result<RxTimestamps, String> {

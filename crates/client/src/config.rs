@@ -32,6 +32,23 @@ impl Api {
     }
 }
 
+/// An `--api` value that is neither `chat` nor `completions`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not an API (expected chat or completions)")]
+pub struct BadApi(pub String);
+
+impl std::str::FromStr for Api {
+    type Err = BadApi;
+
+    // The names are `as_str`'s, so a new API is named in one place.
+    fn from_str(s: &str) -> Result<Self, BadApi> {
+        [Api::Chat, Api::Completions]
+            .into_iter()
+            .find(|a| a.as_str() == s)
+            .ok_or_else(|| BadApi(s.to_string()))
+    }
+}
+
 impl fmt::Display for Api {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

@@ -13,8 +13,8 @@ mod rx;
 
 pub use client::{Client, ClientError};
 pub use config::{
-    Api, BadRxTimestamps, ClientConfig, Endpoint, Message, Prompt, RequestSpec, RxTimestamps,
-    Timeouts,
+    Api, BadApi, BadRxTimestamps, ClientConfig, Endpoint, Message, Prompt, RequestSpec,
+    RxTimestamps, Timeouts,
 };
 pub use outcome::AttemptOutcome;
 pub use request::{parse_retry_after, request_body};
