@@ -7,6 +7,7 @@ use std::time::Duration;
 use tpscope_model::{Cause, Occupancy, Status, Timestamp};
 
 use crate::collect::Collected;
+use crate::goodput::{Goals, Tally};
 use crate::input::{RunInput, SpanFacts};
 use crate::report::*;
 use crate::series::{MAX_BUCKETS, time_series, tokens_in};
@@ -49,6 +50,9 @@ impl Prices {
     }
 }
 
+/// The share of a sweep level's requests that must meet the goals (`--slo-percentile 90`).
+pub const DEFAULT_SLO_SHARE: f64 = 0.9;
+
 /// How to analyse a run.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Options {
@@ -60,6 +64,11 @@ pub struct Options {
     pub prices: Prices,
     /// Warn when the exact and sampled gap fractions differ by more than this.
     pub gap_disagreement: f64,
+    /// Latency goals for goodput (DESIGN.md §15); `None`: no goodput section.
+    pub goals: Option<Goals>,
+    /// A sweep level meets the goals when at least this share of its requests
+    /// met them (`--slo-percentile 90` is 0.9).
+    pub slo_share: f64,
 }
 
 impl Default for Options {
@@ -69,6 +78,8 @@ impl Default for Options {
             bucket: None,
             prices: Prices::default(),
             gap_disagreement: 0.02,
+            goals: None,
+            slo_share: DEFAULT_SLO_SHARE,
         }
     }
 }
@@ -164,6 +175,7 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
 
     let mut counts = Counts::default();
     let mut collected = Collected::new(input.spans.len());
+    let mut goodput = opts.goals.map(Tally::new);
     let mut window_tokens = 0.0;
     let (mut in_cost, mut out_cost_tokens) = (0u64, 0u64);
     for s in &input.spans {
@@ -174,6 +186,9 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
             continue;
         }
         counts.spans += 1;
+        if let Some(g) = &mut goodput {
+            g.add(s);
+        }
         counts.retries += u64::from(s.retry_count);
         counts.wasted_tokens += s.wasted_tokens;
         for c in &s.retry_causes {
@@ -379,6 +394,8 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         output_length: summaries.output_length,
         stream_tps_by_output_length: summaries.by_length,
         cost,
+        goodput: goodput.map(|g| g.finish(win_s)),
+        closed_loop: input.closed_loop(),
         time_series,
         warnings,
     }

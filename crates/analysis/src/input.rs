@@ -198,6 +198,17 @@ impl RunInput {
             .or_else(|| self.spans.iter().map(|s| s.queued_at).min())
     }
 
+    /// Whether the run record says the run was a closed loop (every request ready
+    /// at the start, so its queue time is the client's own backlog).
+    pub fn closed_loop(&self) -> bool {
+        self.load_field("mode").and_then(|m| m.as_str()) == Some("closed_loop")
+    }
+
+    /// A field of the run record's free-form `load` settings.
+    pub fn load_field(&self, key: &str) -> Option<&serde_json::Value> {
+        self.run.as_ref().and_then(|r| r.load.get(key))
+    }
+
     /// The sample cadence from the run record.
     pub fn sample_interval(&self) -> Option<Duration> {
         self.run.as_ref().and_then(|r| r.sample_interval)

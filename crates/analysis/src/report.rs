@@ -8,6 +8,8 @@ use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use tpscope_model::{Cause, Target, Timestamp};
 
+use crate::goodput::Goodput;
+use crate::levels::SweepTable;
 use crate::stats::{Summary, Tokens, TokensPerSecond};
 
 /// The schema name of the JSON report.
@@ -37,6 +39,9 @@ pub struct Report {
     pub skipped: BTreeMap<String, u64>,
     /// Reader warnings (cut-off last lines, runs without `run` or `end` records).
     pub warnings: Vec<String>,
+    /// The table of each load sweep among the runs (one run per level).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sweeps: Vec<SweepTable>,
 }
 
 /// Which stretch of time a run's figures cover.
@@ -336,6 +341,11 @@ pub struct RunReport {
     pub stream_tps_by_output_length: Vec<LengthBucket>,
     /// Cost, when prices were given.
     pub cost: Option<Cost>,
+    /// Goodput, when goals were given (DESIGN.md §15).
+    pub goodput: Option<Goodput>,
+    /// Whether every request was ready at the start (a closed loop): `t_queue` and
+    /// `ttft_user` are then the client's own backlog, not what the server did.
+    pub closed_loop: bool,
     /// The time series, when a bucket was asked for.
     pub time_series: Option<TimeSeries>,
     /// Warnings about this run's data.

@@ -109,6 +109,7 @@ pub fn headline_value(unit: MetricUnit, v: Option<f64>) -> String {
         MetricUnit::Fraction => format!("{:.2} %", v * 100.0),
         MetricUnit::PerSpan => format!("{v:.4} /span"),
         MetricUnit::Money => format!("{v:.4}"),
+        MetricUnit::RequestsPerSecond => format!("{v:.3} req/s"),
     }))
 }
 
