@@ -212,6 +212,13 @@ pub struct BenchArgs {
     /// No progress line and no report (the span log is still written).
     #[arg(long, short, help_heading = "Output")]
     pub quiet: bool,
+    /// Price of the deployment per hour: the report's cost per million output
+    /// tokens, and in a sweep the cost at the highest load within --goodput goals.
+    #[arg(long, value_name = "PRICE", help_heading = "Goodput and cost")]
+    pub price_per_hour: Option<f64>,
+    /// Goodput goals and the sweep's SLO percentile (as `tpscope report`'s).
+    #[command(flatten, next_help_heading = "Goodput and cost")]
+    pub goodput: crate::analysis_flags::GoodputFlags,
 
     /// The built-in simulator's flags.
     #[command(flatten)]

@@ -60,7 +60,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let (log_name, log_stdout) = (log.name.clone(), log.stdout);
     let created = bench_out::CreatedGuard(log.created.clone());
     // The report's settings are `tpscope report`'s own defaults.
-    let report = ReportConfig::from_args(&ReportArgs::for_file(Path::new(&log_name)))?;
+    let mut report = ReportConfig::from_args(&ReportArgs::for_file(Path::new(&log_name)))?;
+    cfg.report.apply(&mut report.analysis)?;
     // The simulator gets a runtime (and threads) of its own, so its work does not
     // queue behind the client's and its CPU time can be told apart.
     let sim_rt = match &cfg.target {
@@ -175,10 +176,10 @@ fn print_report(
     names: (&str, &str),
     to: &mut dyn Write,
 ) -> anyhow::Result<()> {
+    let r = report_cmd::build_report(set, &report.analysis);
     if spec.levels.len() > 1 {
-        print_sweep_table(spec, set, names, to)?;
+        print_sweep_table(&r, names, to)?;
     } else {
-        let r = report_cmd::build_report(set, &report.analysis);
         to.write_all(&report_cmd::render(&r, set, report_cmd::Format::Text)?)?;
     }
     Ok(to.flush()?)

@@ -84,6 +84,10 @@ pub struct CompareArgs {
     /// Retry rate (retries per span) may rise by at most this much.
     #[arg(long, default_value_t = 0.01, value_name = "N")]
     pub max_retry_rise: f64,
+    /// With --goodput: goodput (requests per second meeting the goals) may fall by
+    /// at most this share of the baseline, e.g. 1% or 0.01.
+    #[arg(long, default_value = "1%", value_name = "SHARE")]
+    pub max_goodput_drop: String,
     /// Compare even when the runs' token source, tokenizer or model differ.
     #[arg(long)]
     pub allow_mismatch: bool,
@@ -145,8 +149,16 @@ fn config(a: &CompareArgs) -> anyhow::Result<CompareConfig> {
             a.max_retry_rise
         );
     }
+    let max_goodput_drop = share("--max-goodput-drop", &a.max_goodput_drop)?;
+    if !(0.0..1.0).contains(&max_goodput_drop) {
+        bail!(
+            "--max-goodput-drop: {} is not between 0 and 100% (exclusive)",
+            a.max_goodput_drop
+        );
+    }
     Ok(CompareConfig {
         thresholds: Thresholds {
+            max_goodput_drop,
             min_tps_gain,
             max_success_drop,
             min_gap_drop,

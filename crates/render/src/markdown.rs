@@ -73,6 +73,9 @@ pub fn render(report: &Report) -> Vec<u8> {
         let mut heads = vec!["output tokens"];
         heads.extend(SUMMARY_HEADS);
         md_table(&mut o, &heads, &len_rows);
+        if let Some(note) = closed_loop_note(r) {
+            let _ = writeln!(o, "\n{note}");
+        }
         let missing = missing_lines(r);
         if !missing.is_empty() {
             let _ = writeln!(o, "\nOk spans lacking a metric: {}.", missing.join("; "));
@@ -82,6 +85,7 @@ pub fn render(report: &Report) -> Vec<u8> {
         }
         o.push('\n');
     }
+    o.push_str(&crate::sweep::markdown(&report.sweeps));
     if !report.skipped.is_empty() {
         let list: Vec<String> = report
             .skipped

@@ -115,6 +115,9 @@ pub fn render(report: &Report) -> Vec<u8> {
         let mut heads = vec!["output length"];
         heads.extend(SUMMARY_HEADS);
         table(&mut o, &heads, &len_rows);
+        if let Some(note) = closed_loop_note(r) {
+            let _ = writeln!(o, "\n  {note}");
+        }
         let missing = missing_lines(r);
         if !missing.is_empty() {
             let _ = writeln!(o, "\n  ok spans lacking a metric:");
@@ -125,6 +128,10 @@ pub fn render(report: &Report) -> Vec<u8> {
         for w in &r.warnings {
             let _ = writeln!(o, "\n  warning: {w}");
         }
+    }
+    if !report.sweeps.is_empty() {
+        o.push('\n');
+        o.push_str(&crate::sweep::text(&report.sweeps));
     }
     if !report.skipped.is_empty() {
         let total: u64 = report.skipped.values().sum();

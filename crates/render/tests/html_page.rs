@@ -99,6 +99,7 @@ fn report_page(inputs: &[&RunInput]) -> String {
         runs,
         skipped: Default::default(),
         warnings: vec!["a reader warning".into()],
+        sweeps: Vec::new(),
     };
     String::from_utf8(html::report(&report, &details)).unwrap()
 }

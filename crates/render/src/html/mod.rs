@@ -14,7 +14,8 @@ use tpscope_analysis::{Report, RunReport};
 use crate::compare::{criterion_cells, criterion_heads, headline_cells, method_line, side_line};
 use crate::fmt::{SUMMARY_HEADS, summary_cells};
 use crate::rows::{
-    by_cause, distribution_rows, headline_rows, length_label, missing_lines, window_line,
+    by_cause, closed_loop_note, distribution_rows, headline_rows, length_label, missing_lines,
+    window_line,
 };
 use charts::Series;
 use page::{Cell, document, table, warnings};
@@ -127,6 +128,9 @@ fn distribution_tables(r: &RunReport) -> String {
         })
         .collect();
     s.push_str(&table(&heads, &rows));
+    if let Some(note) = closed_loop_note(r) {
+        s.push_str(&format!("<p class=\"note\">{}</p>\n", esc(note)));
+    }
     let missing = missing_lines(r);
     if !missing.is_empty() {
         s.push_str(&format!(
@@ -236,6 +240,22 @@ pub fn report(report: &Report, details: &[Detail]) -> Vec<u8> {
         };
         body.push_str(&format!("<section id=\"run-{i}\">\n"));
         body.push_str(&run_section(&format!("r{i}"), r, d, &heading));
+        body.push_str("</section>\n");
+    }
+    for t in &report.sweeps {
+        body.push_str(&format!(
+            "<section class=\"sweep\">\n<h2>Sweep of {}: throughput vs latency</h2>\n",
+            esc(&t.parameter)
+        ));
+        let (heads, rows) = crate::sweep::cells(t);
+        let rows: Vec<Vec<Cell>> = rows
+            .into_iter()
+            .map(|r| r.into_iter().map(Cell::Text).collect())
+            .collect();
+        body.push_str(&table(&heads, &rows));
+        for l in crate::sweep::lines(t) {
+            body.push_str(&format!("<p class=\"note\">{}</p>\n", esc(&l)));
+        }
         body.push_str("</section>\n");
     }
     document(&title, &body).into_bytes()
