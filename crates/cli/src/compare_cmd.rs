@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use clap::ValueEnum;
 use tpscope_analysis::compare::{CompareConfig, RunRef, Thresholds, compare};
-use tpscope_analysis::detail::detail;
+use tpscope_analysis::detail::compare_details;
 use tpscope_analysis::stats::bootstrap::BootstrapConfig;
 use tpscope_log::{LoadedRun, LogSet, ReadOptions};
 
@@ -331,8 +331,8 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         CompareFormat::Markdown => tpscope_render::compare::markdown(c),
     };
     if let Some(path) = &args.html {
-        let db = detail(&base.run.input, &compared.baseline);
-        let dc = detail(&cand.run.input, &compared.candidate);
+        // The charts' own analysis: one readable TPS bucket for both runs.
+        let (db, dc) = compare_details(&base.run.input, &cand.run.input, &opts);
         let page = tpscope_render::html::compare(&compared, &db, &dc);
         write_out(&page, Some(path), Some("--html"), false)?;
     }

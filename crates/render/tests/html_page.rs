@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use tpscope_analysis::compare::{CompareConfig, RunRef, compare};
-use tpscope_analysis::detail::detail;
+use tpscope_analysis::detail::{compare_details, detail};
 use tpscope_analysis::stats::bootstrap::SplitMix64;
 use tpscope_analysis::{Options, Report, RunInput, SpanFacts, analyze};
 use tpscope_model::{Cause, RunRecord, SCHEMA, Status, Target, Timestamp, TokenSource};
@@ -118,7 +118,7 @@ fn compare_page(b: &RunInput, c: &RunInput) -> String {
         &CompareConfig::default(),
     )
     .unwrap();
-    let (db, dc) = (detail(b, &cmp.baseline), detail(c, &cmp.candidate));
+    let (db, dc) = compare_details(b, c, &Options::default());
     String::from_utf8(html::compare(&cmp, &db, &dc)).unwrap()
 }
 
@@ -217,6 +217,35 @@ fn compare_page_overlays_both_runs_and_shows_verdicts() {
     ] {
         assert!(page.contains(needle), "missing `{needle}`");
     }
+}
+
+#[test]
+fn compare_page_shows_the_baseline_line_beside_the_candidate_in_one_stated_bucket() {
+    // The baseline was drawn in the candidate's style underneath it (hidden where
+    // they overlap), and TPS over time came in the bootstrap's ~70 ms buckets.
+    let b = synth("base", 400, 8, 60.0, 0.0, 1);
+    let page = compare_page(&b, &b.clone());
+    let tps = &page[page.find("id=\"cmp-tps\"").unwrap()..];
+    let tps = &tps[..tps.find("</figure>").unwrap_or(tps.len())];
+    // Both lines are drawn, the baseline first (underneath), each with its legend.
+    let (lb, lc) = (tps.find("<path class=\"line base\""), tps.find("<path class=\"line cand\""));
+    assert!(lb.is_some() && lc.is_some() && lb < lc, "{lb:?} {lc:?}");
+    assert!(tps.contains("(baseline)") && tps.contains("(candidate)"));
+    // The styles differ by more than colour: a wide, translucent baseline under a
+    // thin candidate, and different dash patterns for their caps.
+    for rule in [
+        "path.line.base{stroke-width:",
+        "path.line.cand{stroke-width:",
+        "path.line.base.dashed{stroke-dasharray:",
+        "path.line.cand.dashed{stroke-dasharray:",
+    ] {
+        assert!(page.contains(rule), "missing `{rule}`");
+    }
+    // One bucket, chosen for reading and stated: the runs span ~200 s, so 5 s
+    // (40 steps), where the bootstrap resamples 1 s buckets.
+    assert!(tps.contains("per 5 s bucket (baseline)"), "legend");
+    assert!(tps.contains("per 5 s bucket (candidate)"), "legend");
+    assert!(page.contains("Both runs in 5 s buckets"), "note");
 }
 
 #[test]

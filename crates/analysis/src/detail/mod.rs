@@ -394,5 +394,49 @@ pub fn detail(input: &RunInput, report: &RunReport) -> Detail {
     }
 }
 
+/// Buckets the TPS chart of a comparison aims for across its time axis.
+pub const CHART_BUCKETS: u32 = 60;
+
+/// A readable bucket for a TPS chart whose time axis spans `extent`: the smallest
+/// 1–2–5 value (10 ms, 20 ms, 50 ms, 100 ms, …) at or above `extent` /
+/// [`CHART_BUCKETS`], so the line has about 30–60 steps whatever the run's length
+/// (the bootstrap's own buckets, about 200 per run, are too fine to read).
+pub fn chart_bucket(extent: Duration) -> Duration {
+    let want = (extent / CHART_BUCKETS).max(Duration::from_millis(10));
+    let mut unit = Duration::from_millis(10);
+    loop {
+        for m in [1u32, 2, 5] {
+            if unit * m >= want {
+                return unit * m;
+            }
+        }
+        unit *= 10;
+    }
+}
+
+/// The chart data of a comparison's two runs, analysed with `opts` and their TPS
+/// over one [`chart_bucket`] chosen for the longer run, so the two lines share
+/// their steps and can be read against each other.
+pub fn compare_details(
+    baseline: &RunInput,
+    candidate: &RunInput,
+    opts: &crate::analyze::Options,
+) -> (Detail, Detail) {
+    let extent = |i: &RunInput| {
+        let last = i.spans.iter().map(|s| s.released_at).max();
+        i.origin()
+            .zip(last)
+            .and_then(|(o, l)| l.since(o))
+            .unwrap_or_default()
+    };
+    let bucket = chart_bucket(extent(baseline).max(extent(candidate)));
+    let opts = crate::analyze::Options {
+        bucket: Some(bucket),
+        ..*opts
+    };
+    let one = |i: &RunInput| detail(i, &crate::analyze::analyze(i, &opts));
+    (one(baseline), one(candidate))
+}
+
 #[cfg(test)]
 mod tests;

@@ -346,7 +346,7 @@ pub fn tps(id: &str, runs: &[Series<'_>]) -> String {
     figure(ch.finish(), &keys)
 }
 
-fn short_secs(v: f64) -> String {
+pub fn short_secs(v: f64) -> String {
     if v >= 1.0 {
         format!("{} s", super::svg::tick_label(v))
     } else {

@@ -337,6 +337,14 @@ pub fn compare(compared: &Compared, baseline: &Detail, candidate: &Detail) -> Ve
     body.push_str(&charts::queue("cmp-queue", &runs));
     body.push_str("<h2>System TPS over time</h2>\n");
     body.push_str(&charts::tps("cmp-tps", &runs));
+    if let Some(b) = baseline.tps.first().map(|p| p.duration) {
+        body.push_str(&format!(
+            "<p class=\"note\">Both runs in {} buckets, chosen so the longer run spans 30–60 of them. \
+             The baseline is the wide, pale line underneath; the candidate the thin line on top. \
+             The verdicts' intervals resample finer buckets.</p>\n",
+            esc(&charts::short_secs(b.as_secs_f64()))
+        ));
+    }
     body.push_str("<h2>Distributions</h2>\n");
     body.push_str(&cdf_grid("cmp", &runs));
     body.push_str(CDF_NOTE);
