@@ -231,3 +231,32 @@ fn report_dash_reads_the_log_from_stdin() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn goodput_is_reported_in_every_format_only_when_goals_are_given() {
+    let g = golden();
+    let g = g.to_str().unwrap();
+    let plain = tpscope(&["report", g, "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&plain.stdout).unwrap();
+    assert!(v["runs"][0]["goodput"].is_null());
+    let out = tpscope(&["report", g, "--format", "json", "--goodput", "ttft:10s,e2e:1h"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let gp = &v["runs"][0]["goodput"];
+    // Two ok spans meet generous goals; the failed one does not.
+    assert_eq!(gp["met"], 2, "{gp}");
+    assert_eq!(gp["judged"], 3, "{gp}");
+    assert_eq!(gp["goals"]["ttft_s"], 10.0, "{gp}");
+    assert!(gp["requests_per_second"].as_f64().unwrap() > 0.0);
+    for fmt in ["text", "markdown"] {
+        let out = tpscope(&["report", g, "--format", fmt, "--goodput", "ttft:10s"]);
+        let s = text(&out.stdout);
+        assert!(s.contains("goodput_share") && s.contains("66.67 %"), "{fmt}: {s}");
+    }
+    let out = tpscope(&["report", g, "--goodput", "e2e:1s", "--goodput", "e2el:5"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--goodput: goal `e2e` is given twice"));
+    let out = tpscope(&["report", g, "--slo-percentile", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--slo-percentile"));
+}
