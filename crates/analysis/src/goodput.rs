@@ -327,7 +327,10 @@ mod tests {
     #[test]
     fn bad_goals_name_the_key_and_what_was_expected() {
         let e = parse_goals("ttft:500ms,itl:5ms").unwrap_err().to_string();
-        assert!(e.contains("`itl`") && e.contains("ttft, tpot or e2e"), "{e}");
+        assert!(
+            e.contains("`itl`") && e.contains("ttft, tpot or e2e"),
+            "{e}"
+        );
         let e = parse_goals("tpot:fast").unwrap_err().to_string();
         assert!(e.contains("`tpot`") && e.contains("`fast`"), "{e}");
         let e = parse_goals("ttft=5ms").unwrap_err().to_string();

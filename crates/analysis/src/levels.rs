@@ -124,25 +124,37 @@ fn row(level: f64, r: &RunReport) -> LevelRow {
 /// order): consecutive runs of one parameter whose sweep index rises form one
 /// sweep. A level meets the goals when at least `slo_share` of its requests did.
 pub fn sweep_tables(runs: &[(&RunInput, &RunReport)], slo_share: f64) -> Vec<SweepTable> {
-    let mut groups: Vec<(String, u64, u64, Vec<(f64, &RunReport)>)> = Vec::new();
+    /// The runs of one sweep so far, and the last index seen.
+    struct Group<'a> {
+        parameter: String,
+        levels: u64,
+        last: u64,
+        rows: Vec<(f64, &'a RunReport)>,
+    }
+    let mut groups: Vec<Group<'_>> = Vec::new();
     for (input, report) in runs {
         let Some(pl) = place(input) else { continue };
         match groups.last_mut() {
-            Some((param, levels, last, rows))
-                if *param == pl.parameter && *levels == pl.levels && pl.index > *last =>
+            Some(g)
+                if g.parameter == pl.parameter && g.levels == pl.levels && pl.index > g.last =>
             {
-                *last = pl.index;
-                rows.push((pl.level, report));
+                g.last = pl.index;
+                g.rows.push((pl.level, report));
             }
-            _ => groups.push((pl.parameter, pl.levels, pl.index, vec![(pl.level, report)])),
+            _ => groups.push(Group {
+                parameter: pl.parameter,
+                levels: pl.levels,
+                last: pl.index,
+                rows: vec![(pl.level, report)],
+            }),
         }
     }
     groups
         .into_iter()
-        .filter(|(_, levels, _, _)| *levels > 1)
-        .map(|(parameter, _, _, mut levels)| {
-            levels.sort_by(|a, b| a.0.total_cmp(&b.0));
-            table(parameter, &levels, slo_share)
+        .filter(|g| g.levels > 1)
+        .map(|mut g| {
+            g.rows.sort_by(|a, b| a.0.total_cmp(&b.0));
+            table(g.parameter, &g.rows, slo_share)
         })
         .collect()
 }

@@ -28,8 +28,8 @@ pub mod sweep;
 mod test_support;
 
 pub use analyze::{DEFAULT_SLO_SHARE, Options, Prices, WindowSpec, analyze, steady_bounds};
-pub use goodput::{Goals, Goodput, parse_goals};
 pub use collect::LENGTH_EDGES;
+pub use goodput::{Goals, Goodput, parse_goals};
 pub use input::{RunInput, SampleFacts, SpanFacts};
 pub use metrics::{METRICS, SpanMetric, SpanMetrics, SpanRow, span_metrics, span_rows};
 pub use report::{CauseCounts, REPORT_SCHEMA, Report, RunReport, Window, WindowKind};

@@ -83,7 +83,9 @@ impl GoodputFlags {
         for g in &self.goodput {
             all = Some(match all {
                 None => *g,
-                Some(a) => a.merged(*g).map_err(|e| anyhow::anyhow!("--goodput: {e}"))?,
+                Some(a) => a
+                    .merged(*g)
+                    .map_err(|e| anyhow::anyhow!("--goodput: {e}"))?,
             });
         }
         Ok(all)

@@ -32,7 +32,9 @@ pub enum CompareFormat {
 // Two shared flags read differently here: both runs are windowed, and both priced.
 #[command(
     mut_arg("window", |a| a.help("The window both runs' figures cover: full, steady, or FROM..TO in seconds from each run's start")),
-    mut_arg("price_per_hour", |a| a.help("Price of the deployment per hour (cost per million output tokens and per completion, side by side)"))
+    mut_arg("price_per_hour", |a| a.help("Price of the deployment per hour (cost per million output tokens and per completion, side by side)")),
+    // Only a sweep's table reads it; compare judges two runs.
+    mut_arg("slo_percentile", |a| a.hide(true))
 )]
 pub struct CompareArgs {
     /// BASELINE and CANDIDATE span logs; or one log holding both runs, chosen with --baseline-run and --candidate-run.

@@ -318,7 +318,10 @@ fn report_of_a_sweep_log_prints_the_sweep_table_and_knee_bench_printed() {
         .take_while(|l| !l.starts_with("One run per level"))
         .map(|l| format!("{l}\n"))
         .collect();
-    assert!(table.contains("Sweep of concurrency") && table.contains("knee"), "{table}");
+    assert!(
+        table.contains("Sweep of concurrency") && table.contains("knee"),
+        "{table}"
+    );
     assert!(table.contains("up to concurrency 4"), "{table}");
     let report = bench_support::tpscope()
         .args(["report", run.out.to_str().unwrap()])
@@ -329,7 +332,10 @@ fn report_of_a_sweep_log_prints_the_sweep_table_and_knee_bench_printed() {
     assert!(report.status.success());
     assert!(shown.contains(&table), "bench:\n{table}\nreport:\n{shown}");
     // The closed loop's queue is named as the client's backlog, in both.
-    assert!(!table.contains("TTFT user") && table.contains("backlog+TTFT"), "{table}");
+    assert!(
+        !table.contains("TTFT user") && table.contains("backlog+TTFT"),
+        "{table}"
+    );
     assert!(shown.contains("t_queue = client backlog"), "{shown}");
 }
 

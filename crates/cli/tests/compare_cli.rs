@@ -347,8 +347,20 @@ fn goodput_goals_add_a_fifth_criterion_and_bad_goals_exit_2_naming_the_flag() {
     let (base, _better, worse) = win_loss_logs(&dir);
     // Without --goodput, four criteria; with it, goodput is judged too.
     let plain = tpscope(&["compare", &base, &worse]);
-    assert!(!stdout(&plain).contains("goodput does not drop"), "{}", stdout(&plain));
-    let out = tpscope(&["compare", &base, &worse, "--goodput", "e2e:6s", "--format", "json"]);
+    assert!(
+        !stdout(&plain).contains("goodput does not drop"),
+        "{}",
+        stdout(&plain)
+    );
+    let out = tpscope(&[
+        "compare",
+        &base,
+        &worse,
+        "--goodput",
+        "e2e:6s",
+        "--format",
+        "json",
+    ]);
     let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     let crit = v["criteria"].as_array().unwrap();
     assert_eq!(crit.len(), 5, "{v}");
@@ -357,8 +369,16 @@ fn goodput_goals_add_a_fifth_criterion_and_bad_goals_exit_2_naming_the_flag() {
     assert_eq!(out.status.code(), Some(1));
     // vLLM's form is read too: milliseconds, space-separated.
     let vllm = tpscope(&["compare", &base, &worse, "--goodput", "e2el:6000"]);
-    assert!(stdout(&vllm).contains("goodput does not drop"), "{}", stdout(&vllm));
-    for (bad, named) in [("itl:5ms", "`itl`"), ("ttft:soon", "`soon`"), ("ttft", "KEY:VALUE")] {
+    assert!(
+        stdout(&vllm).contains("goodput does not drop"),
+        "{}",
+        stdout(&vllm)
+    );
+    for (bad, named) in [
+        ("itl:5ms", "`itl`"),
+        ("ttft:soon", "`soon`"),
+        ("ttft", "KEY:VALUE"),
+    ] {
         let out = tpscope(&["compare", &base, &worse, "--goodput", bad]);
         assert_eq!(out.status.code(), Some(2), "{bad}");
         let e = stderr(&out);

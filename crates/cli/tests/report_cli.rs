@@ -239,7 +239,14 @@ fn goodput_is_reported_in_every_format_only_when_goals_are_given() {
     let plain = tpscope(&["report", g, "--format", "json"]);
     let v: serde_json::Value = serde_json::from_slice(&plain.stdout).unwrap();
     assert!(v["runs"][0]["goodput"].is_null());
-    let out = tpscope(&["report", g, "--format", "json", "--goodput", "ttft:10s,e2e:1h"]);
+    let out = tpscope(&[
+        "report",
+        g,
+        "--format",
+        "json",
+        "--goodput",
+        "ttft:10s,e2e:1h",
+    ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let gp = &v["runs"][0]["goodput"];
@@ -251,7 +258,10 @@ fn goodput_is_reported_in_every_format_only_when_goals_are_given() {
     for fmt in ["text", "markdown"] {
         let out = tpscope(&["report", g, "--format", fmt, "--goodput", "ttft:10s"]);
         let s = text(&out.stdout);
-        assert!(s.contains("goodput_share") && s.contains("66.67 %"), "{fmt}: {s}");
+        assert!(
+            s.contains("goodput_share") && s.contains("66.67 %"),
+            "{fmt}: {s}"
+        );
     }
     let out = tpscope(&["report", g, "--goodput", "e2e:1s", "--goodput", "e2el:5"]);
     assert_eq!(out.status.code(), Some(2));

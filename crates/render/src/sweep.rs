@@ -173,11 +173,7 @@ pub fn text(tables: &[SweepTable]) -> String {
 pub fn markdown(tables: &[SweepTable]) -> String {
     let mut o = String::new();
     for t in tables {
-        let _ = writeln!(
-            o,
-            "## Sweep of {}: throughput vs latency\n",
-            t.parameter
-        );
+        let _ = writeln!(o, "## Sweep of {}: throughput vs latency\n", t.parameter);
         let (heads, rows) = cells(t);
         md_table(&mut o, &heads, &rows);
         o.push('\n');
@@ -241,7 +237,10 @@ mod tests {
         let head = closed.lines().nth(1).unwrap();
         assert!(head.find("TTFT p50").unwrap() < head.find("backlog").unwrap());
         let open = text(&[table(false)]);
-        assert!(open.contains("TTFT user p99") && !open.contains("backlog"), "{open}");
+        assert!(
+            open.contains("TTFT user p99") && !open.contains("backlog"),
+            "{open}"
+        );
     }
 
     #[test]

@@ -228,7 +228,10 @@ fn compare_page_shows_the_baseline_line_beside_the_candidate_in_one_stated_bucke
     let tps = &page[page.find("id=\"cmp-tps\"").unwrap()..];
     let tps = &tps[..tps.find("</figure>").unwrap_or(tps.len())];
     // Both lines are drawn, the baseline first (underneath), each with its legend.
-    let (lb, lc) = (tps.find("<path class=\"line base\""), tps.find("<path class=\"line cand\""));
+    let (lb, lc) = (
+        tps.find("<path class=\"line base\""),
+        tps.find("<path class=\"line cand\""),
+    );
     assert!(lb.is_some() && lc.is_some() && lb < lc, "{lb:?} {lc:?}");
     assert!(tps.contains("(baseline)") && tps.contains("(candidate)"));
     // The styles differ by more than colour: a wide, translucent baseline under a

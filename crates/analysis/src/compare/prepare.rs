@@ -216,7 +216,10 @@ mod tests {
         let g = p.report.goodput.as_ref().unwrap();
         assert!(g.met > 0 && g.met < g.judged);
         assert_eq!(p.good.len(), p.tokens.len());
-        assert!(close(ratio_of_units(&p.good), g.requests_per_second.unwrap()));
+        assert!(close(
+            ratio_of_units(&p.good),
+            g.requests_per_second.unwrap()
+        ));
         assert!(p.block_len >= 1 && p.block_len <= p.tokens.len());
     }
 }
