@@ -337,6 +337,17 @@ fn report_of_a_sweep_log_prints_the_sweep_table_and_knee_bench_printed() {
         "{table}"
     );
     assert!(shown.contains("t_queue = client backlog"), "{shown}");
+    let json = bench_support::tpscope()
+        .args(["report", run.out.to_str().unwrap(), "--format", "json"])
+        .args(["--goodput", "ttft:30s"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let sweep = &v["sweeps"][0];
+    assert_eq!(sweep["parameter"], "concurrency", "{sweep}");
+    assert_eq!(sweep["closed_loop"], true, "{sweep}");
+    assert_eq!(sweep["rows"].as_array().map(Vec::len), Some(2), "{sweep}");
+    assert_eq!(sweep["within_goals"]["level"], 4.0, "{sweep}");
 }
 
 fn interrupt(pid: u32) {

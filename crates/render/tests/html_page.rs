@@ -285,3 +285,29 @@ fn empty_and_multi_run_reports_render() {
     );
     assert!(page.contains("no requests in this run"));
 }
+
+#[test]
+fn report_page_of_a_sweep_shows_its_table_and_knee() {
+    let mut runs: Vec<RunInput> = (0..3)
+        .map(|i| synth(&format!("c{i}"), 120, 1 << (2 * i), 60.0, 0.0, i as u64))
+        .collect();
+    for (i, r) in runs.iter_mut().enumerate() {
+        if let Some(rec) = r.run.as_mut() {
+            rec.load = serde_json::json!({"mode": "closed_loop", "sweep":
+                {"parameter": "concurrency", "level": 1 << (2 * i), "index": i, "levels": 3}});
+        }
+    }
+    let reports: Vec<_> = runs.iter().map(|i| analyze(i, &opts())).collect();
+    let pairs: Vec<_> = runs.iter().zip(&reports).collect();
+    let sweeps = tpscope_analysis::levels::sweep_tables(&pairs, 0.9);
+    let report = Report {
+        schema: tpscope_analysis::REPORT_SCHEMA,
+        runs: reports,
+        skipped: Default::default(),
+        warnings: vec![],
+        sweeps,
+    };
+    let page = String::from_utf8(html::report(&report, &[])).unwrap();
+    assert!(page.contains("Sweep of concurrency: throughput vs latency"));
+    assert!(page.contains("knee:") && page.contains("backlog+TTFT p99"));
+}
