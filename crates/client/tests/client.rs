@@ -431,6 +431,25 @@ async fn malformed_chunk_and_mid_stream_error() {
 }
 
 #[tokio::test]
+async fn a_200_that_is_not_a_completion_is_malformed_not_ok() {
+    // issue 16: both counted as ok with 0 tokens and 100 % success.
+    let server = ScriptServer::start(vec![
+        Reply::body(200, "application/json", br#"{"status":"ok","result":[1,2]}"#),
+        Reply::sse(vec![Part::Bytes(events(&["[DONE]"]))]),
+    ])
+    .await;
+    let client = client_for(&server, ClientConfig::default());
+    let o = run(&client).await;
+    assert_eq!(o.cause(), Some(Cause::Malformed), "{o:?}");
+    let msg = o.error_message.unwrap();
+    assert!(msg.contains("not a completion") && msg.contains("\"status\""), "{msg}");
+    let o = run(&client).await;
+    assert_eq!(o.cause(), Some(Cause::Malformed), "{o:?}");
+    assert!(o.error_message.unwrap().contains("before any completion chunk"));
+    server.shutdown().await;
+}
+
+#[tokio::test]
 async fn cancellation_ends_the_attempt_at_once_and_keeps_tokens() {
     let mut parts = vec![Part::Bytes(events(&[ROLE, &content("a"), &content("b")]))];
     for _ in 0..50 {
