@@ -351,6 +351,9 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
             })
             .collect(),
         complete: input.end.is_some(),
+        error_messages: input
+            .error_messages
+            .top(crate::errors::SHOWN_PER_CAUSE),
         window,
         steady_window,
         success_rate: ratio(counts.ok as f64, (counts.ok + counts.error) as f64),

@@ -8,6 +8,8 @@ use tpscope_model::{
     TokenSource,
 };
 
+use crate::errors::ErrorMessages;
+
 /// What the analysis needs of one span, without ids, text or attempt details
 /// (120 bytes, so a million spans fit in memory comfortably).
 #[derive(Clone, Debug, PartialEq)]
@@ -124,6 +126,8 @@ pub struct RunInput {
     pub failed_token_sources: Vec<(Option<TokenSource>, u64)>,
     /// The samples, in log order.
     pub samples: Vec<SampleFacts>,
+    /// The failure messages of the non-ok spans, by cause (bounded).
+    pub error_messages: ErrorMessages,
 }
 
 impl RunInput {
@@ -135,6 +139,9 @@ impl RunInput {
             ..RunInput::default()
         };
         for s in spans {
+            if let Some(e) = &s.error {
+                input.error_messages.add(e.cause, &e.message);
+            }
             input.push_span(SpanFacts::of(s), s.token_source.as_ref());
         }
         input.samples = samples.iter().map(SampleFacts::from).collect();

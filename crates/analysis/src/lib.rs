@@ -15,6 +15,7 @@ pub mod analyze;
 mod collect;
 pub mod compare;
 pub mod detail;
+pub mod errors;
 pub mod input;
 pub mod knee;
 pub mod metrics;
@@ -27,6 +28,7 @@ mod test_support;
 
 pub use analyze::{Options, Prices, WindowSpec, analyze, steady_bounds};
 pub use collect::LENGTH_EDGES;
+pub use errors::{CauseMessages, ErrorMessages, MessageCount};
 pub use input::{RunInput, SampleFacts, SpanFacts};
 pub use metrics::{METRICS, SpanMetric, SpanMetrics, SpanRow, span_metrics, span_rows};
 pub use report::{CauseCounts, REPORT_SCHEMA, Report, RunReport, Window, WindowKind};

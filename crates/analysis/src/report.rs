@@ -294,6 +294,9 @@ pub struct RunReport {
     pub steady_window: Option<Window>,
     /// Span counts.
     pub counts: Counts,
+    /// The most frequent failure messages of each cause (over the whole run,
+    /// whatever the window).
+    pub error_messages: Vec<crate::errors::CauseMessages>,
     /// Σ output tokens of ok spans in the window / window length (tokens of spans
     /// that straddle an edge are counted pro rata, spread over their stream).
     pub system_tps: Option<TokensPerSecond>,

@@ -35,6 +35,8 @@ pub(crate) enum FastRecord<'a> {
         span_id: &'a str,
         facts: SpanFacts,
         source: Option<TokenSource>,
+        /// The `message` of a non-ok span's `error`.
+        error_message: Option<&'a str>,
     },
     Sample {
         run_id: &'a str,
@@ -145,10 +147,11 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
         }
         c.need(b"]")?;
     }
+    let mut error_message = None;
     let error_cause = if c.lit(key::error) && c.lit(b"{\"cause\":") {
         let cause = c.cause()?;
         if c.lit(b",\"message\":") {
-            c.str()?;
+            error_message = Some(c.str()?);
         }
         c.need(b"}")?;
         Some(cause)
@@ -176,6 +179,7 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
         span_id,
         facts,
         source,
+        error_message,
     })
 }
 

@@ -22,7 +22,7 @@ use crate::scalar::Scalar;
 
 #[derive(Debug, PartialEq)]
 enum Owned {
-    Span(String, String, SpanFacts, Option<TokenSource>),
+    Span(String, String, SpanFacts, Option<TokenSource>, Option<String>),
     Sample(String, SampleFacts),
 }
 
@@ -40,11 +40,13 @@ fn general(text: &str) -> Option<Owned> {
             facts,
             source,
             span_id,
+            error_message,
         } => Some(Owned::Span(
             run_id.into(),
             span_id.into_owned(),
             facts,
             source,
+            error_message.map(|m| m.into_owned()),
         )),
         Parsed::Sample(f) => Some(Owned::Sample(run_id.into(), f)),
         _ => None,
@@ -58,7 +60,14 @@ fn fast(bytes: &[u8]) -> Option<Owned> {
             span_id,
             facts,
             source,
-        } => Some(Owned::Span(run_id.into(), span_id.into(), facts, source)),
+            error_message,
+        } => Some(Owned::Span(
+            run_id.into(),
+            span_id.into(),
+            facts,
+            source,
+            error_message.map(str::to_string),
+        )),
         FastRecord::Sample { run_id, facts } => Some(Owned::Sample(run_id.into(), facts)),
     }
 }
@@ -301,7 +310,7 @@ fn a_bench_log_with_retries_and_errors_reads_alike_on_both_paths() {
         }
         assert!(general.is_some(), "{line}");
         assert_eq!(fast(line.as_bytes()), general, "{line}");
-        if let Some(Owned::Span(_, _, facts, _)) = general {
+        if let Some(Owned::Span(_, _, facts, _, _)) = general {
             spans += 1;
             retried += usize::from(facts.retry_count > 0);
             failed += usize::from(facts.status != Status::Ok);

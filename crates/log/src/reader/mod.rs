@@ -120,12 +120,14 @@ impl Reader {
                 span_id,
                 facts,
                 source,
+                error_message,
             }) => {
                 let span_id = Cow::Borrowed(span_id);
                 let parsed = Parsed::Span {
                     facts,
                     source,
                     span_id,
+                    error_message: error_message.map(Cow::Borrowed),
                 };
                 self.file(run_id, parsed).map_err(Failure::Field)
             }

@@ -21,6 +21,8 @@ pub(super) enum Parsed<'a> {
         facts: SpanFacts,
         source: Option<TokenSource>,
         span_id: Cow<'a, str>,
+        /// The `message` of a non-ok span's `error`, when it is a string.
+        error_message: Option<Cow<'a, str>>,
     },
     Sample(SampleFacts),
     End(EndRecord),
@@ -384,6 +386,14 @@ fn parse_span<'l>(line: &'l Line<'_>, unit: Option<TimeUnit>) -> FieldResult<Par
         },
         source,
         span_id,
+        error_message: error_cause.and(line.extras.error_message).and_then(|raw| {
+            match crate::json::Scanner::new(raw).scalar() {
+                Ok(Scalar::Str(m)) => Some(m),
+                // Not a string: the whole-record reader names it; the analysis
+                // only goes without the message.
+                _ => None,
+            }
+        }),
     })
 }
 

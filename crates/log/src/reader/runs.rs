@@ -251,8 +251,12 @@ impl Reader {
                 facts,
                 source,
                 span_id,
+                error_message,
             } => {
                 let run = self.runs.span(run_id, &span_id)?;
+                if let (Some(cause), Some(m)) = (facts.error_cause, &error_message) {
+                    run.input.error_messages.add(cause, m);
+                }
                 run.input.push_span(facts, source.as_ref());
                 if self.opts.keep_span_ids {
                     run.span_ids.push(span_id.into());

@@ -58,7 +58,7 @@ pub(super) struct Line<'a> {
 #[derive(Default)]
 pub(super) struct Extras<'a> {
     pub(super) request_id: Option<&'a str>,
-    /// The `message` of a span's `error`.
+    /// The `message` of a span's `error` (read by both scans).
     pub(super) error_message: Option<&'a str>,
     /// Per element of `attempts`, in order.
     pub(super) attempts: Vec<AttemptExtras<'a>>,
@@ -271,7 +271,9 @@ fn scan<'a, const WHOLE: bool>(text: &'a str, line: &mut Line<'a>) -> JsonResult
                             cause = Some(sc.scalar()?);
                         } else {
                             let v = sc.raw()?;
-                            if WHOLE && key == "message" {
+                            // Kept by the analysis too: the report lists the
+                            // most frequent messages per cause.
+                            if key == "message" {
                                 *message = Some(v);
                             }
                         }
