@@ -170,6 +170,21 @@ pub fn by_cause(m: &CauseCounts) -> String {
         .join(", ")
 }
 
+/// "cause ×n: message" lines, the most frequent failure messages of each cause
+/// (and how many said something else); empty when nothing failed.
+pub fn failure_message_lines(r: &RunReport) -> Vec<String> {
+    let mut out = Vec::new();
+    for c in &r.error_messages {
+        for m in &c.messages {
+            out.push(format!("{} ×{}: {}", c.cause, m.count, m.message));
+        }
+        if c.other > 0 {
+            out.push(format!("{} ×{}: (other messages)", c.cause, c.other));
+        }
+    }
+    out
+}
+
 /// The one-line description of a run's window.
 pub fn window_line(r: &RunReport) -> String {
     match &r.window {

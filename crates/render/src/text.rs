@@ -65,6 +65,9 @@ pub fn render(report: &Report) -> Vec<u8> {
             c.cancelled,
             by_cause(&c.errors_by_cause)
         );
+        for line in failure_message_lines(r) {
+            let _ = writeln!(o, "    {line}");
+        }
         let _ = writeln!(
             o,
             "  retries {} ({}) · wasted tokens {} · output tokens {} · input tokens {}",

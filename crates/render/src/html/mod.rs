@@ -14,7 +14,7 @@ use tpscope_analysis::{Report, RunReport};
 use crate::compare::{criterion_cells, criterion_heads, headline_cells, method_line, side_line};
 use crate::fmt::{SUMMARY_HEADS, summary_cells};
 use crate::rows::{
-    by_cause, distribution_rows, headline_rows, length_label, missing_lines, window_line,
+    by_cause, distribution_rows, failure_message_lines, headline_rows, length_label, missing_lines, window_line,
 };
 use charts::Series;
 use page::{Cell, document, table, warnings};
@@ -76,6 +76,14 @@ fn summary_tables(r: &RunReport) -> String {
         c.wasted_tokens,
         c.output_tokens
     ));
+    let messages = failure_message_lines(r);
+    if !messages.is_empty() {
+        s.push_str("<p class=\"meta\">most frequent failure messages:</p>\n<ul class=\"failures\">\n");
+        for line in messages {
+            s.push_str(&format!("<li><code>{}</code></li>\n", esc(&line)));
+        }
+        s.push_str("</ul>\n");
+    }
     let rows: Vec<Vec<Cell>> = headline_rows(r)
         .into_iter()
         .map(|(k, v, why)| {
