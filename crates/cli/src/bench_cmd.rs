@@ -154,8 +154,17 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     if let Some(signo) = interrupted {
         return Ok(ExitCode::from(signals::exit_status(signo)));
     }
+    let reasons = failure_reasons(&summaries);
+    if total.error > 0 && total.ok > 0 {
+        // The server's own words (issue 15: "--model nope" said only "no request
+        // succeeded"; the reason was in the log).
+        eprintln!("most frequent failures: {}", reasons.join("; "));
+    }
     if total.ok == 0 && total.spans > 0 {
-        eprintln!("error: no request succeeded");
+        match reasons.first() {
+            Some(first) => eprintln!("error: no request succeeded; {first}"),
+            None => eprintln!("error: no request succeeded"),
+        }
         return Ok(ExitCode::from(EXIT_FAILURE));
     }
     if let Some(max) = spec.max_error_rate
@@ -182,6 +191,29 @@ fn print_report(
         to.write_all(&report_cmd::render(&r, set, report_cmd::Format::Text)?)?;
     }
     Ok(to.flush()?)
+}
+
+/// The most frequent failure message of each cause over every run, most
+/// frequent first: `http_4xx ×12: HTTP 404 Not Found: The model … does not exist`.
+fn failure_reasons(summaries: &[RunSummary]) -> Vec<String> {
+    // A sweep's levels each keep their own tally; the same message sums.
+    let mut all: Vec<(tpscope_model::Cause, String, u64)> = Vec::new();
+    for c in summaries.iter().flat_map(|s| s.errors.top(1)) {
+        let Some(m) = c.messages.first() else {
+            continue;
+        };
+        match all
+            .iter_mut()
+            .find(|(cause, msg, _)| *cause == c.cause && *msg == m.message)
+        {
+            Some(e) => e.2 += m.count,
+            None => all.push((c.cause, m.message.clone(), m.count)),
+        }
+    }
+    all.sort_by(|a, b| b.2.cmp(&a.2));
+    all.into_iter()
+        .map(|(cause, msg, n)| format!("{cause} ×{n}: {msg}"))
+        .collect()
 }
 
 /// The first run whose share of failed requests (error / (ok + error)) is above

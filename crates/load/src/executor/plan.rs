@@ -68,4 +68,7 @@ pub struct RunSummary {
     pub interrupted: bool,
     /// Whether in-flight requests were cancelled (second Ctrl-C or drain timeout).
     pub cancelled_in_flight: bool,
+    /// The failure messages of the error spans, by cause (bounded), so that the
+    /// server's own words reach the user even without a report.
+    pub errors: tpscope_analysis::ErrorMessages,
 }

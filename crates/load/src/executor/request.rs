@@ -175,7 +175,12 @@ pub(super) fn finish<S: Sender>(sh: &Arc<Shared<S>>, f: Finished) {
         st.summary.spans += 1;
         match span.status {
             Status::Ok => st.summary.ok += 1,
-            Status::Error => st.summary.error += 1,
+            Status::Error => {
+                st.summary.error += 1;
+                if let Some(e) = &span.error {
+                    st.summary.errors.add(e.cause, &e.message);
+                }
+            }
             Status::Cancelled => st.summary.cancelled += 1,
         }
     }
