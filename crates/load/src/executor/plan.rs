@@ -33,6 +33,9 @@ pub struct RunPlan {
     pub tokenizer: Tokenizer,
     /// Seed of the schedule, the workload and the retry jitter.
     pub seed: u64,
+    /// Mixed into the text of synthetic prompts (0: none), see
+    /// [`crate::workload::Workload::request`].
+    pub prompt_salt: u64,
     /// Retries.
     pub retry: RetryPolicy,
     /// Sample cadence (`None`: no samples).

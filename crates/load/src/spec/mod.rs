@@ -107,6 +107,9 @@ pub struct BenchSpec {
     pub retry: RetryPolicy,
     /// Seed.
     pub seed: u64,
+    /// `--same-prompts`: every run with this seed sends the same prompt text
+    /// (else synthetic prompts are salted by the run id).
+    pub same_prompts: bool,
     /// Sample cadence.
     pub sample_interval: Duration,
     /// Drain bound.
@@ -361,6 +364,7 @@ impl BenchSpec {
                 base: a.retry_backoff,
             },
             seed: a.seed,
+            same_prompts: a.same_prompts,
             sample_interval: a.sample_interval,
             drain_timeout: a.drain_timeout,
             workload: Arc::new(workload),
@@ -377,7 +381,7 @@ impl BenchSpec {
     /// The plan of one level's run.
     pub fn plan(&self, level: &Level, run_id: String) -> RunPlan {
         RunPlan {
-            run_id,
+            run_id: run_id.clone(),
             schedule: level.schedule.clone(),
             requests: level.requests,
             duration: self.duration,
@@ -386,6 +390,11 @@ impl BenchSpec {
             workload: self.workload.clone(),
             tokenizer: self.tokenizer,
             seed: self.seed,
+            prompt_salt: if self.same_prompts {
+                0
+            } else {
+                prompt_salt(&run_id)
+            },
             retry: self.retry,
             sample_interval: Some(self.sample_interval),
             drain_timeout: self.drain_timeout,
@@ -444,6 +453,11 @@ impl BenchSpec {
             duration_s: secs(self.duration),
             dispatch: self.dispatch.to_string(),
             seed: self.seed,
+            prompts: match (&*self.workload, self.same_prompts) {
+                (Workload::Prompts { .. }, _) => "as_written",
+                (_, true) => "same_every_run",
+                (_, false) => "salted_by_run_id",
+            },
             workload: self.workload.settings(),
             max_retries: self.retry.max_retries,
             retry_backoff_s: self.retry.base.as_secs_f64(),
@@ -548,4 +562,13 @@ fn exact_lengths(
 
 fn secs(d: Option<Duration>) -> Option<f64> {
     d.map(|d| d.as_secs_f64())
+}
+
+/// The salt of a run's synthetic prompts: a hash of its id (never 0, which means
+/// none), so a log says which text was sent.
+pub fn prompt_salt(run_id: &str) -> u64 {
+    run_id
+        .bytes()
+        .fold(0xC0FF_EE00_u64, |h, b| mix(h ^ u64::from(b)))
+        .max(1)
 }

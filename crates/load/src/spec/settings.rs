@@ -21,6 +21,11 @@ pub struct LoadSettings<'a> {
     pub dispatch: String,
     /// `--seed`.
     pub seed: u64,
+    /// The text of synthetic prompts: `salted_by_run_id` (the default: another
+    /// text of the same lengths each run, so no run finds the last one's prompts
+    /// in a prefix cache), `same_every_run` (`--same-prompts`), or `as_written`
+    /// (prompts from a file).
+    pub prompts: &'static str,
     /// What requests ask for.
     pub workload: WorkloadSettings<'a>,
     /// `--max-retries`.

@@ -103,20 +103,28 @@ impl Workload {
         self.len() == Some(0)
     }
 
-    /// Request `seq` for `seed`, with synthetic text made by `tokenizer`.
-    pub fn request(&self, seq: u64, seed: u64, tokenizer: Tokenizer) -> Request {
+    /// Request `seq` for `seed`, with synthetic text made by `tokenizer`. Lengths
+    /// follow `seed` alone; the text of synthetic prompts also follows
+    /// `prompt_salt` (0: none), so that a repeated run sends other prompts of the
+    /// same lengths and finds nothing of them in the server's prefix cache.
+    pub fn request(&self, seq: u64, seed: u64, prompt_salt: u64, tokenizer: Tokenizer) -> Request {
         let req_seed = mix(seed ^ mix(seq.wrapping_add(0x5EED)));
         let mut rng = StdRng::seed_from_u64(req_seed);
+        let text_seed = if prompt_salt == 0 {
+            req_seed
+        } else {
+            mix(req_seed ^ prompt_salt)
+        };
         match self {
             Workload::Synthetic { input, output } => {
                 let n_in = input.sample(&mut rng);
                 let n_out = output.sample(&mut rng);
-                synthetic(n_in, n_out, req_seed, tokenizer)
+                synthetic(n_in, n_out, text_seed, tokenizer)
             }
             Workload::AzureChat => {
                 let t = azure_lengths();
                 let (i, o) = t[(req_seed % t.len() as u64) as usize];
-                synthetic(i.max(1), o.max(1), req_seed, tokenizer)
+                synthetic(i.max(1), o.max(1), text_seed, tokenizer)
             }
             Workload::Prompts { items, output, .. } => {
                 let item = &items[(seq % items.len().max(1) as u64) as usize];
@@ -134,7 +142,12 @@ impl Workload {
                 let e = &entries[(seq % entries.len().max(1) as u64) as usize];
                 Request {
                     spec: RequestSpec {
-                        prompt: Prompt::Text(prefix_shared_text(e, req_seed, tokenizer)),
+                        prompt: Prompt::Text(prefix_shared_text(
+                            e,
+                            text_seed,
+                            prompt_salt,
+                            tokenizer,
+                        )),
                         max_tokens: Some(e.output.max(1)),
                     },
                     input_tokens: Some(u64::from(e.input)),
@@ -225,9 +238,9 @@ mod tests {
             output: LengthDist::Uniform { lo: 10, hi: 20 },
         };
         let tk = Tokenizer::O200kBase;
-        let a = w.request(5, 42, tk);
-        assert_eq!(a, w.request(5, 42, tk));
-        assert_ne!(a, w.request(6, 42, tk));
+        let a = w.request(5, 42, 0, tk);
+        assert_eq!(a, w.request(5, 42, 0, tk));
+        assert_ne!(a, w.request(6, 42, 0, tk));
         let Prompt::Text(t) = &a.spec.prompt else {
             panic!("text expected")
         };
@@ -237,10 +250,32 @@ mod tests {
     }
 
     #[test]
+    fn a_prompt_salt_changes_the_text_not_the_lengths() {
+        // issue 15: the same --seed sent identical prompts every run, so a repeat
+        // run found them in vLLM's prefix cache (0 → 24,576 cached tokens).
+        let w = Workload::Synthetic {
+            input: LengthDist::Uniform { lo: 50, hi: 90 },
+            output: LengthDist::Uniform { lo: 10, hi: 20 },
+        };
+        let tk = Tokenizer::O200kBase;
+        for seq in 0..5 {
+            let (a, b) = (w.request(seq, 7, 11, tk), w.request(seq, 7, 12, tk));
+            assert_ne!(a.spec.prompt, b.spec.prompt);
+            assert_eq!(a.input_tokens, b.input_tokens);
+            assert_eq!(a.max_tokens(), b.max_tokens());
+            let Prompt::Text(t) = &b.spec.prompt else {
+                panic!()
+            };
+            assert_eq!(tk.count(t) as u64, b.input_tokens.unwrap());
+            assert_eq!(a, w.request(seq, 7, 11, tk), "reproducible for one salt");
+        }
+    }
+
+    #[test]
     fn azure_default_lengths_vary() {
         let w = Workload::AzureChat;
         let lens: std::collections::BTreeSet<u32> = (0..50)
-            .map(|s| w.request(s, 1, Tokenizer::O200kBase).max_tokens())
+            .map(|s| w.request(s, 1, 0, Tokenizer::O200kBase).max_tokens())
             .collect();
         assert!(lens.len() > 20, "{lens:?}");
         assert_eq!(azure_lengths().len(), 19_366);
