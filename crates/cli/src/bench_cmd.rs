@@ -257,10 +257,13 @@ async fn bench(
     endpoint.extra_body = spec.extra_body.clone();
     endpoint.include_usage = spec.include_usage;
     let shown_url = redact_url(&base_url);
+    // The model's context, when known: the simulator's own, or what the server's
+    // model list says (vLLM's max_model_len).
+    let mut max_model_len = sim.as_ref().map(|s| s.model.max_model_len);
     if endpoint.model.is_empty() {
         let probe = Client::new(endpoint.clone(), spec.client.clone()).context("--url")?;
         let limit = spec.model_lookup_timeout();
-        let models = tokio::time::timeout(limit, probe.list_models())
+        let models = tokio::time::timeout(limit, probe.models())
             .await
             .map_err(|_| {
                 anyhow::anyhow!(
@@ -273,10 +276,20 @@ async fn bench(
             .with_context(|| {
                 format!("asking {shown_url}/models for a model (give --model to skip this)")
             })?;
-        endpoint.model = models
+        let first = models
             .into_iter()
             .next()
             .with_context(|| format!("{shown_url}/models lists no model: give --model"))?;
+        endpoint.model = first.id;
+        max_model_len = max_model_len.or(first.max_model_len);
+    }
+    let context = match max_model_len {
+        // Unmarked: lengths that cannot fit are bad input (exit 2).
+        Some(m) => spec.context_fit(m)?,
+        None => Default::default(),
+    };
+    if let Some(note) = &context.note {
+        eprintln!("note: {note}");
     }
     let client = Arc::new(Client::new(endpoint.clone(), spec.client.clone()).context("--url")?);
     let live = Arc::new(LiveStats::default());
@@ -333,7 +346,8 @@ async fn bench(
         if let Some(l) = &level.label {
             labels.insert("sweep".into(), l.replace(' ', "="));
         }
-        let load = spec.load_settings(i, sim.as_ref().map(simulator_settings));
+        let mut load = spec.load_settings(i, sim.as_ref().map(simulator_settings));
+        load.context_limit = context.limit;
         let info = RunInfo {
             tool: TOOL.into(),
             target: Target {
@@ -358,8 +372,10 @@ async fn bench(
             level.requests,
             level.cap,
         );
+        let mut plan = spec.plan(level, run_id.clone());
+        plan.context = context.limit;
         let summary = execute(
-            spec.plan(level, run_id.clone()),
+            plan,
             clock,
             client.clone(),
             Some(rec.clone()),

@@ -148,6 +148,12 @@ impl Client {
     /// `GET {base}/models`: the ids in the OpenAI `{"data": [{"id": …}]}` answer.
     /// Bounded by the total timeout (30 s when none is set).
     pub async fn list_models(&self) -> Result<Vec<String>, ClientError> {
+        Ok(self.models().await?.into_iter().map(|m| m.id).collect())
+    }
+
+    /// `GET {base}/models`: each model with its context length when the server
+    /// says (vLLM's `max_model_len`). Bounded as [`Client::list_models`].
+    pub async fn models(&self) -> Result<Vec<ModelInfo>, ClientError> {
         let what = format!("GET {}", self.inner.models_uri.path());
         let fail = |cause: Cause, status: Option<u16>, message: String| ClientError::Request {
             what: what.clone(),
@@ -333,17 +339,32 @@ async fn read_limited(mut body: Incoming, limit: usize) -> Result<Vec<u8>, (Caus
     Ok(buf)
 }
 
-fn parse_models(body: &[u8]) -> Result<Vec<String>, String> {
+/// One entry of a server's model list.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
+pub struct ModelInfo {
+    /// The model's id (what requests name).
+    pub id: String,
+    /// The most tokens (prompt + output) one request may hold, when the server
+    /// says (vLLM's `max_model_len`; a value that is not a positive integer is
+    /// taken as unknown).
+    #[serde(default, deserialize_with = "positive_or_none")]
+    pub max_model_len: Option<u32>,
+}
+
+fn positive_or_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    let v: Option<serde_json::Value> = serde::Deserialize::deserialize(d)?;
+    Ok(v.and_then(|v| v.as_u64())
+        .and_then(|n| u32::try_from(n).ok())
+        .filter(|&n| n > 0))
+}
+
+fn parse_models(body: &[u8]) -> Result<Vec<ModelInfo>, String> {
     #[derive(serde::Deserialize)]
     struct List {
-        data: Vec<Model>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Model {
-        id: String,
+        data: Vec<ModelInfo>,
     }
     serde_json::from_slice::<List>(body)
-        .map(|l| l.data.into_iter().map(|m| m.id).collect())
+        .map(|l| l.data)
         .map_err(|e| format!("expected {{\"data\": [{{\"id\": …}}]}}: {e}"))
 }
 

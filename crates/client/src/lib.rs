@@ -11,7 +11,7 @@ mod outcome;
 mod request;
 mod rx;
 
-pub use client::{Client, ClientError};
+pub use client::{Client, ClientError, ModelInfo};
 pub use config::{
     Api, BadApi, BadRxTimestamps, ClientConfig, Endpoint, Message, Prompt, RequestSpec,
     RxTimestamps, Timeouts,

@@ -567,11 +567,16 @@ async fn completions_api_reasoning_and_non_streaming_answers() {
 #[tokio::test]
 async fn list_models_reads_the_openai_model_list() {
     let server = ScriptServer::start(vec![
-        Reply::body(200, "application/json", br#"{"object":"list","data":[{"id":"llama-8b","object":"model"},{"id":"qwen","object":"model"}]}"#),
+        Reply::body(200, "application/json", br#"{"object":"list","data":[{"id":"llama-8b","object":"model","max_model_len":4096},{"id":"qwen","object":"model","max_model_len":null}]}"#),
+        Reply::body(200, "application/json", br#"{"object":"list","data":[{"id":"llama-8b","object":"model","max_model_len":4096},{"id":"qwen","object":"model","max_model_len":null}]}"#),
         Reply::body(401, "application/json", br#"{"error":{"message":"bad key"}}"#),
     ])
     .await;
     let client = client_for(&server, ClientConfig::default());
+    // vLLM's max_model_len per model (issue 15: the default workload ignored it).
+    let models = client.models().await.unwrap();
+    assert_eq!(models[0].max_model_len, Some(4096));
+    assert_eq!(models[1].max_model_len, None);
     assert_eq!(client.list_models().await.unwrap(), ["llama-8b", "qwen"]);
     let e = client.list_models().await.unwrap_err().to_string();
     assert!(
@@ -579,7 +584,7 @@ async fn list_models_reads_the_openai_model_list() {
         "{e}"
     );
     let got = server.received();
-    assert!(got[0].head.starts_with("GET /v1/models "));
+    assert!(got[1].head.starts_with("GET /v1/models "));
     assert_eq!(
         got[0].header("authorization").as_deref(),
         Some("Bearer sk-test")

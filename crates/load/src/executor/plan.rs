@@ -36,6 +36,9 @@ pub struct RunPlan {
     /// Mixed into the text of synthetic prompts (0: none), see
     /// [`crate::workload::Workload::request`].
     pub prompt_salt: u64,
+    /// The most tokens (prompt + output) a request may ask for: the model's
+    /// usable context, when requests had to be shortened to fit it.
+    pub context: Option<u32>,
     /// Retries.
     pub retry: RetryPolicy,
     /// Sample cadence (`None`: no samples).

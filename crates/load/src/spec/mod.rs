@@ -6,6 +6,7 @@
 //! Beside it: the flags (`flags.rs`), the target URL and vLLM's habits
 //! (`target.rs`), where the log goes (`output.rs`).
 
+mod context;
 mod error;
 mod flags;
 mod output;
@@ -32,6 +33,7 @@ use crate::workload::prompts::{read_prompts_jsonl, read_sharegpt};
 use crate::workload::trace::TraceEntry;
 use crate::workload::{Prompt, Workload};
 
+pub use context::{ContextFit, fit as fit_context, usable as usable_context};
 pub use error::SpecError;
 pub use flags::{BadDatasetName, DatasetName, Flags};
 pub use output::{Output, unique_name};
@@ -107,6 +109,9 @@ pub struct BenchSpec {
     pub retry: RetryPolicy,
     /// Seed.
     pub seed: u64,
+    /// Whether the user gave `--input-tokens` or `--output-tokens` (then lengths
+    /// that cannot fit the model's context are an error, not shortened).
+    pub lengths_given: bool,
     /// `--same-prompts`: every run with this seed sends the same prompt text
     /// (else synthetic prompts are salted by the run id).
     pub same_prompts: bool,
@@ -365,6 +370,7 @@ impl BenchSpec {
             },
             seed: a.seed,
             same_prompts: a.same_prompts,
+            lengths_given: a.input_tokens.is_some() || a.output_tokens.is_some(),
             sample_interval: a.sample_interval,
             drain_timeout: a.drain_timeout,
             workload: Arc::new(workload),
@@ -390,6 +396,7 @@ impl BenchSpec {
             workload: self.workload.clone(),
             tokenizer: self.tokenizer,
             seed: self.seed,
+            context: None,
             prompt_salt: if self.same_prompts {
                 0
             } else {
@@ -458,6 +465,7 @@ impl BenchSpec {
                 (_, true) => "same_every_run",
                 (_, false) => "salted_by_run_id",
             },
+            context_limit: None,
             workload: self.workload.settings(),
             max_retries: self.retry.max_retries,
             retry_backoff_s: self.retry.base.as_secs_f64(),

@@ -26,6 +26,10 @@ pub struct LoadSettings<'a> {
     /// in a prefix cache), `same_every_run` (`--same-prompts`), or `as_written`
     /// (prompts from a file).
     pub prompts: &'static str,
+    /// The most tokens (prompt + output) a request asked for, when requests were
+    /// shortened to fit the model's context (`max_model_len`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_limit: Option<u32>,
     /// What requests ask for.
     pub workload: WorkloadSettings<'a>,
     /// `--max-retries`.

@@ -21,6 +21,7 @@ use tpscope_tokens::{Tokenizer, mix};
 
 use crate::azure::azure_lengths;
 use crate::dist::LengthDist;
+use crate::spec::fit_context;
 use trace::prefix_shared_text;
 
 pub use file::FileError;
@@ -107,7 +108,16 @@ impl Workload {
     /// follow `seed` alone; the text of synthetic prompts also follows
     /// `prompt_salt` (0: none), so that a repeated run sends other prompts of the
     /// same lengths and finds nothing of them in the server's prefix cache.
-    pub fn request(&self, seq: u64, seed: u64, prompt_salt: u64, tokenizer: Tokenizer) -> Request {
+    /// Synthetic and trace requests longer than `context` tokens (prompt +
+    /// output) are shortened to fit it (see [`crate::spec::fit_context`]).
+    pub fn request(
+        &self,
+        seq: u64,
+        seed: u64,
+        prompt_salt: u64,
+        tokenizer: Tokenizer,
+        context: Option<u32>,
+    ) -> Request {
         let req_seed = mix(seed ^ mix(seq.wrapping_add(0x5EED)));
         let mut rng = StdRng::seed_from_u64(req_seed);
         let text_seed = if prompt_salt == 0 {
@@ -119,12 +129,14 @@ impl Workload {
             Workload::Synthetic { input, output } => {
                 let n_in = input.sample(&mut rng);
                 let n_out = output.sample(&mut rng);
+                let (n_in, n_out) = fit_context(n_in, n_out, context);
                 synthetic(n_in, n_out, text_seed, tokenizer)
             }
             Workload::AzureChat => {
                 let t = azure_lengths();
                 let (i, o) = t[(req_seed % t.len() as u64) as usize];
-                synthetic(i.max(1), o.max(1), text_seed, tokenizer)
+                let (i, o) = fit_context(i.max(1), o.max(1), context);
+                synthetic(i, o, text_seed, tokenizer)
             }
             Workload::Prompts { items, output, .. } => {
                 let item = &items[(seq % items.len().max(1) as u64) as usize];
@@ -140,6 +152,18 @@ impl Workload {
             }
             Workload::Trace { entries, .. } => {
                 let e = &entries[(seq % entries.len().max(1) as u64) as usize];
+                let (n_in, n_out) = fit_context(e.input, e.output.max(1), context);
+                let shortened;
+                let e = if (n_in, n_out) == (e.input, e.output.max(1)) {
+                    e
+                } else {
+                    shortened = TraceEntry {
+                        input: n_in,
+                        output: n_out,
+                        ..e.clone()
+                    };
+                    &shortened
+                };
                 Request {
                     spec: RequestSpec {
                         prompt: Prompt::Text(prefix_shared_text(
@@ -238,9 +262,9 @@ mod tests {
             output: LengthDist::Uniform { lo: 10, hi: 20 },
         };
         let tk = Tokenizer::O200kBase;
-        let a = w.request(5, 42, 0, tk);
-        assert_eq!(a, w.request(5, 42, 0, tk));
-        assert_ne!(a, w.request(6, 42, 0, tk));
+        let a = w.request(5, 42, 0, tk, None);
+        assert_eq!(a, w.request(5, 42, 0, tk, None));
+        assert_ne!(a, w.request(6, 42, 0, tk, None));
         let Prompt::Text(t) = &a.spec.prompt else {
             panic!("text expected")
         };
@@ -259,7 +283,7 @@ mod tests {
         };
         let tk = Tokenizer::O200kBase;
         for seq in 0..5 {
-            let (a, b) = (w.request(seq, 7, 11, tk), w.request(seq, 7, 12, tk));
+            let (a, b) = (w.request(seq, 7, 11, tk, None), w.request(seq, 7, 12, tk, None));
             assert_ne!(a.spec.prompt, b.spec.prompt);
             assert_eq!(a.input_tokens, b.input_tokens);
             assert_eq!(a.max_tokens(), b.max_tokens());
@@ -267,7 +291,7 @@ mod tests {
                 panic!()
             };
             assert_eq!(tk.count(t) as u64, b.input_tokens.unwrap());
-            assert_eq!(a, w.request(seq, 7, 11, tk), "reproducible for one salt");
+            assert_eq!(a, w.request(seq, 7, 11, tk, None), "reproducible for one salt");
         }
     }
 
@@ -275,7 +299,7 @@ mod tests {
     fn azure_default_lengths_vary() {
         let w = Workload::AzureChat;
         let lens: std::collections::BTreeSet<u32> = (0..50)
-            .map(|s| w.request(s, 1, 0, Tokenizer::O200kBase).max_tokens())
+            .map(|s| w.request(s, 1, 0, Tokenizer::O200kBase, None).max_tokens())
             .collect();
         assert!(lens.len() > 20, "{lens:?}");
         assert_eq!(azure_lengths().len(), 19_366);
