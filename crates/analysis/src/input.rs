@@ -83,6 +83,18 @@ impl SpanFacts {
     }
 }
 
+/// Strings of a span that the analysis does not use, kept by readers only when
+/// asked (per-span output: CSV), apart from [`SpanFacts`] so those stay small.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SpanText {
+    /// The server's response id, when recorded.
+    pub request_id: Option<Box<str>>,
+    /// The token source the span names (`None`: the run's default).
+    pub token_source: Option<Box<str>>,
+    /// The failure message of a non-ok span.
+    pub error_message: Option<Box<str>>,
+}
+
 /// One fixed-cadence sample.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SampleFacts {

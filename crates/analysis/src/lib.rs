@@ -29,7 +29,7 @@ mod test_support;
 pub use analyze::{Options, Prices, WindowSpec, analyze, steady_bounds};
 pub use collect::LENGTH_EDGES;
 pub use errors::{CauseMessages, ErrorMessages, MessageCount};
-pub use input::{RunInput, SampleFacts, SpanFacts};
+pub use input::{RunInput, SampleFacts, SpanFacts, SpanText};
 pub use metrics::{METRICS, SpanMetric, SpanMetrics, SpanRow, span_metrics, span_rows};
 pub use report::{CauseCounts, REPORT_SCHEMA, Report, RunReport, Window, WindowKind};
 pub use stats::{Summary, Tokens, TokensPerSecond};

@@ -37,6 +37,8 @@ pub(crate) enum FastRecord<'a> {
         source: Option<TokenSource>,
         /// The `message` of a non-ok span's `error`.
         error_message: Option<&'a str>,
+        /// The span's `request_id`.
+        request_id: Option<&'a str>,
     },
     Sample {
         run_id: &'a str,
@@ -93,9 +95,11 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
     let run_id = c.nonempty_str()?;
     c.need(key::span_id)?;
     let span_id = c.nonempty_str()?;
-    if c.lit(key::request_id) {
-        c.str()?;
-    }
+    let request_id = if c.lit(key::request_id) {
+        Some(c.str()?)
+    } else {
+        None
+    };
     c.need(key::status)?;
     let status = match c.str()? {
         "ok" => Status::Ok,
@@ -180,6 +184,7 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
         facts,
         source,
         error_message,
+        request_id,
     })
 }
 

@@ -121,6 +121,7 @@ impl Reader {
                 facts,
                 source,
                 error_message,
+                request_id,
             }) => {
                 let span_id = Cow::Borrowed(span_id);
                 let parsed = Parsed::Span {
@@ -128,6 +129,7 @@ impl Reader {
                     source,
                     span_id,
                     error_message: error_message.map(Cow::Borrowed),
+                    request_id: request_id.map(Cow::Borrowed),
                 };
                 self.file(run_id, parsed).map_err(Failure::Field)
             }

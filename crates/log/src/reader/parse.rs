@@ -23,6 +23,8 @@ pub(super) enum Parsed<'a> {
         span_id: Cow<'a, str>,
         /// The `message` of a non-ok span's `error`, when it is a string.
         error_message: Option<Cow<'a, str>>,
+        /// The `request_id`, when it is a string.
+        request_id: Option<Cow<'a, str>>,
     },
     Sample(SampleFacts),
     End(EndRecord),
@@ -386,15 +388,20 @@ fn parse_span<'l>(line: &'l Line<'_>, unit: Option<TimeUnit>) -> FieldResult<Par
         },
         source,
         span_id,
-        error_message: error_cause.and(line.extras.error_message).and_then(|raw| {
-            match crate::json::Scanner::new(raw).scalar() {
-                Ok(Scalar::Str(m)) => Some(m),
-                // Not a string: the whole-record reader names it; the analysis
-                // only goes without the message.
-                _ => None,
-            }
-        }),
+        error_message: error_cause
+            .and(line.extras.error_message)
+            .and_then(string_of),
+        request_id: line.extras.request_id.and_then(string_of),
     })
+}
+
+/// A string kept as JSON text, read; `None` when it is not a string (the
+/// whole-record reader names that; the analysis only goes without it).
+fn string_of(raw: &str) -> Option<Cow<'_, str>> {
+    match crate::json::Scanner::new(raw).scalar() {
+        Ok(Scalar::Str(m)) => Some(m),
+        _ => None,
+    }
 }
 
 /// What the analysis reads of one attempt, checked.

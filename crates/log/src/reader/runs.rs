@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
 
-use tpscope_analysis::RunInput;
+use tpscope_analysis::{RunInput, SpanText};
 
 use super::lines::FileState;
 use super::parse::Parsed;
@@ -48,6 +48,7 @@ impl RunData for LoadedRun {
                 ..RunInput::default()
             },
             span_ids: Vec::new(),
+            span_text: Vec::new(),
         }
     }
     fn run_id(&self) -> &str {
@@ -252,15 +253,24 @@ impl Reader {
                 source,
                 span_id,
                 error_message,
+                request_id,
             } => {
                 let run = self.runs.span(run_id, &span_id)?;
                 if let (Some(cause), Some(m)) = (facts.error_cause, &error_message) {
                     run.input.error_messages.add(cause, m);
                 }
-                run.input.push_span(facts, source.as_ref());
                 if self.opts.keep_span_ids {
                     run.span_ids.push(span_id.into());
+                    run.span_text.push(SpanText {
+                        request_id: request_id.map(|r| r.into()),
+                        token_source: source.as_ref().map(|s| s.to_string().into()),
+                        error_message: facts
+                            .error_cause
+                            .and(error_message)
+                            .map(|m| m.into()),
+                    });
                 }
+                run.input.push_span(facts, source.as_ref());
             }
             Parsed::Sample(s) => self.runs.run(run_id).input.samples.push(s),
             Parsed::Run(r) => {

@@ -218,13 +218,9 @@ fn scan<'a, const WHOLE: bool>(text: &'a str, line: &mut Line<'a>) -> JsonResult
             Key::kind => scalar!(kind),
             Key::run_id => scalar!(run_id),
             Key::span_id => scalar!(span_id),
-            // Not checked for duplicates: the analysis never read it.
-            Key::request_id => {
-                let v = sc.raw()?;
-                if WHOLE {
-                    line.extras.request_id = Some(v);
-                }
-            }
+            // Not checked for duplicates: the analysis never reads it (CSV
+            // output does, so both scans keep it).
+            Key::request_id => line.extras.request_id = Some(sc.raw()?),
             Key::status => scalar!(status),
             Key::queued_at => scalar!(queued_at),
             Key::admitted_at => scalar!(admitted_at),
