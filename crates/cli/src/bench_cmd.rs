@@ -188,9 +188,39 @@ fn print_report(
         print_sweep_table(spec, set, names, to)?;
     } else {
         let r = report_cmd::build_report(set, &report.analysis);
+        // What the server did first (issue 16: the default run's latency lines
+        // were mostly the client's own backlog), then the whole report.
+        if let Some(run) = r.runs.first() {
+            writeln!(to, "{}", tpscope_render::lead::text(run))?;
+        }
         to.write_all(&report_cmd::render(&r, set, report_cmd::Format::Text)?)?;
     }
+    to.write_all(next_steps(spec, names.1).as_bytes())?;
     Ok(to.flush()?)
+}
+
+/// The one or two commands worth running next.
+fn next_steps(spec: &BenchSpec, file: &str) -> String {
+    let mut steps = vec![(
+        format!("tpscope report {file} --html report.html"),
+        "charts: TPS over time, the request waterfall",
+    )];
+    if spec.levels.len() == 1 {
+        steps.push((
+            "tpscope bench --concurrency 1,4,16,64".into(),
+            "a sweep: where throughput stops growing",
+        ));
+    }
+    steps.push((
+        format!("tpscope compare {file} AFTER.jsonl"),
+        "after a change: did it improve",
+    ));
+    let w = steps.iter().map(|s| s.0.len()).max().unwrap_or(0);
+    let mut o = String::from("\nnext:\n");
+    for (cmd, why) in steps {
+        o.push_str(&format!("  {cmd:<w$}   {why}\n"));
+    }
+    o
 }
 
 /// The most frequent failure message of each cause over every run, most

@@ -61,6 +61,30 @@ fn run_meta(r: &RunReport) -> String {
     s
 }
 
+/// What the server did (TTFT, TPOT, stream and system TPS), first.
+fn lead_table(r: &RunReport) -> String {
+    let rows: Vec<Vec<Cell>> = crate::lead::lead_rows(r)
+        .into_iter()
+        .map(|l| {
+            vec![
+                Cell::Text(l.label.to_string()),
+                Cell::Text(l.value),
+                Cell::Why(l.why.to_string()),
+            ]
+        })
+        .collect();
+    let mut s = String::from("<div class=\"lead\">\n");
+    s.push_str(&table(
+        &["what the server did".into(), "value".into(), "meaning".into()],
+        &rows,
+    ));
+    if let Some(b) = crate::lead::backlog_line(r) {
+        s.push_str(&format!("<p class=\"note\">{}</p>\n", esc(&b)));
+    }
+    s.push_str("</div>\n");
+    s
+}
+
 fn summary_tables(r: &RunReport) -> String {
     let mut s = String::new();
     let c = &r.counts;
@@ -183,6 +207,7 @@ fn run_section(prefix: &str, r: &RunReport, d: Option<&Detail>, heading: &str) -
     s.push_str(&run_meta(r));
     s.push_str(&warnings(&r.warnings));
     s.push_str("<h2>Summary</h2>\n");
+    s.push_str(&lead_table(r));
     s.push_str(&summary_tables(r));
     match d {
         Some(d) => {
