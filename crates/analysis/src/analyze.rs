@@ -104,7 +104,7 @@ pub fn steady_bounds(sweep: &Sweep) -> Option<(Timestamp, Timestamp)> {
 
 /// Analyses one run.
 pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
-    let mut warnings = Vec::new();
+    let mut warnings: Vec<String> = scaled_time_warning(input).into_iter().collect();
     let sweep = Sweep::new(input);
     let first_queued = input.spans.iter().map(|s| s.queued_at).min();
     let last_released = input.spans.iter().map(|s| s.released_at).max();
@@ -386,3 +386,23 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         warnings,
     }
 }
+
+/// A run of the built-in simulator at another speed than real time (the run
+/// record's `load.simulator.speed`) has scaled times: said, so its figures are
+/// not read as a GPU's (issue 16).
+fn scaled_time_warning(input: &RunInput) -> Option<String> {
+    let speed = input.run.as_ref()?.load.get("simulator")?.get("speed")?.as_str()?;
+    match speed {
+        "realtime" => None,
+        "max" => Some(
+            "times are not real: the built-in simulator ran as fast as it could (speed max), \
+             so durations and rates measure tpscope and the simulator, not its GPU model"
+                .into(),
+        ),
+        f => Some(format!(
+            "times are scaled: the built-in simulator ran {f}× faster than real time \
+             (--sim-speed {f}), so durations are 1/{f} and rates {f}× what its GPU model gives"
+        )),
+    }
+}
+

@@ -43,6 +43,17 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     for note in &cfg.spec.notes {
         eprintln!("note: {note}");
     }
+    if let TargetConfig::Sim(sc) = &cfg.target {
+        match sc.speed.to_string().as_str() {
+            "realtime" => {}
+            "max" => eprintln!(
+                "note: the built-in simulator runs as fast as it can (--sim-speed max): times and rates are not a GPU's"
+            ),
+            f => eprintln!(
+                "note: the built-in simulator runs {f}× faster than real time (--sim-speed {f}): every time is scaled by 1/{f}"
+            ),
+        }
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("tpscope-bench")

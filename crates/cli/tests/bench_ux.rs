@@ -57,3 +57,50 @@ fn the_default_workload_fits_the_models_context_and_says_so() {
         run.stderr
     );
 }
+
+#[test]
+fn a_scaled_simulator_run_says_so_and_the_report_leads_with_the_server_and_points_onwards() {
+    // issue 16: a --sim-speed run did not say its times were scaled; the default
+    // report led with the client's backlog and suggested nothing.
+    let dir = tempfile::tempdir().unwrap();
+    let run = bench(
+        dir.path(),
+        "s.jsonl",
+        &[
+            "--sim-speed",
+            "20",
+            "--requests",
+            "24",
+            "--concurrency",
+            "4",
+            "--input-tokens",
+            "64",
+            "--output-tokens",
+            "16",
+        ],
+    );
+    assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("20× faster than real time (--sim-speed 20)"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stdout.contains("warning: times are scaled"),
+        "{}",
+        run.stdout
+    );
+    let report = &run.stdout;
+    assert!(report.starts_with("what the server did:\n  TTFT after admission"), "{report}");
+    for row in ["TPOT", "stream TPS", "system TPS"] {
+        assert!(report.contains(&format!("\n  {row} ")), "{row}: {report}");
+    }
+    let next = report.rsplit_once("\nnext:\n").expect("next steps").1;
+    let file = run.out.display().to_string();
+    assert!(next.contains(&format!("tpscope report {file} --html")), "{next}");
+    assert!(next.contains("tpscope bench --concurrency 1,4,16,64"), "{next}");
+    assert!(next.contains("tpscope compare"), "{next}");
+    // In a closed loop with 24 requests ready at once and 4 slots, what a user
+    // waited is mostly tpscope's own queue: said as such.
+    assert!(report.contains("client backlog:"), "{report}");
+}
