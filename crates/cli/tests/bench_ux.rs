@@ -104,3 +104,42 @@ fn a_scaled_simulator_run_says_so_and_the_report_leads_with_the_server_and_point
     // waited is mostly tpscope's own queue: said as such.
     assert!(report.contains("client backlog:"), "{report}");
 }
+
+#[test]
+fn sim_fault_connection_close_makes_every_request_connect_and_sim_flags_are_refused_with_url() {
+    // issue 16: `tpscope sim --connection-close` had no `bench --sim-fault` form.
+    let dir = tempfile::tempdir().unwrap();
+    let run = bench(
+        dir.path(),
+        "cc.jsonl",
+        &[
+            "--sim-fault",
+            "connection-close=1",
+            "--sim-speed",
+            "max",
+            "--requests",
+            "6",
+            "--concurrency",
+            "1",
+            "-q",
+        ],
+    );
+    assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
+    let (spans, _) = check_log(&run.out);
+    assert_eq!(spans.len(), 6);
+    for s in &spans {
+        assert_eq!(s.attempts[0].connection_reused, Some(false), "{s:?}");
+    }
+    bench_support::refused(&["--sim-fault", "connection-close=0.5"], &["0 or 1"]);
+    bench_support::refused(
+        &["--url", "http://127.0.0.1:9/v1", "--sim-fault", "connection-close=1"],
+        &["--sim-* flags", "--url"],
+    );
+    let help = bench_support::tpscope()
+        .args(["bench", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("refused with --url"), "{help}");
+    assert!(help.contains("connection-close"), "{help}");
+}
