@@ -139,6 +139,17 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         acc
     });
     let spec = &cfg.spec;
+    if interrupted.is_some() && summaries.is_empty() {
+        // Stopped before the measured run began (during the warm-up, or before
+        // it): there is nothing to report, and the user must not wait for one.
+        let when = if spec.warmup.is_some() {
+            "during the warm-up (--warmup)"
+        } else {
+            "before the run began"
+        };
+        eprintln!("stopped {when}: nothing was measured; {log_name} holds no run");
+        return Ok(ExitCode::from(signals::exit_status(interrupted.unwrap_or(2))));
+    }
     if let Some(recorded) = recorded {
         // With the log on standard output, the report goes beside the progress line.
         let mut to: Box<dyn Write> = if log_stdout {

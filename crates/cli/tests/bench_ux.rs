@@ -143,3 +143,30 @@ fn sim_fault_connection_close_makes_every_request_connect_and_sim_flags_are_refu
     assert!(help.contains("refused with --url"), "{help}");
     assert!(help.contains("connection-close"), "{help}");
 }
+
+#[test]
+fn ctrl_c_during_the_warm_up_says_nothing_was_measured() {
+    // issue 16: a run stopped while warming up printed an empty report.
+    let dir = tempfile::tempdir().unwrap();
+    let (child, out) = bench_support::spawn(
+        dir.path(),
+        "w.jsonl",
+        &["--warmup", "10m", "--concurrency", "2", "--requests", "10"],
+    );
+    // The log is opened after the signal handlers are installed: from then on a
+    // signal is a stop, whether the warm-up has begun or not.
+    let deadline = std::time::Instant::now() + bench_support::LIMIT;
+    while !out.exists() {
+        assert!(std::time::Instant::now() < deadline, "no log file");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    bench_support::signal(child.id(), "-INT");
+    let run = bench_support::wait(child, out);
+    assert_eq!(run.status.code(), Some(130), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("stopped during the warm-up (--warmup): nothing was measured"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stdout.contains("system_tps"), "{}", run.stdout);
+}
