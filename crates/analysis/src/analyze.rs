@@ -199,6 +199,10 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
                 } else {
                     counts.cancelled += 1;
                 }
+                if s.is_backlog_left() {
+                    counts.backlog_left += 1;
+                    continue;
+                }
                 let cause = s.error_cause.unwrap_or(if s.status == Status::Cancelled {
                     Cause::Cancelled
                 } else {

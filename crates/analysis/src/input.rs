@@ -77,6 +77,12 @@ impl SpanFacts {
         }
     }
 
+    /// Whether the span is backlog left when the run stopped: cancelled before it
+    /// was ever admitted (never sent, so not a failure).
+    pub fn is_backlog_left(&self) -> bool {
+        self.status == Status::Cancelled && self.admitted_at.is_none()
+    }
+
     /// The instant the span left the queue: admission, or release if never admitted.
     pub fn dequeued_at(&self) -> Timestamp {
         self.admitted_at.unwrap_or(self.released_at)
@@ -151,10 +157,11 @@ impl RunInput {
             ..RunInput::default()
         };
         for s in spans {
+            let facts = SpanFacts::of(s);
             if let Some(e) = &s.error {
-                input.error_messages.add(e.cause, &e.message);
+                input.add_error_message(&facts, &e.message);
             }
-            input.push_span(SpanFacts::of(s), s.token_source.as_ref());
+            input.push_span(facts, s.token_source.as_ref());
         }
         input.samples = samples.iter().map(SampleFacts::from).collect();
         input
@@ -178,6 +185,16 @@ impl RunInput {
             }
         }
         self.spans.push(facts);
+    }
+
+    /// Counts the failure message of a non-ok span (the backlog left at the end is
+    /// not a failure and is not counted).
+    pub fn add_error_message(&mut self, facts: &SpanFacts, message: &str) {
+        if let Some(cause) = facts.error_cause
+            && !facts.is_backlog_left()
+        {
+            self.error_messages.add(cause, message);
+        }
     }
 
     /// Token sources with span counts, spans that named none counted under the run's

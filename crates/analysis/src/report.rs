@@ -82,7 +82,11 @@ pub struct Counts {
     pub error: u64,
     /// Spans with status `cancelled` (kept apart from the success rate).
     pub cancelled: u64,
-    /// Non-ok spans by failure cause.
+    /// Of the cancelled spans, those never admitted: the backlog left when the
+    /// run stopped admitting (end of `--duration`, Ctrl-C). They were never sent,
+    /// so they are not failures and not in `errors_by_cause`.
+    pub backlog_left: u64,
+    /// Non-ok spans by failure cause (the backlog left at the end aside).
     pub errors_by_cause: CauseCounts,
     /// Σ retry_count.
     pub retries: u64,

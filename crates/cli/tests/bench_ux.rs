@@ -170,3 +170,39 @@ fn ctrl_c_during_the_warm_up_says_nothing_was_measured() {
     );
     assert!(!run.stdout.contains("system_tps"), "{}", run.stdout);
 }
+
+#[test]
+fn closed_loop_duration_leftovers_are_backlog_left_at_the_end_not_failures() {
+    // issue 16: requests still queued when --duration ended were reported as
+    // "failures by cause: cancelled N".
+    let dir = tempfile::tempdir().unwrap();
+    let run = bench(
+        dir.path(),
+        "d.jsonl",
+        &[
+            "--concurrency",
+            "2",
+            "--duration",
+            "1s",
+            "--sim-speed",
+            "5",
+            "--output-tokens",
+            "64",
+        ],
+    );
+    assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
+    let (spans, _) = check_log(&run.out);
+    let left = spans
+        .iter()
+        .filter(|s| s.status == Status::Cancelled && s.admitted_at.is_none())
+        .count();
+    assert!(left > 0, "a closed loop always has a backlog");
+    assert!(
+        run.stdout
+            .contains(&format!("({left} of them backlog left at the end, never sent)")),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("failures by cause: none"), "{}", run.stdout);
+    assert!(!run.stdout.contains("cancelled ×"), "{}", run.stdout);
+}

@@ -29,11 +29,12 @@ pub fn render(report: &Report) -> Vec<u8> {
         let c = &r.counts;
         let _ = writeln!(
             o,
-            "Spans {} (ok {}, error {}, cancelled {}); failures: {}; retries {} ({}); wasted tokens {}.\n",
+            "Spans {} (ok {}, error {}, cancelled {}{}); failures: {}; retries {} ({}); wasted tokens {}.\n",
             c.spans,
             c.ok,
             c.error,
             c.cancelled,
+            backlog_left(c),
             by_cause(&c.errors_by_cause),
             c.retries,
             by_cause(&c.retries_by_cause),

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use tpscope_analysis::metrics::{Section, SummaryRef};
 use tpscope_analysis::stats::{Summary, TokensPerSecond};
+use tpscope_analysis::report::Counts;
 use tpscope_analysis::{CauseCounts, METRICS, RunReport};
 
 use crate::fmt::*;
@@ -183,6 +184,15 @@ pub fn failure_message_lines(r: &RunReport) -> Vec<String> {
         }
     }
     out
+}
+
+/// ` (N of them backlog left at the end, never sent)` after the cancelled count,
+/// or nothing.
+pub fn backlog_left(c: &Counts) -> String {
+    match c.backlog_left {
+        0 => String::new(),
+        n => format!(" ({n} of them backlog left at the end, never sent)"),
+    }
 }
 
 /// The one-line description of a run's window.

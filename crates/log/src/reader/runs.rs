@@ -256,8 +256,8 @@ impl Reader {
                 request_id,
             } => {
                 let run = self.runs.span(run_id, &span_id)?;
-                if let (Some(cause), Some(m)) = (facts.error_cause, &error_message) {
-                    run.input.error_messages.add(cause, m);
+                if let Some(m) = &error_message {
+                    run.input.add_error_message(&facts, m);
                 }
                 if self.opts.keep_span_ids {
                     run.span_ids.push(span_id.into());

@@ -14,7 +14,7 @@ use tpscope_analysis::{Report, RunReport};
 use crate::compare::{criterion_cells, criterion_heads, headline_cells, method_line, side_line};
 use crate::fmt::{SUMMARY_HEADS, summary_cells};
 use crate::rows::{
-    by_cause, distribution_rows, failure_message_lines, headline_rows, length_label, missing_lines, window_line,
+    backlog_left, by_cause, distribution_rows, failure_message_lines, headline_rows, length_label, missing_lines, window_line,
 };
 use charts::Series;
 use page::{Cell, document, table, warnings};
@@ -89,11 +89,12 @@ fn summary_tables(r: &RunReport) -> String {
     let mut s = String::new();
     let c = &r.counts;
     s.push_str(&format!(
-        "<p>{} spans: {} ok, {} error, {} cancelled · failures by cause: {} · retries {} ({}) · wasted tokens {} · output tokens {}</p>\n",
+        "<p>{} spans: {} ok, {} error, {} cancelled{} · failures by cause: {} · retries {} ({}) · wasted tokens {} · output tokens {}</p>\n",
         c.spans,
         c.ok,
         c.error,
         c.cancelled,
+        esc(&backlog_left(c)),
         esc(&by_cause(&c.errors_by_cause)),
         c.retries,
         esc(&by_cause(&c.retries_by_cause)),
