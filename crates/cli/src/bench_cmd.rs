@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicI32, Ordering::Relaxed};
 use std::time::Duration;
 
 use anyhow::Context;
-use tpscope_client::{Client, Endpoint};
+use tpscope_client::{Client, Endpoint, LiveTokens};
 use tpscope_load::{BenchSpec, Control, RunSummary, execute};
 use tpscope_log::LogSet;
 use tpscope_model::{RunClock, Target};
@@ -343,7 +343,11 @@ async fn bench(
     if let Some(note) = &context.note {
         eprintln!("note: {note}");
     }
-    let client = Arc::new(Client::new(endpoint.clone(), spec.client.clone()).context("--url")?);
+    let streamed = Arc::new(LiveTokens::default());
+    let client = Arc::new(
+        Client::with_live(endpoint.clone(), spec.client.clone(), Some(streamed.clone()))
+            .context("--url")?,
+    );
     let live = Arc::new(LiveStats::default());
     let (sink, recorded): (Box<dyn Write + Send>, _) = if cfg.quiet {
         (log.sink, None)
@@ -371,10 +375,11 @@ async fn bench(
             }
         })
     };
-    let progress = progress::Progress::start(live.clone(), cfg.quiet);
+    let progress = progress::Progress::start(live.clone(), streamed.clone(), cfg.quiet);
     if let Some(plan) = spec.warmup_plan() {
         let planned = plan.requests;
         live.start_run("warm-up", planned, plan.cap);
+        streamed.reset();
         if planned != Some(0) {
             execute(
                 plan,
@@ -424,6 +429,7 @@ async fn bench(
             level.requests,
             level.cap,
         );
+        streamed.reset();
         let mut plan = spec.plan(level, run_id.clone());
         plan.context = context.limit;
         let summary = execute(

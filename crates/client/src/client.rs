@@ -18,6 +18,7 @@ use tpscope_stream::openai;
 
 use crate::config::{ClientConfig, Endpoint};
 use crate::connector::{ConnectError, Connector, tls_config};
+use crate::live::LiveTokens;
 
 /// The total limit of `list_models` when no total timeout is configured.
 const LIST_MODELS_LIMIT: Duration = Duration::from_secs(30);
@@ -66,6 +67,8 @@ pub(crate) struct Inner {
     models_uri: Uri,
     pub post_headers: HeaderMap,
     get_headers: HeaderMap,
+    /// Tokens as they stream, for a live display, when asked for.
+    pub live: Option<Arc<LiveTokens>>,
 }
 
 /// An OpenAI-compatible streaming client over a shared connection pool. Cheap to
@@ -94,6 +97,16 @@ fn bad_url(url: &str, reason: impl Into<String>) -> ClientError {
 impl Client {
     /// Validates the endpoint and builds the client (no connection is opened yet).
     pub fn new(endpoint: Endpoint, config: ClientConfig) -> Result<Client, ClientError> {
+        Client::with_live(endpoint, config, None)
+    }
+
+    /// As [`Client::new`], with every attempt counting its tokens into `live` as
+    /// they stream.
+    pub fn with_live(
+        endpoint: Endpoint,
+        config: ClientConfig,
+        live: Option<Arc<LiveTokens>>,
+    ) -> Result<Client, ClientError> {
         let (https, request_uri, models_uri) = endpoint_uris(&endpoint)?;
         let (get_headers, post_headers) = endpoint_headers(&endpoint)?;
 
@@ -125,6 +138,7 @@ impl Client {
                 models_uri,
                 post_headers,
                 get_headers,
+                live,
             }),
         })
     }

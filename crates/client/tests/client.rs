@@ -450,6 +450,35 @@ async fn a_200_that_is_not_a_completion_is_malformed_not_ok() {
 }
 
 #[tokio::test]
+async fn live_tokens_count_while_the_stream_runs() {
+    // issue 15: the progress line counted finished requests' tokens only.
+    let mut parts = vec![Part::Bytes(events(&[ROLE, &content("a"), &content("b")]))];
+    parts.push(Part::Delay(Duration::from_millis(300)));
+    parts.push(Part::Bytes(ok_stream(true)));
+    let server = ScriptServer::start(vec![Reply::sse(parts)]).await;
+    let live = std::sync::Arc::new(tpscope_client::LiveTokens::default());
+    live.reset();
+    let mut ep = Endpoint::new(server.base_url(), Api::Chat, "m");
+    ep.include_usage = true;
+    let client = Client::with_live(ep, ClientConfig::default(), Some(live.clone())).unwrap();
+    let watcher = {
+        let live = live.clone();
+        tokio::spawn(async move {
+            // Before the stream ends, its first tokens are already counted.
+            while live.tokens() == 0 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            live.tokens()
+        })
+    };
+    let o = run(&client).await;
+    let seen_early = watcher.await.unwrap();
+    assert!(seen_early >= 1, "{seen_early}");
+    assert_eq!(live.tokens(), o.attempt.tokens, "{o:?}");
+    server.shutdown().await;
+}
+
+#[tokio::test]
 async fn cancellation_ends_the_attempt_at_once_and_keeps_tokens() {
     let mut parts = vec![Part::Bytes(events(&[ROLE, &content("a"), &content("b")]))];
     for _ in 0..50 {
