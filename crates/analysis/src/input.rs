@@ -146,6 +146,10 @@ pub struct RunInput {
     pub samples: Vec<SampleFacts>,
     /// The failure messages of the non-ok spans, by cause (bounded).
     pub error_messages: ErrorMessages,
+    /// For each span that made several attempts (few), its index in `spans` and
+    /// when its last attempt started: before that, its slot went to failed
+    /// attempts and back-off, not to waiting for the first token.
+    pub last_attempts: Vec<(usize, Timestamp)>,
 }
 
 impl RunInput {
@@ -160,6 +164,9 @@ impl RunInput {
             let facts = SpanFacts::of(s);
             if let Some(e) = &s.error {
                 input.add_error_message(&facts, &e.message);
+            }
+            if let [_, .., last] = s.attempts.as_slice() {
+                input.last_attempts.push((input.spans.len(), last.started_at));
             }
             input.push_span(facts, s.token_source.as_ref());
         }

@@ -39,6 +39,8 @@ pub(crate) enum FastRecord<'a> {
         error_message: Option<&'a str>,
         /// The span's `request_id`.
         request_id: Option<&'a str>,
+        /// When the last attempt started, for a span with several.
+        last_attempt_at: Option<Timestamp>,
     },
     Sample {
         run_id: &'a str,
@@ -142,9 +144,16 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
         }
     }
     let mut wasted_tokens = 0;
+    let mut last_attempt_at = None;
     if c.lit(key::attempts) && c.lit(b"[") {
+        let mut n = 0;
         loop {
-            wasted_tokens += attempt(c, hours)?;
+            let (wasted, started) = attempt(c, hours)?;
+            wasted_tokens += wasted;
+            n += 1;
+            if n > 1 {
+                last_attempt_at = Some(started);
+            }
             if !c.lit(b",") {
                 break;
             }
@@ -185,12 +194,14 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
         source,
         error_message,
         request_id,
+        last_attempt_at,
     })
 }
 
 /// One attempt object; returns the tokens it wasted (those of an attempt that did
-/// not end ok). Fields the analysis does not use are only validated.
-fn attempt(c: &mut Cursor<'_>, hours: &mut HourCache) -> Option<u64> {
+/// not end ok) and when it started. Fields the analysis does not use are only
+/// validated.
+fn attempt(c: &mut Cursor<'_>, hours: &mut HourCache) -> Option<(u64, Timestamp)> {
     // `{"started_at":`: the first key follows the brace, not a value.
     c.need(b"{")?;
     c.need(&attempt_key::started_at[1..])?;
@@ -227,7 +238,7 @@ fn attempt(c: &mut Cursor<'_>, hours: &mut HourCache) -> Option<u64> {
         c.number()?;
     }
     c.need(b"}")?;
-    Some(if failed { tokens } else { 0 })
+    Some((if failed { tokens } else { 0 }, started))
 }
 
 /// A position in a line.

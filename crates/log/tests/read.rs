@@ -490,3 +490,18 @@ fn failure_messages_reach_the_analysis_by_both_readers() {
         "HTTP 400: \"stream_options\" is only allowed when `stream` is true"
     );
 }
+
+#[test]
+fn retried_spans_keep_their_last_attempts_start_for_the_waterfall() {
+    // issue 16: the waterfall could not tell back-off from the first-token wait.
+    let log = fixture("bench_sim_faults.jsonl");
+    let set = read_paths(&[log], ReadOptions::default()).unwrap();
+    let input = &set.runs[0].input;
+    let retried = input.spans.iter().filter(|s| s.retry_count > 0).count();
+    assert!(retried > 0);
+    assert_eq!(input.last_attempts.len(), retried);
+    for &(i, t) in &input.last_attempts {
+        let s = &input.spans[i];
+        assert!(s.retry_count > 0 && s.admitted_at.unwrap() < t && t <= s.released_at);
+    }
+}

@@ -71,3 +71,50 @@ fn failure_messages_show_in_text_markdown_json_and_html() {
     let page = String::from_utf8(html::report(&report, &details)).unwrap();
     assert!(page.contains("http_5xx ×1: HTTP 503: &lt;overloaded&gt; &amp; retry"));
 }
+
+#[test]
+fn waterfall_marks_failed_attempts_and_back_off_apart_from_the_first_token_wait() {
+    // issue 16: a retried request's back-off looked like a slow first token; and
+    // the HTML summary did not show TTFT/TPOT at the top.
+    let mut input = RunInput {
+        run_id: "w".into(),
+        ..RunInput::default()
+    };
+    let ok = |q: i64, first: i64, retries: u32| SpanFacts {
+        status: Status::Ok,
+        error_cause: None,
+        queued_at: ts(q),
+        admitted_at: Some(ts(q)),
+        first_token_at: Some(ts(first)),
+        last_token_at: Some(ts(first + 100)),
+        released_at: ts(first + 101),
+        output_tokens: 10,
+        input_tokens: Some(5),
+        retry_count: retries,
+        retry_causes: vec![Cause::Http429; retries as usize],
+        wasted_tokens: 0,
+        chunks: None,
+    };
+    input.push_span(ok(0, 50, 0), None);
+    // Admitted at 10 ms, a 429, back-off until 1010 ms, first token at 1060 ms.
+    input.last_attempts.push((input.spans.len(), ts(1010)));
+    input.push_span(ok(10, 1060, 1), None);
+    let run = analyze(&input, &Options::default());
+    let d = detail(&input, &run);
+    assert_eq!(
+        d.waterfall.rows[1].last_attempt,
+        Some(std::time::Duration::from_millis(1010))
+    );
+    let report = Report {
+        schema: tpscope_analysis::REPORT_SCHEMA,
+        runs: vec![run],
+        skipped: Default::default(),
+        warnings: vec![],
+    };
+    let page = String::from_utf8(html::report(&report, &[d])).unwrap();
+    assert!(page.contains("failed attempts and back-off"), "legend");
+    assert_eq!(page.matches("class=\"ph-retry\"").count(), 1, "one retried request");
+    let lead = page.find("what the server did").expect("lead table");
+    assert!(lead < page.find("failures by cause").unwrap(), "lead first");
+    assert!(page[lead..].contains("TTFT after admission") && page[lead..].contains("TPOT"));
+}

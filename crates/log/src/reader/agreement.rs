@@ -29,6 +29,7 @@ enum Owned {
         Option<TokenSource>,
         Option<String>,
         Option<String>,
+        Option<Timestamp>,
     ),
     Sample(String, SampleFacts),
 }
@@ -49,6 +50,7 @@ fn general(text: &str) -> Option<Owned> {
             span_id,
             error_message,
             request_id,
+            last_attempt_at,
         } => Some(Owned::Span(
             run_id.into(),
             span_id.into_owned(),
@@ -56,6 +58,7 @@ fn general(text: &str) -> Option<Owned> {
             source,
             error_message.map(|m| m.into_owned()),
             request_id.map(|m| m.into_owned()),
+            last_attempt_at,
         )),
         Parsed::Sample(f) => Some(Owned::Sample(run_id.into(), f)),
         _ => None,
@@ -71,6 +74,7 @@ fn fast(bytes: &[u8]) -> Option<Owned> {
             source,
             error_message,
             request_id,
+            last_attempt_at,
         } => Some(Owned::Span(
             run_id.into(),
             span_id.into(),
@@ -78,6 +82,7 @@ fn fast(bytes: &[u8]) -> Option<Owned> {
             source,
             error_message.map(str::to_string),
             request_id.map(str::to_string),
+            last_attempt_at,
         )),
         FastRecord::Sample { run_id, facts } => Some(Owned::Sample(run_id.into(), facts)),
     }

@@ -254,8 +254,13 @@ impl Reader {
                 span_id,
                 error_message,
                 request_id,
+                last_attempt_at,
             } => {
                 let run = self.runs.span(run_id, &span_id)?;
+                if let Some(t) = last_attempt_at {
+                    let i = run.input.spans.len();
+                    run.input.last_attempts.push((i, t));
+                }
                 if let Some(m) = &error_message {
                     run.input.add_error_message(&facts, m);
                 }
