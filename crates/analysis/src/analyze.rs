@@ -355,9 +355,7 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
             })
             .collect(),
         complete: input.end.is_some(),
-        error_messages: input
-            .error_messages
-            .top(crate::errors::SHOWN_PER_CAUSE),
+        error_messages: input.error_messages.top(crate::errors::SHOWN_PER_CAUSE),
         window,
         steady_window,
         success_rate: ratio(counts.ok as f64, (counts.ok + counts.error) as f64),
@@ -395,7 +393,13 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
 /// record's `load.simulator.speed`) has scaled times: said, so its figures are
 /// not read as a GPU's (issue 16).
 fn scaled_time_warning(input: &RunInput) -> Option<String> {
-    let speed = input.run.as_ref()?.load.get("simulator")?.get("speed")?.as_str()?;
+    let speed = input
+        .run
+        .as_ref()?
+        .load
+        .get("simulator")?
+        .get("speed")?
+        .as_str()?;
     match speed {
         "realtime" => None,
         "max" => Some(
@@ -409,4 +413,3 @@ fn scaled_time_warning(input: &RunInput) -> Option<String> {
         )),
     }
 }
-

@@ -195,7 +195,8 @@ mod tests {
         let mut m = ErrorMessages::default();
         for i in 0..1000 {
             // Letters, not digits: each one is distinct.
-            let word: String = i.to_string()
+            let word: String = i
+                .to_string()
                 .bytes()
                 .map(|d| (b'g' + (d - b'0')) as char)
                 .collect();
@@ -208,7 +209,10 @@ mod tests {
         assert_eq!(t.messages.len(), 2);
         let held = m.by_cause[&Cause::Http5xx].entries.len();
         assert_eq!(held, KEPT_PER_CAUSE);
-        assert_eq!(t.messages.iter().map(|c| c.count).sum::<u64>() + t.other, 1002);
+        assert_eq!(
+            t.messages.iter().map(|c| c.count).sum::<u64>() + t.other,
+            1002
+        );
     }
 
     #[test]

@@ -166,7 +166,9 @@ impl RunInput {
                 input.add_error_message(&facts, &e.message);
             }
             if let [_, .., last] = s.attempts.as_slice() {
-                input.last_attempts.push((input.spans.len(), last.started_at));
+                input
+                    .last_attempts
+                    .push((input.spans.len(), last.started_at));
             }
             input.push_span(facts, s.token_source.as_ref());
         }

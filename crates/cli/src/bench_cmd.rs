@@ -148,7 +148,9 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             "before the run began"
         };
         eprintln!("stopped {when}: nothing was measured; {log_name} holds no run");
-        return Ok(ExitCode::from(signals::exit_status(interrupted.unwrap_or(2))));
+        return Ok(ExitCode::from(signals::exit_status(
+            interrupted.unwrap_or(2),
+        )));
     }
     if let Some(recorded) = recorded {
         // With the log on standard output, the report goes beside the progress line.
@@ -345,8 +347,12 @@ async fn bench(
     }
     let streamed = Arc::new(LiveTokens::default());
     let client = Arc::new(
-        Client::with_live(endpoint.clone(), spec.client.clone(), Some(streamed.clone()))
-            .context("--url")?,
+        Client::with_live(
+            endpoint.clone(),
+            spec.client.clone(),
+            Some(streamed.clone()),
+        )
+        .context("--url")?,
     );
     let live = Arc::new(LiveStats::default());
     let (sink, recorded): (Box<dyn Write + Send>, _) = if cfg.quiet {

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use tpscope_sim::SimOverrides;
-use tpscope_sim::config::{KNOBS, KnobValue};
 use tpscope_sim::config::knobs::{fault_knob, fault_names};
+use tpscope_sim::config::{KNOBS, KnobValue};
 
 /// The help section of the flags passed to the built-in simulator.
 const SIM_HEADING: &str = "Built-in simulator (passed to it; refused with --url)";

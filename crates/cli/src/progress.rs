@@ -173,6 +173,9 @@ mod tests {
              SILENT 12s: no bytes from any of 8 streams  errors 1"
         );
         f.live.in_flight = 0;
-        assert!(!render(&f).contains("SILENT"), "nothing in flight is not silence");
+        assert!(
+            !render(&f).contains("SILENT"),
+            "nothing in flight is not silence"
+        );
     }
 }

@@ -199,7 +199,8 @@ fn the_servers_message_reaches_the_no_request_succeeded_error() {
     );
     // And the report lists it under its cause.
     assert!(
-        run.stdout.contains("http_4xx ×3: HTTP 404 Not Found: The model `nope`"),
+        run.stdout
+            .contains("http_4xx ×3: HTTP 404 Not Found: The model `nope`"),
         "{}",
         run.stdout
     );

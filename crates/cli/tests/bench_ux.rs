@@ -3,7 +3,7 @@
 
 mod bench_support;
 
-use bench_support::{bench, check_log, runs, records};
+use bench_support::{bench, check_log, records, runs};
 use tpscope_model::Status;
 
 #[test]
@@ -17,11 +17,20 @@ fn the_default_workload_fits_the_models_context_and_says_so() {
     let run = bench(
         dir.path(),
         "ctx.jsonl",
-        &["--sim-config", &cfg, "--requests", "60", "--concurrency", "8", "-q"],
+        &[
+            "--sim-config",
+            &cfg,
+            "--requests",
+            "60",
+            "--concurrency",
+            "8",
+            "-q",
+        ],
     );
     assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
     assert!(
-        run.stderr.contains("context is 1024 tokens (max_model_len)"),
+        run.stderr
+            .contains("context is 1024 tokens (max_model_len)"),
         "{}",
         run.stderr
     );
@@ -81,7 +90,8 @@ fn a_scaled_simulator_run_says_so_and_the_report_leads_with_the_server_and_point
     );
     assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
     assert!(
-        run.stderr.contains("20× faster than real time (--sim-speed 20)"),
+        run.stderr
+            .contains("20× faster than real time (--sim-speed 20)"),
         "{}",
         run.stderr
     );
@@ -91,14 +101,23 @@ fn a_scaled_simulator_run_says_so_and_the_report_leads_with_the_server_and_point
         run.stdout
     );
     let report = &run.stdout;
-    assert!(report.starts_with("what the server did:\n  TTFT after admission"), "{report}");
+    assert!(
+        report.starts_with("what the server did:\n  TTFT after admission"),
+        "{report}"
+    );
     for row in ["TPOT", "stream TPS", "system TPS"] {
         assert!(report.contains(&format!("\n  {row} ")), "{row}: {report}");
     }
     let next = report.rsplit_once("\nnext:\n").expect("next steps").1;
     let file = run.out.display().to_string();
-    assert!(next.contains(&format!("tpscope report {file} --html")), "{next}");
-    assert!(next.contains("tpscope bench --concurrency 1,4,16,64"), "{next}");
+    assert!(
+        next.contains(&format!("tpscope report {file} --html")),
+        "{next}"
+    );
+    assert!(
+        next.contains("tpscope bench --concurrency 1,4,16,64"),
+        "{next}"
+    );
     assert!(next.contains("tpscope compare"), "{next}");
     // In a closed loop with 24 requests ready at once and 4 slots, what a user
     // waited is mostly tpscope's own queue: said as such.
@@ -132,7 +151,12 @@ fn sim_fault_connection_close_makes_every_request_connect_and_sim_flags_are_refu
     }
     bench_support::refused(&["--sim-fault", "connection-close=0.5"], &["0 or 1"]);
     bench_support::refused(
-        &["--url", "http://127.0.0.1:9/v1", "--sim-fault", "connection-close=1"],
+        &[
+            "--url",
+            "http://127.0.0.1:9/v1",
+            "--sim-fault",
+            "connection-close=1",
+        ],
         &["--sim-* flags", "--url"],
     );
     let help = bench_support::tpscope()
@@ -164,7 +188,8 @@ fn ctrl_c_during_the_warm_up_says_nothing_was_measured() {
     let run = bench_support::wait(child, out);
     assert_eq!(run.status.code(), Some(130), "{}", run.stderr);
     assert!(
-        run.stderr.contains("stopped during the warm-up (--warmup): nothing was measured"),
+        run.stderr
+            .contains("stopped during the warm-up (--warmup): nothing was measured"),
         "{}",
         run.stderr
     );
@@ -198,11 +223,16 @@ fn closed_loop_duration_leftovers_are_backlog_left_at_the_end_not_failures() {
         .count();
     assert!(left > 0, "a closed loop always has a backlog");
     assert!(
-        run.stdout
-            .contains(&format!("({left} of them backlog left at the end, never sent)")),
+        run.stdout.contains(&format!(
+            "({left} of them backlog left at the end, never sent)"
+        )),
         "{}",
         run.stdout
     );
-    assert!(run.stdout.contains("failures by cause: none"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("failures by cause: none"),
+        "{}",
+        run.stdout
+    );
     assert!(!run.stdout.contains("cancelled ×"), "{}", run.stdout);
 }

@@ -434,7 +434,11 @@ async fn malformed_chunk_and_mid_stream_error() {
 async fn a_200_that_is_not_a_completion_is_malformed_not_ok() {
     // issue 16: both counted as ok with 0 tokens and 100 % success.
     let server = ScriptServer::start(vec![
-        Reply::body(200, "application/json", br#"{"status":"ok","result":[1,2]}"#),
+        Reply::body(
+            200,
+            "application/json",
+            br#"{"status":"ok","result":[1,2]}"#,
+        ),
         Reply::sse(vec![Part::Bytes(events(&["[DONE]"]))]),
     ])
     .await;
@@ -442,10 +446,17 @@ async fn a_200_that_is_not_a_completion_is_malformed_not_ok() {
     let o = run(&client).await;
     assert_eq!(o.cause(), Some(Cause::Malformed), "{o:?}");
     let msg = o.error_message.unwrap();
-    assert!(msg.contains("not a completion") && msg.contains("\"status\""), "{msg}");
+    assert!(
+        msg.contains("not a completion") && msg.contains("\"status\""),
+        "{msg}"
+    );
     let o = run(&client).await;
     assert_eq!(o.cause(), Some(Cause::Malformed), "{o:?}");
-    assert!(o.error_message.unwrap().contains("before any completion chunk"));
+    assert!(
+        o.error_message
+            .unwrap()
+            .contains("before any completion chunk")
+    );
     server.shutdown().await;
 }
 

@@ -113,8 +113,11 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         let waits = draws(5);
-        assert!(waits.iter().all(|d| *d >= Duration::from_secs(1)
-            && *d <= Duration::from_millis(1250)));
+        assert!(
+            waits
+                .iter()
+                .all(|d| *d >= Duration::from_secs(1) && *d <= Duration::from_millis(1250))
+        );
         let distinct: std::collections::BTreeSet<_> = waits.iter().collect();
         assert!(distinct.len() > 150, "{} distinct waits", distinct.len());
         assert_eq!(waits, draws(5), "deterministic under the seed");
@@ -152,9 +155,15 @@ mod tests {
         };
         let mut rng = StdRng::seed_from_u64(2);
         let d = p.backoff(1, Some(Duration::from_secs(2)), &mut rng);
-        assert!(d >= Duration::from_secs(2) && d <= Duration::from_millis(2500), "{d:?}");
+        assert!(
+            d >= Duration::from_secs(2) && d <= Duration::from_millis(2500),
+            "{d:?}"
+        );
         let d = p.backoff(1, Some(Duration::from_secs(9999)), &mut rng);
-        assert!(d >= MAX_RETRY_AFTER && d <= MAX_RETRY_AFTER * 5 / 4, "{d:?}");
+        assert!(
+            d >= MAX_RETRY_AFTER && d <= MAX_RETRY_AFTER * 5 / 4,
+            "{d:?}"
+        );
     }
 
     #[test]

@@ -484,7 +484,11 @@ fn failure_messages_reach_the_analysis_by_both_readers() {
     assert_eq!(top.len(), 1);
     assert_eq!(top[0].cause, tpscope_model::Cause::Http4xx);
     assert_eq!(top[0].messages[0].count, 2);
-    assert!(top[0].messages[0].message.starts_with("HTTP 400: `stream_options`"));
+    assert!(
+        top[0].messages[0]
+            .message
+            .starts_with("HTTP 400: `stream_options`")
+    );
     assert_eq!(
         top[0].messages[1].message,
         "HTTP 400: \"stream_options\" is only allowed when `stream` is true"

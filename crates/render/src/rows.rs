@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use tpscope_analysis::metrics::{Section, SummaryRef};
-use tpscope_analysis::stats::{Summary, TokensPerSecond};
 use tpscope_analysis::report::Counts;
+use tpscope_analysis::stats::{Summary, TokensPerSecond};
 use tpscope_analysis::{CauseCounts, METRICS, RunReport};
 
 use crate::fmt::*;

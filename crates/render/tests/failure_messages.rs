@@ -62,7 +62,10 @@ fn failure_messages_show_in_text_markdown_json_and_html() {
     assert!(t.contains(&format!("http_4xx ×3: {REASON}")), "{t}");
     assert!(t.contains("http_5xx ×1: HTTP 503"), "{t}");
     let md = String::from_utf8(markdown::render(&report)).unwrap();
-    assert!(md.contains("http_4xx ×3: HTTP 400: 'stream_options'"), "{md}");
+    assert!(
+        md.contains("http_4xx ×3: HTTP 400: 'stream_options'"),
+        "{md}"
+    );
     let j: serde_json::Value = serde_json::from_slice(&json(&report).unwrap()).unwrap();
     let m = &j["runs"][0]["error_messages"][0];
     assert_eq!(m["cause"], "http_4xx");
@@ -113,7 +116,11 @@ fn waterfall_marks_failed_attempts_and_back_off_apart_from_the_first_token_wait(
     };
     let page = String::from_utf8(html::report(&report, &[d])).unwrap();
     assert!(page.contains("failed attempts and back-off"), "legend");
-    assert_eq!(page.matches("class=\"ph-retry\"").count(), 1, "one retried request");
+    assert_eq!(
+        page.matches("class=\"ph-retry\"").count(),
+        1,
+        "one retried request"
+    );
     let lead = page.find("what the server did").expect("lead table");
     assert!(lead < page.find("failures by cause").unwrap(), "lead first");
     assert!(page[lead..].contains("TTFT after admission") && page[lead..].contains("TPOT"));

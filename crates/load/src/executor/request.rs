@@ -111,9 +111,13 @@ pub(super) fn stop_admitting<S: Sender>(sh: &Arc<Shared<S>>, why: &str) {
 /// (admitting the next at once) and hands the span to the writer.
 async fn request_task<S: Sender>(sh: Arc<Shared<S>>, t: Ticket, admitted: Instant) {
     let plan = &sh.plan;
-    let req = plan
-        .workload
-        .request(t.seq, plan.seed, plan.prompt_salt, plan.tokenizer, plan.context);
+    let req = plan.workload.request(
+        t.seq,
+        plan.seed,
+        plan.prompt_salt,
+        plan.tokenizer,
+        plan.context,
+    );
     let mut rng = StdRng::seed_from_u64(mix(plan.seed ^ mix(t.seq) ^ 0xB4C0FF));
     let mut outcomes = Vec::with_capacity(1);
     let mut cancelled = None;

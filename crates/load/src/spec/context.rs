@@ -23,7 +23,9 @@ pub struct ContextFit {
 /// tokenizer counting the prompt differently from the one that wrote it: a tenth
 /// of the context, at least 64 tokens.
 pub fn usable(max_model_len: u32) -> u32 {
-    max_model_len.saturating_sub((max_model_len / 10).max(64)).max(2)
+    max_model_len
+        .saturating_sub((max_model_len / 10).max(64))
+        .max(2)
 }
 
 /// A request's lengths shortened to fit `limit`: the output first to at most half
@@ -76,7 +78,9 @@ impl BenchSpec {
                 (m.clone().min().unwrap_or(2), m.max())
             }
             Workload::Trace { entries, .. } => {
-                let m = entries.iter().map(|e| u64::from(e.input) + u64::from(e.output));
+                let m = entries
+                    .iter()
+                    .map(|e| u64::from(e.input) + u64::from(e.output));
                 (m.clone().min().unwrap_or(2), m.max())
             }
             // Prompt files: their lengths are the server's to judge.

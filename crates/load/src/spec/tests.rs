@@ -322,6 +322,9 @@ fn the_default_workload_is_shortened_to_the_models_context_and_explicit_lengths_
     })
     .unwrap();
     let e = fixed.context_fit(4096).unwrap_err().to_string();
-    assert!(e.contains("--input-tokens") && e.contains("4256") && e.contains("4096"), "{e}");
+    assert!(
+        e.contains("--input-tokens") && e.contains("4256") && e.contains("4096"),
+        "{e}"
+    );
     assert_eq!(fixed.context_fit(8192).unwrap(), ContextFit::default());
 }

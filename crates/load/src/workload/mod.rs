@@ -283,7 +283,10 @@ mod tests {
         };
         let tk = Tokenizer::O200kBase;
         for seq in 0..5 {
-            let (a, b) = (w.request(seq, 7, 11, tk, None), w.request(seq, 7, 12, tk, None));
+            let (a, b) = (
+                w.request(seq, 7, 11, tk, None),
+                w.request(seq, 7, 12, tk, None),
+            );
             assert_ne!(a.spec.prompt, b.spec.prompt);
             assert_eq!(a.input_tokens, b.input_tokens);
             assert_eq!(a.max_tokens(), b.max_tokens());
@@ -291,7 +294,11 @@ mod tests {
                 panic!()
             };
             assert_eq!(tk.count(t) as u64, b.input_tokens.unwrap());
-            assert_eq!(a, w.request(seq, 7, 11, tk, None), "reproducible for one salt");
+            assert_eq!(
+                a,
+                w.request(seq, 7, 11, tk, None),
+                "reproducible for one salt"
+            );
         }
     }
 

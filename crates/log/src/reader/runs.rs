@@ -269,10 +269,7 @@ impl Reader {
                     run.span_text.push(SpanText {
                         request_id: request_id.map(|r| r.into()),
                         token_source: source.as_ref().map(|s| s.to_string().into()),
-                        error_message: facts
-                            .error_cause
-                            .and(error_message)
-                            .map(|m| m.into()),
+                        error_message: facts.error_cause.and(error_message).map(|m| m.into()),
                     });
                 }
                 run.input.push_span(facts, source.as_ref());

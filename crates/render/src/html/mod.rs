@@ -14,7 +14,8 @@ use tpscope_analysis::{Report, RunReport};
 use crate::compare::{criterion_cells, criterion_heads, headline_cells, method_line, side_line};
 use crate::fmt::{SUMMARY_HEADS, summary_cells};
 use crate::rows::{
-    backlog_left, by_cause, distribution_rows, failure_message_lines, headline_rows, length_label, missing_lines, window_line,
+    backlog_left, by_cause, distribution_rows, failure_message_lines, headline_rows, length_label,
+    missing_lines, window_line,
 };
 use charts::Series;
 use page::{Cell, document, table, warnings};
@@ -75,7 +76,11 @@ fn lead_table(r: &RunReport) -> String {
         .collect();
     let mut s = String::from("<div class=\"lead\">\n");
     s.push_str(&table(
-        &["what the server did".into(), "value".into(), "meaning".into()],
+        &[
+            "what the server did".into(),
+            "value".into(),
+            "meaning".into(),
+        ],
         &rows,
     ));
     if let Some(b) = crate::lead::backlog_line(r) {
@@ -103,7 +108,9 @@ fn summary_tables(r: &RunReport) -> String {
     ));
     let messages = failure_message_lines(r);
     if !messages.is_empty() {
-        s.push_str("<p class=\"meta\">most frequent failure messages:</p>\n<ul class=\"failures\">\n");
+        s.push_str(
+            "<p class=\"meta\">most frequent failure messages:</p>\n<ul class=\"failures\">\n",
+        );
         for line in messages {
             s.push_str(&format!("<li><code>{}</code></li>\n", esc(&line)));
         }
