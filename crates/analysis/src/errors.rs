@@ -94,7 +94,7 @@ impl ErrorMessages {
             };
             let mut entries: Vec<&Entry> = t.entries.iter().collect();
             // Stable: equal counts keep the order they were first seen in.
-            entries.sort_by(|a, b| b.count.cmp(&a.count));
+            entries.sort_by_key(|e| std::cmp::Reverse(e.count));
             let shown = entries.len().min(n);
             out.push(CauseMessages {
                 cause,

@@ -264,7 +264,7 @@ fn failure_reasons(summaries: &[RunSummary]) -> Vec<String> {
             None => all.push((c.cause, m.message.clone(), m.count)),
         }
     }
-    all.sort_by(|a, b| b.2.cmp(&a.2));
+    all.sort_by_key(|e| std::cmp::Reverse(e.2));
     all.into_iter()
         .map(|(cause, msg, n)| format!("{cause} ×{n}: {msg}"))
         .collect()
