@@ -20,10 +20,10 @@ pub struct LeadRow {
     pub why: &'static str,
 }
 
-/// A duration in µs below 1 ms, in ms below 10 s, else in s.
+/// A duration in µs below 1 ms, in ms below 1 s, else in s.
 fn dur(d: Duration) -> String {
     let s = d.as_secs_f64();
-    if s >= 10.0 {
+    if s >= 1.0 {
         format!("{s:.2} s")
     } else if s < 1e-3 {
         format!("{:.0} µs", s * 1e6)
