@@ -115,7 +115,7 @@ pub fn steady_bounds(sweep: &Sweep) -> Option<(Timestamp, Timestamp)> {
 
 /// Analyses one run.
 pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
-    let mut warnings = Vec::new();
+    let mut warnings: Vec<String> = scaled_time_warning(input).into_iter().collect();
     let sweep = Sweep::new(input);
     let first_queued = input.spans.iter().map(|s| s.queued_at).min();
     let last_released = input.spans.iter().map(|s| s.released_at).max();
@@ -213,6 +213,10 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
                     counts.error += 1;
                 } else {
                     counts.cancelled += 1;
+                }
+                if s.is_backlog_left() {
+                    counts.backlog_left += 1;
+                    continue;
                 }
                 let cause = s.error_cause.unwrap_or(if s.status == Status::Cancelled {
                     Cause::Cancelled
@@ -366,6 +370,7 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
             })
             .collect(),
         complete: input.end.is_some(),
+        error_messages: input.error_messages.top(crate::errors::SHOWN_PER_CAUSE),
         window,
         steady_window,
         success_rate: ratio(counts.ok as f64, (counts.ok + counts.error) as f64),
@@ -398,5 +403,30 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         closed_loop: input.closed_loop(),
         time_series,
         warnings,
+    }
+}
+
+/// A run of the built-in simulator at another speed than real time (the run
+/// record's `load.simulator.speed`) has scaled times: said, so its figures are
+/// not read as a GPU's (issue 16).
+fn scaled_time_warning(input: &RunInput) -> Option<String> {
+    let speed = input
+        .run
+        .as_ref()?
+        .load
+        .get("simulator")?
+        .get("speed")?
+        .as_str()?;
+    match speed {
+        "realtime" => None,
+        "max" => Some(
+            "times are not real: the built-in simulator ran as fast as it could (speed max), \
+             so durations and rates measure tpscope and the simulator, not its GPU model"
+                .into(),
+        ),
+        f => Some(format!(
+            "times are scaled: the built-in simulator ran {f}× faster than real time \
+             (--sim-speed {f}), so durations are 1/{f} and rates {f}× what its GPU model gives"
+        )),
     }
 }

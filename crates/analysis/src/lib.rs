@@ -15,6 +15,7 @@ pub mod analyze;
 mod collect;
 pub mod compare;
 pub mod detail;
+pub mod errors;
 pub mod goodput;
 pub mod input;
 pub mod knee;
@@ -29,8 +30,9 @@ mod test_support;
 
 pub use analyze::{DEFAULT_SLO_SHARE, Options, Prices, WindowSpec, analyze, steady_bounds};
 pub use collect::LENGTH_EDGES;
+pub use errors::{CauseMessages, ErrorMessages, MessageCount};
 pub use goodput::{Goals, Goodput, parse_goals};
-pub use input::{RunInput, SampleFacts, SpanFacts};
+pub use input::{RunInput, SampleFacts, SpanFacts, SpanText};
 pub use metrics::{METRICS, SpanMetric, SpanMetrics, SpanRow, span_metrics, span_rows};
 pub use report::{CauseCounts, REPORT_SCHEMA, Report, RunReport, Window, WindowKind};
 pub use stats::{Summary, Tokens, TokensPerSecond};

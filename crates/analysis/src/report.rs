@@ -87,7 +87,11 @@ pub struct Counts {
     pub error: u64,
     /// Spans with status `cancelled` (kept apart from the success rate).
     pub cancelled: u64,
-    /// Non-ok spans by failure cause.
+    /// Of the cancelled spans, those never admitted: the backlog left when the
+    /// run stopped admitting (end of `--duration`, Ctrl-C). They were never sent,
+    /// so they are not failures and not in `errors_by_cause`.
+    pub backlog_left: u64,
+    /// Non-ok spans by failure cause (the backlog left at the end aside).
     pub errors_by_cause: CauseCounts,
     /// Σ retry_count.
     pub retries: u64,
@@ -299,6 +303,9 @@ pub struct RunReport {
     pub steady_window: Option<Window>,
     /// Span counts.
     pub counts: Counts,
+    /// The most frequent failure messages of each cause (over the whole run,
+    /// whatever the window).
+    pub error_messages: Vec<crate::errors::CauseMessages>,
     /// Σ output tokens of ok spans in the window / window length (tokens of spans
     /// that straddle an edge are counted pro rata, spread over their stream).
     pub system_tps: Option<TokensPerSecond>,

@@ -139,7 +139,7 @@ pub fn render(report: &Report, set: &LogSet, format: Format) -> Result<Vec<u8>, 
             let runs: Vec<_> = set
                 .runs
                 .iter()
-                .map(|r| (&r.input, r.span_ids.as_slice()))
+                .map(|r| (&r.input, r.span_ids.as_slice(), r.span_text.as_slice()))
                 .collect();
             tpscope_render::csv_out::render(&runs)
         }

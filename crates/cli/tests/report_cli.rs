@@ -84,9 +84,50 @@ fn csv_has_one_row_per_span() {
     let s = text(&out.stdout);
     let lines: Vec<&str> = s.lines().collect();
     assert_eq!(lines.len(), 4);
-    assert!(lines[0].starts_with("run_id,span_id,status,error_cause,queued_at"));
-    assert!(lines[2].starts_with("golden,b,ok,,"));
-    assert!(lines[3].starts_with("golden,c,error,disconnect,"));
+    assert!(
+        lines[0]
+            .starts_with("run_id,span_id,request_id,status,error_cause,error_message,queued_at")
+    );
+    assert!(lines[2].starts_with("golden,b,,ok,,,"));
+    assert!(lines[3].starts_with("golden,c,,error,disconnect,"));
+}
+
+#[test]
+fn csv_carries_request_id_error_message_and_token_source() {
+    // issue 15: the CSV lacked request_id, the error message and the token source.
+    let log =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../log/tests/fixtures/bench_sim_faults.jsonl");
+    let out = tpscope(&["report", log.to_str().unwrap(), "--format", "csv"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let mut rows = csv_rows(&out.stdout);
+    let head = rows.remove(0);
+    let col = |name: &str| head.iter().position(|h| h == name).unwrap();
+    let (rid, status, msg, src) = (
+        col("request_id"),
+        col("status"),
+        col("error_message"),
+        col("token_source"),
+    );
+    let ok = rows.iter().find(|r| r[status] == "ok").unwrap();
+    assert!(ok[rid].starts_with("chatcmpl-sim-"), "{ok:?}");
+    assert_eq!(ok[src], "usage");
+    assert!(ok[msg].is_empty());
+    let failed = rows
+        .iter()
+        .find(|r| r[msg].starts_with("HTTP 429"))
+        .unwrap();
+    assert!(failed[msg].contains("Rate limit reached"), "{failed:?}");
+    assert!(rows.iter().any(|r| r[msg].contains("the stream broke")));
+}
+
+/// CSV rows split by a real CSV reader (messages hold commas).
+fn csv_rows(bytes: &[u8]) -> Vec<Vec<String>> {
+    csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_reader(bytes)
+        .records()
+        .map(|r| r.unwrap().iter().map(str::to_string).collect())
+        .collect()
 }
 
 #[test]

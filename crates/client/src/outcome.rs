@@ -152,6 +152,19 @@ impl<'c> Recorder<'c> {
                 if let Some(err) = c.server_error() {
                     return self.finish(Some(err.cause), now, Some(err.message));
                 }
+                if c.choices.is_none() {
+                    // JSON, but not a completion (another API's answer, a proxy's
+                    // page): not an ok request with 0 tokens.
+                    let shown = String::from_utf8_lossy(&body[..body.len().min(120)]);
+                    return self.finish(
+                        Some(Cause::Malformed),
+                        now,
+                        Some(format!(
+                            "the 200 response is not a completion (no `choices`): {}",
+                            shown.trim()
+                        )),
+                    );
+                }
                 self.stream.events += 1;
                 openai::absorb(&mut self.stream, &c, now);
                 self.finish(None, now, None)

@@ -6,6 +6,7 @@ pub mod compare;
 pub mod csv_out;
 pub mod fmt;
 pub mod html;
+pub mod lead;
 pub mod markdown;
 pub mod rows;
 pub mod sweep;

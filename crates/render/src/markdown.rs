@@ -29,16 +29,26 @@ pub fn render(report: &Report) -> Vec<u8> {
         let c = &r.counts;
         let _ = writeln!(
             o,
-            "Spans {} (ok {}, error {}, cancelled {}); failures: {}; retries {} ({}); wasted tokens {}.\n",
+            "Spans {} (ok {}, error {}, cancelled {}{}); failures: {}; retries {} ({}); wasted tokens {}.\n",
             c.spans,
             c.ok,
             c.error,
             c.cancelled,
+            backlog_left(c),
             by_cause(&c.errors_by_cause),
             c.retries,
             by_cause(&c.retries_by_cause),
             c.wasted_tokens
         );
+        let messages = failure_message_lines(r);
+        if !messages.is_empty() {
+            let _ = writeln!(o, "Most frequent failure messages:\n");
+            for line in messages {
+                // Messages are the server's text: kept out of markdown's syntax.
+                let _ = writeln!(o, "- `{}`", line.replace('`', "'"));
+            }
+            o.push('\n');
+        }
         let rows: Vec<Vec<String>> = headline_rows(r)
             .into_iter()
             .map(|(k, v, why)| vec![format!("`{k}`"), v, why.to_string()])

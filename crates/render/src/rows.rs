@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use tpscope_analysis::metrics::{Section, SummaryRef};
+use tpscope_analysis::report::Counts;
 use tpscope_analysis::stats::{Summary, TokensPerSecond};
 use tpscope_analysis::{CauseCounts, METRICS, RunReport};
 
@@ -221,6 +222,30 @@ pub fn by_cause(m: &CauseCounts) -> String {
         .map(|(k, v)| format!("{k} {v}"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// "cause ×n: message" lines, the most frequent failure messages of each cause
+/// (and how many said something else); empty when nothing failed.
+pub fn failure_message_lines(r: &RunReport) -> Vec<String> {
+    let mut out = Vec::new();
+    for c in &r.error_messages {
+        for m in &c.messages {
+            out.push(format!("{} ×{}: {}", c.cause, m.count, m.message));
+        }
+        if c.other > 0 {
+            out.push(format!("{} ×{}: (other messages)", c.cause, c.other));
+        }
+    }
+    out
+}
+
+/// ` (N of them backlog left at the end, never sent)` after the cancelled count,
+/// or nothing.
+pub fn backlog_left(c: &Counts) -> String {
+    match c.backlog_left {
+        0 => String::new(),
+        n => format!(" ({n} of them backlog left at the end, never sent)"),
+    }
 }
 
 /// The one-line description of a run's window.

@@ -58,13 +58,17 @@ pub fn render(report: &Report) -> Vec<u8> {
         let c = &r.counts;
         let _ = writeln!(
             o,
-            "  spans {}: ok {}, error {}, cancelled {} · failures by cause: {}",
+            "  spans {}: ok {}, error {}, cancelled {}{} · failures by cause: {}",
             c.spans,
             c.ok,
             c.error,
             c.cancelled,
+            backlog_left(c),
             by_cause(&c.errors_by_cause)
         );
+        for line in failure_message_lines(r) {
+            let _ = writeln!(o, "    {line}");
+        }
         let _ = writeln!(
             o,
             "  retries {} ({}) · wasted tokens {} · output tokens {} · input tokens {}",

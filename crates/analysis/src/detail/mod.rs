@@ -119,6 +119,10 @@ pub struct WaterfallRow {
     pub output_tokens: u64,
     /// Retries.
     pub retries: u32,
+    /// When the last attempt started, for a request that made several: from
+    /// admission to here its slot went to failed attempts and back-off.
+    #[serde(rename = "last_attempt_s", serialize_with = "opt_secs")]
+    pub last_attempt: Option<Duration>,
 }
 
 /// Requests with their phases: all of the window's, or for a big run the
@@ -328,15 +332,23 @@ pub fn detail(input: &RunInput, report: &RunReport) -> Detail {
         _ => Vec::new(),
     };
 
-    let mut windowed: Vec<&SpanFacts> = input.spans.iter().filter(in_window).collect();
-    windowed.sort_by_key(|s| s.queued_at);
+    let mut windowed: Vec<(usize, &SpanFacts)> = input
+        .spans
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| in_window(s))
+        .collect();
+    windowed.sort_by_key(|(_, s)| s.queued_at);
+    let last_attempts: std::collections::HashMap<usize, Timestamp> =
+        input.last_attempts.iter().copied().collect();
     let shown = windowed.len().min(MAX_WATERFALL);
     let first = (windowed.len() - shown) / 2;
     let waterfall = Waterfall {
         first,
         rows: windowed[first..first + shown]
             .iter()
-            .map(|s| WaterfallRow {
+            .map(|&(i, s)| WaterfallRow {
+                last_attempt: last_attempts.get(&i).map(|&t| offset(origin, t)),
                 queued: offset(origin, s.queued_at),
                 admitted: s.admitted_at.map(|t| offset(origin, t)),
                 first_token: s.first_token_at.map(|t| offset(origin, t)),
@@ -352,7 +364,7 @@ pub fn detail(input: &RunInput, report: &RunReport) -> Detail {
 
     let mut cols: [Vec<f64>; CdfMetric::ALL.len()] = Default::default();
     let mut scatter_all: Vec<(u64, TokensPerSecond)> = Vec::new();
-    for s in windowed.iter().filter(|s| s.status == Status::Ok) {
+    for (_, s) in windowed.iter().filter(|(_, s)| s.status == Status::Ok) {
         let m = span_metrics(s);
         for (col, c) in cols.iter_mut().zip(CdfMetric::ALL) {
             col.extend(m.get(c.name()));

@@ -14,8 +14,8 @@ use tpscope_analysis::{Report, RunReport};
 use crate::compare::{criterion_cells, criterion_heads, headline_cells, method_line, side_line};
 use crate::fmt::{SUMMARY_HEADS, summary_cells};
 use crate::rows::{
-    by_cause, closed_loop_note, distribution_rows, headline_rows, length_label, missing_lines,
-    window_line,
+    backlog_left, by_cause, closed_loop_note, distribution_rows, failure_message_lines,
+    headline_rows, length_label, missing_lines, window_line,
 };
 use charts::Series;
 use page::{Cell, document, table, warnings};
@@ -62,21 +62,60 @@ fn run_meta(r: &RunReport) -> String {
     s
 }
 
+/// What the server did (TTFT, TPOT, stream and system TPS), first.
+fn lead_table(r: &RunReport) -> String {
+    let rows: Vec<Vec<Cell>> = crate::lead::lead_rows(r)
+        .into_iter()
+        .map(|l| {
+            vec![
+                Cell::Text(l.label.to_string()),
+                Cell::Text(l.value),
+                Cell::Why(l.why.to_string()),
+            ]
+        })
+        .collect();
+    let mut s = String::from("<div class=\"lead\">\n");
+    s.push_str(&table(
+        &[
+            "what the server did".into(),
+            "value".into(),
+            "meaning".into(),
+        ],
+        &rows,
+    ));
+    if let Some(b) = crate::lead::backlog_line(r) {
+        s.push_str(&format!("<p class=\"note\">{}</p>\n", esc(&b)));
+    }
+    s.push_str("</div>\n");
+    s
+}
+
 fn summary_tables(r: &RunReport) -> String {
     let mut s = String::new();
     let c = &r.counts;
     s.push_str(&format!(
-        "<p>{} spans: {} ok, {} error, {} cancelled · failures by cause: {} · retries {} ({}) · wasted tokens {} · output tokens {}</p>\n",
+        "<p>{} spans: {} ok, {} error, {} cancelled{} · failures by cause: {} · retries {} ({}) · wasted tokens {} · output tokens {}</p>\n",
         c.spans,
         c.ok,
         c.error,
         c.cancelled,
+        esc(&backlog_left(c)),
         esc(&by_cause(&c.errors_by_cause)),
         c.retries,
         esc(&by_cause(&c.retries_by_cause)),
         c.wasted_tokens,
         c.output_tokens
     ));
+    let messages = failure_message_lines(r);
+    if !messages.is_empty() {
+        s.push_str(
+            "<p class=\"meta\">most frequent failure messages:</p>\n<ul class=\"failures\">\n",
+        );
+        for line in messages {
+            s.push_str(&format!("<li><code>{}</code></li>\n", esc(&line)));
+        }
+        s.push_str("</ul>\n");
+    }
     let rows: Vec<Vec<Cell>> = headline_rows(r)
         .into_iter()
         .map(|(k, v, why)| {
@@ -179,6 +218,7 @@ fn run_section(prefix: &str, r: &RunReport, d: Option<&Detail>, heading: &str) -
     s.push_str(&run_meta(r));
     s.push_str(&warnings(&r.warnings));
     s.push_str("<h2>Summary</h2>\n");
+    s.push_str(&lead_table(r));
     s.push_str(&summary_tables(r));
     match d {
         Some(d) => {

@@ -71,7 +71,7 @@ g.window line{stroke:var(--window);stroke-width:1.2;stroke-dasharray:2 3}
 g.window text{fill:var(--window)}
 path.bar{stroke:none}
 .ph-queue{fill:var(--ph-queue)}.ph-wait{fill:var(--ph-wait)}.ph-stream{fill:var(--ph-stream)}.ph-post{fill:var(--ph-post)}
-.ph-fail{fill:var(--fail)}
+.ph-fail{fill:var(--fail)}.ph-retry{fill:var(--fail);fill-opacity:.45}
 .gapkey{fill:var(--gap);opacity:.35}
 .gapswatch{opacity:.35}
 .steadykey{fill:var(--steady);opacity:.3}
