@@ -451,12 +451,19 @@ mod tests {
             first_byte_at: None,
             first_token_at: None,
             ended_at: t(4),
+            end_at: None,
             http_status: Some(200),
             cause: None,
             tokens: 2,
             connection_reused: None,
             connect_time: None,
             backoff: None,
+            client_lag: None,
+            reads: None,
+            traced_chunks: None,
+            inexact_chunks: None,
+            first_token_exact: None,
+            resends: 0,
         });
         s.output_tokens = 2;
         rec.sender().span(

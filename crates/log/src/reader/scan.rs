@@ -73,6 +73,13 @@ pub(super) struct AttemptExtras<'a> {
     pub(super) connection_reused: Option<&'a str>,
     pub(super) connect_s: Option<&'a str>,
     pub(super) backoff_s: Option<&'a str>,
+    pub(super) end_at: Option<&'a str>,
+    pub(super) client_lag_s: Option<&'a str>,
+    pub(super) reads: Option<&'a str>,
+    pub(super) traced_chunks: Option<&'a str>,
+    pub(super) inexact_chunks: Option<&'a str>,
+    pub(super) first_token_exact: Option<&'a str>,
+    pub(super) resends: Option<&'a str>,
 }
 
 impl<'a> AttemptExtras<'a> {
@@ -89,6 +96,13 @@ impl<'a> AttemptExtras<'a> {
             AttemptKey::connection_reused => Some(&mut self.connection_reused),
             AttemptKey::connect_time => Some(&mut self.connect_s),
             AttemptKey::backoff => Some(&mut self.backoff_s),
+            AttemptKey::end_at => Some(&mut self.end_at),
+            AttemptKey::client_lag => Some(&mut self.client_lag_s),
+            AttemptKey::reads => Some(&mut self.reads),
+            AttemptKey::traced_chunks => Some(&mut self.traced_chunks),
+            AttemptKey::inexact_chunks => Some(&mut self.inexact_chunks),
+            AttemptKey::first_token_exact => Some(&mut self.first_token_exact),
+            AttemptKey::resends => Some(&mut self.resends),
         }
     }
 }
