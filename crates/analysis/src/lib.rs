@@ -18,6 +18,7 @@ pub mod detail;
 pub mod input;
 pub mod knee;
 pub mod metrics;
+mod quality;
 pub mod report;
 pub mod series;
 pub mod stats;
@@ -27,7 +28,8 @@ mod test_support;
 
 pub use analyze::{Options, Prices, WindowSpec, analyze, steady_bounds};
 pub use collect::LENGTH_EDGES;
-pub use input::{RunInput, SampleFacts, SpanFacts};
+pub use input::{ClientFacts, RunInput, SampleFacts, SpanFacts};
+pub use quality::{MeasurementQuality, measurement_quality};
 pub use metrics::{METRICS, SpanMetric, SpanMetrics, SpanRow, span_metrics, span_rows};
 pub use report::{CauseCounts, REPORT_SCHEMA, Report, RunReport, Window, WindowKind};
 pub use stats::{Summary, Tokens, TokensPerSecond};

@@ -4,7 +4,9 @@
 //! reject — is declined (`None`) and read by the general path, which alone reports
 //! errors; for every line this accepts, the general path gives the same record.
 
-use tpscope_analysis::{SampleFacts, SpanFacts};
+use std::time::Duration;
+
+use tpscope_analysis::{ClientFacts, SampleFacts, SpanFacts};
 use tpscope_json::plain_len;
 use tpscope_model::{
     Cause, HourCache, MAX_PLAUSIBLE_TOKENS, Status, Timestamp, TokenSource, check_lifecycle,
@@ -136,9 +138,12 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
         }
     }
     let mut wasted_tokens = 0;
+    let mut client = ClientFacts::default();
     if c.lit(key::attempts) && c.lit(b"[") {
         loop {
-            wasted_tokens += attempt(c, hours)?;
+            let (wasted, facts) = attempt(c, hours)?;
+            wasted_tokens += wasted;
+            client.add(facts);
             if !c.lit(b",") {
                 break;
             }
@@ -169,6 +174,7 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
         retry_causes,
         wasted_tokens,
         chunks: None,
+        client,
     };
     check_lifecycle(facts.lifecycle()).ok()?;
     Some(FastRecord::Span {
@@ -180,8 +186,9 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
 }
 
 /// One attempt object; returns the tokens it wasted (those of an attempt that did
-/// not end ok). Fields the analysis does not use are only validated.
-fn attempt(c: &mut Cursor<'_>, hours: &mut HourCache) -> Option<u64> {
+/// not end ok) and its client facts. Fields the analysis does not use are only
+/// validated.
+fn attempt(c: &mut Cursor<'_>, hours: &mut HourCache) -> Option<(u64, ClientFacts)> {
     // `{"started_at":`: the first key follows the brace, not a value.
     c.need(b"{")?;
     c.need(&attempt_key::started_at[1..])?;
@@ -197,6 +204,10 @@ fn attempt(c: &mut Cursor<'_>, hours: &mut HourCache) -> Option<u64> {
     if ended < started {
         return None;
     }
+    let mut facts = ClientFacts {
+        end_at: c.opt_time(attempt_key::end_at, hours)?,
+        ..ClientFacts::default()
+    };
     if c.lit(attempt_key::http_status) {
         c.number()?;
     }
@@ -212,13 +223,36 @@ fn attempt(c: &mut Cursor<'_>, hours: &mut HourCache) -> Option<u64> {
         return None;
     }
     if c.lit(attempt_key::connect_time) {
-        c.number()?;
+        facts.connect = Some(c.secs()?);
     }
     if c.lit(attempt_key::backoff) {
         c.number()?;
     }
+    if c.lit(attempt_key::client_lag) {
+        facts.lag = Some(c.secs()?);
+    }
+    if c.lit(attempt_key::reads) {
+        facts.reads = c.uint()?;
+    }
+    if c.lit(attempt_key::traced_chunks) {
+        facts.traced_chunks = c.uint()?;
+    }
+    if c.lit(attempt_key::inexact_chunks) {
+        facts.inexact_chunks = c.uint()?;
+    }
+    if c.lit(attempt_key::first_token_exact) {
+        facts.first_token_exact = Some(if c.lit(b"true") {
+            true
+        } else {
+            c.need(b"false")?;
+            false
+        });
+    }
+    if c.lit(attempt_key::resends) {
+        facts.resends = c.u32()?;
+    }
     c.need(b"}")?;
-    Some(if failed { tokens } else { 0 })
+    Some((if failed { tokens } else { 0 }, facts))
 }
 
 /// A position in a line.
@@ -331,6 +365,14 @@ impl<'a> Cursor<'a> {
             self.pos += 1;
         }
         self.pos - start
+    }
+
+    /// A non-negative number of seconds, read as the general path reads it.
+    fn secs(&mut self) -> Option<Duration> {
+        let start = self.pos;
+        self.number()?;
+        let v: f64 = self.text.get(start..self.pos)?.parse().ok()?;
+        Duration::try_from_secs_f64(v).ok()
     }
 
     /// Any JSON number (validated, not read).

@@ -7,6 +7,7 @@ pub mod csv_out;
 pub mod fmt;
 pub mod html;
 pub mod markdown;
+mod quality;
 pub mod rows;
 pub mod text;
 

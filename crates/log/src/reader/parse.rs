@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::Deserialize;
-use tpscope_analysis::{SampleFacts, SpanFacts};
+use tpscope_analysis::{ClientFacts, SampleFacts, SpanFacts};
 use tpscope_model::{
     Cause, EndRecord, Lifecycle, RunRecord, Status, Target, Timestamp, TokenSource, check_lifecycle,
 };
@@ -344,10 +344,12 @@ fn parse_span<'l>(line: &'l Line<'_>, unit: Option<TimeUnit>) -> FieldResult<Par
         }
     };
     let mut wasted_tokens = 0;
+    let mut client = ClientFacts::default();
     attempts_of(line, unit, |_, _, a| {
         if a.cause.is_some() {
             wasted_tokens += a.tokens;
         }
+        client.add(a.client);
         Ok(())
     })?;
     let chunks = match line.chunks {
@@ -381,6 +383,7 @@ fn parse_span<'l>(line: &'l Line<'_>, unit: Option<TimeUnit>) -> FieldResult<Par
             retry_causes,
             wasted_tokens,
             chunks,
+            client,
         },
         source,
         span_id,
@@ -392,6 +395,8 @@ pub(super) struct AttemptCore {
     pub(super) tokens: u64,
     /// Why it failed; its tokens were wasted.
     pub(super) cause: Option<Cause>,
+    /// Its measurement-quality facts.
+    pub(super) client: ClientFacts,
 }
 
 /// Checks each attempt of a span and hands it to `each` with its index and its
@@ -458,5 +463,28 @@ fn attempt_core(a: &RawAttempt<'_>, unit: Option<TimeUnit>) -> FieldResult<Attem
     let cause = present(&a.cause)
         .map(|c| cause_of("cause", c))
         .transpose()?;
-    Ok(AttemptCore { tokens, cause })
+    let k = &a.client;
+    let count = |field: &str, v: &Option<Scalar<'_>>| {
+        present(v).map(|v| as_u64(field, v)).transpose()
+    };
+    let client = ClientFacts {
+        end_at: opt_time("end_at", &k.end_at, unit)?,
+        first_token_exact: present(&k.first_token_exact)
+            .map(|v| as_bool("first_token_exact", v))
+            .transpose()?,
+        traced_chunks: count("traced_chunks", &k.traced_chunks)?.unwrap_or(0),
+        inexact_chunks: count("inexact_chunks", &k.inexact_chunks)?.unwrap_or(0),
+        reads: count("reads", &k.reads)?.unwrap_or(0),
+        lag: opt_secs("client_lag_s", &k.client_lag_s)?,
+        resends: present(&k.resends)
+            .map(|v| as_u32("resends", v))
+            .transpose()?
+            .unwrap_or(0),
+        connect: opt_secs("connect_s", &k.connect_s)?,
+    };
+    Ok(AttemptCore {
+        tokens,
+        cause,
+        client,
+    })
 }

@@ -121,8 +121,39 @@ pub(super) struct RawAttempt<'a> {
     pub(super) ended_at: Option<Scalar<'a>>,
     pub(super) cause: Option<Scalar<'a>>,
     pub(super) tokens: Option<Scalar<'a>>,
+    /// The client facts (DESIGN §13), by key.
+    pub(super) client: ClientKeys<'a>,
     /// Set when the element is not an object.
     pub(super) not_object: Option<Scalar<'static>>,
+}
+
+/// The attempt fields the analysis reads for measurement quality.
+#[derive(Default)]
+pub(super) struct ClientKeys<'a> {
+    pub(super) end_at: Option<Scalar<'a>>,
+    pub(super) connect_s: Option<Scalar<'a>>,
+    pub(super) client_lag_s: Option<Scalar<'a>>,
+    pub(super) reads: Option<Scalar<'a>>,
+    pub(super) traced_chunks: Option<Scalar<'a>>,
+    pub(super) inexact_chunks: Option<Scalar<'a>>,
+    pub(super) first_token_exact: Option<Scalar<'a>>,
+    pub(super) resends: Option<Scalar<'a>>,
+}
+
+impl<'a> ClientKeys<'a> {
+    fn slot(&mut self, key: AttemptKey) -> Option<&mut Option<Scalar<'a>>> {
+        Some(match key {
+            AttemptKey::end_at => &mut self.end_at,
+            AttemptKey::connect_time => &mut self.connect_s,
+            AttemptKey::client_lag => &mut self.client_lag_s,
+            AttemptKey::reads => &mut self.reads,
+            AttemptKey::traced_chunks => &mut self.traced_chunks,
+            AttemptKey::inexact_chunks => &mut self.inexact_chunks,
+            AttemptKey::first_token_exact => &mut self.first_token_exact,
+            AttemptKey::resends => &mut self.resends,
+            _ => return None,
+        })
+    }
 }
 
 /// A scalar's shape without its borrowed text (for messages about a wrong type).
@@ -341,8 +372,16 @@ fn scan_attempt<'a, const WHOLE: bool>(
                 Some(AttemptKey::ended_at) => a.ended_at = Some(sc.scalar()?),
                 Some(AttemptKey::cause) => a.cause = Some(sc.scalar()?),
                 Some(AttemptKey::tokens) => a.tokens = Some(sc.scalar()?),
+                Some(key) if !WHOLE && a.client.slot(key).is_some() => {
+                    if let Some(slot) = a.client.slot(key) {
+                        *slot = Some(sc.scalar()?);
+                    }
+                }
                 Some(key) if WHOLE => {
                     let v = sc.raw()?;
+                    if let Some(slot) = a.client.slot(key) {
+                        *slot = Some(Scanner::new(v).scalar()?);
+                    }
                     if let Some(slot) = more.slot(key) {
                         *slot = Some(v);
                     }
