@@ -120,9 +120,13 @@ impl RxTally {
             self.reads += 1;
         }
         self.traced += chunks;
-        if !fs.exact {
-            self.inexact += chunks;
-        }
+        // Only the frame's last event is stamped exactly (a frame of several
+        // events is a body without chunking, or one chunk of several events).
+        self.inexact += if fs.exact {
+            chunks.saturating_sub(1)
+        } else {
+            chunks
+        };
         if first {
             self.first_token_exact = Some(fs.exact);
         }

@@ -72,10 +72,10 @@ pub(crate) struct ReadNote {
     /// Arrival of the previous read's last byte (0: none): every byte of this
     /// read arrived in `(prev, at]`.
     prev: u64,
-    /// The address just past the read's last SSE event end (`\n\n`); 0 if none.
+    /// The address just past the read's last SSE event end (`\n\n`), when only
+    /// line breaks follow it (the read ended with that event, so its stamp is
+    /// that event's arrival); 0 otherwise.
     event_end: usize,
-    /// SSE event ends in the read.
-    events: u32,
     /// Order of the read on its connection (from 1).
     seq: u64,
 }
@@ -87,8 +87,8 @@ pub(crate) struct FrameStamp {
     pub at: Instant,
     /// When the attempt's task got the frame.
     pub received: Instant,
-    /// Whether `at` is the arrival of the frame's events themselves (see
-    /// [`EXACT_WITHIN`]); `false` when it only bounds them from above.
+    /// Whether `at` is the arrival of the frame's last event itself (see
+    /// [`EXACT_WITHIN`]); `false` when it only bounds it from above.
     pub exact: bool,
     /// The read the frame came from (`None`: not traced to one).
     pub read: Option<u64>,
@@ -124,15 +124,18 @@ impl RxCell {
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(crate) fn note_read(&self, buf: &[u8], at: Instant, prev: u64, seq: u64) -> u64 {
         let at_n = nanos_of(at);
-        let (events, last) = event_ends(buf);
         let start = buf.as_ptr() as usize;
+        let ends_read = |i: usize| buf[i..].iter().all(|b| matches!(b, b'\r' | b'\n'));
+        let event_end = match memchr::memmem::rfind(buf, b"\n\n") {
+            Some(i) if ends_read(i + 2) => start + i + 2,
+            _ => 0,
+        };
         let note = ReadNote {
             start,
             end: start + buf.len(),
             at: at_n,
             prev,
-            event_end: last.map_or(0, |i| start + i),
-            events,
+            event_end,
             seq,
         };
         {
@@ -178,16 +181,9 @@ impl RxCell {
     }
 }
 
-/// The SSE event ends (`\n\n`) in `buf`: how many, and the offset just past
-/// the last.
-fn event_ends(buf: &[u8]) -> (u32, Option<usize>) {
-    let mut n = 0u32;
-    let mut last = None;
-    for i in memchr::memmem::find_iter(buf, b"\n\n") {
-        n = n.saturating_add(1);
-        last = Some(i + 2);
-    }
-    (n, last)
+/// Whether `buf` holds two SSE event ends (`\n\n`) or more.
+fn several_events(buf: &[u8]) -> bool {
+    memchr::memmem::find_iter(buf, b"\n\n").nth(1).is_some()
 }
 
 /// Where a backlogged reader should stop: just past the first event end in
@@ -218,7 +214,9 @@ pub(crate) fn frame_stamp(cell: Option<&RxCell>, data: &[u8], start: Instant) ->
         if at >= start && at <= now {
             let floor = note.prev.max(nanos_of(start));
             let frame_end = data.as_ptr() as usize + data.len();
-            let own = note.events == 1 && note.event_end == frame_end;
+            // The frame's last event ended the read: the read's stamp is the
+            // arrival of that event's last byte.
+            let own = note.event_end == frame_end;
             let tight = note.at.saturating_sub(floor) <= EXACT_WITHIN.as_nanos() as u64;
             return FrameStamp {
                 at,
@@ -525,7 +523,7 @@ mod linux {
         let (n, stamp) = recv_stamped(fd, &mut buf[..want], 0)?;
         // SAFETY: recvmsg wrote `n` initialised bytes at the start of `buf`.
         let got: &[u8] = unsafe { std::slice::from_raw_parts(buf.as_ptr().cast(), n) };
-        if n == want || super::event_ends(got).0 >= 2 {
+        if n == want || super::several_events(got) {
             st.split = true;
         }
         Ok((n, stamp, n == want))
