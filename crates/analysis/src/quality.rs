@@ -47,6 +47,10 @@ pub struct MeasurementQuality {
     pub release_late_max_s: Option<Duration>,
     /// Share of the sampler's ticks that were missed (the sampler thread ran late).
     pub sampler_missed_ticks: Option<f64>,
+    /// Open loop: the latest a request was queued after its scheduled time (the
+    /// client's pacing lateness, kept out of the gap), seconds.
+    #[serde(with = "opt_secs")]
+    pub schedule_late_max_s: Option<Duration>,
     /// Requests sent again at once after a keep-alive race (not retries).
     pub resends: u64,
     /// The longest connect, seconds.
@@ -111,6 +115,7 @@ pub fn measurement_quality(
     q.client_lag_p99_s = crate::stats::quantile_sorted(&secs, 0.99)
         .and_then(|s| Duration::try_from_secs_f64(s).ok());
     q.sampler_missed_ticks = missed_ticks(input);
+    q.schedule_late_max_s = input.end.as_ref().and_then(|e| e.schedule_late_max);
     let mut why = Vec::new();
     if let Some(x) = q.first_tokens_exact.filter(|&x| x < EXACT_SHARE_MIN) {
         why.push(format!("{:.0} % of first tokens exactly stamped", x * 100.0));
@@ -123,6 +128,12 @@ pub fn measurement_quality(
     }
     if let Some(x) = q.sampler_missed_ticks.filter(|&x| x > MISSED_TICKS_MAX) {
         why.push(format!("the sampler missed {:.0} % of its ticks", x * 100.0));
+    }
+    if let Some(l) = q.schedule_late_max_s.filter(|&l| l > LAG_P99_MAX) {
+        why.push(format!(
+            "requests queued up to {:.1} ms after their schedule",
+            l.as_secs_f64() * 1e3
+        ));
     }
     if q.slow_connects > 0 {
         why.push(format!(

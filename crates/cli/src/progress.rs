@@ -55,6 +55,10 @@ pub fn render(s: &LiveSnapshot) -> String {
     if s.cancelled > 0 {
         line.push_str(&format!("  cancelled {}", s.cancelled));
     }
+    if let Some(w) = &s.lagging {
+        line.push_str("  ");
+        line.push_str(w);
+    }
     line
 }
 
@@ -119,6 +123,7 @@ mod tests {
             cap: Some(8),
             gap_fraction: Some(0.004),
             label: "concurrency 8".into(),
+            lagging: None,
         };
         assert_eq!(
             render(&s),

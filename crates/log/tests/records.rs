@@ -432,6 +432,7 @@ fn records_written_by_the_writer_read_back_equal() {
             error: 1,
             cancelled: 0,
             samples: 1,
+            schedule_late_max: None,
         }),
     ];
     let mut w = LogWriter::new(Vec::new());

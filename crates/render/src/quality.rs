@@ -33,6 +33,12 @@ pub(crate) fn quality_lines(r: &RunReport) -> Vec<String> {
             ms(q.release_late_max_s)
         ));
     }
+    if q.schedule_late_max_s.is_some() {
+        v.push(format!(
+            "open-loop pacing: worst {} after schedule",
+            ms(q.schedule_late_max_s)
+        ));
+    }
     if q.sampler_missed_ticks.is_some() {
         v.push(format!(
             "sampler ticks missed: {}",

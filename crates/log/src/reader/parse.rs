@@ -164,6 +164,7 @@ pub(super) fn parse_line<'l>(
                 error,
                 cancelled: count("cancelled", &line.cancelled)?.unwrap_or(0),
                 samples: count("samples", &line.samples)?.unwrap_or(0),
+                schedule_late_max: opt_secs("schedule_late_max_s", &line.schedule_late_max_s)?,
             })
         }
         other => {

@@ -48,6 +48,7 @@ pub(super) struct Line<'a> {
     pub(super) ok: Option<Scalar<'a>>,
     pub(super) cancelled: Option<Scalar<'a>>,
     pub(super) samples: Option<Scalar<'a>>,
+    pub(super) schedule_late_max_s: Option<Scalar<'a>>,
     /// The first known field given twice.
     pub(super) duplicate: Option<&'static str>,
     /// What only whole records read (filled by [`scan_whole_line`]).
@@ -209,7 +210,7 @@ macro_rules! line_keys {
             // run
             schema, tool, started_at, target, tokenizer, sample_interval_s, load, labels,
             // end
-            ended_at, spans, ok, cancelled, samples,
+            ended_at, spans, ok, cancelled, samples, schedule_late_max_s,
         );
     };
 }
@@ -346,6 +347,7 @@ fn scan<'a, const WHOLE: bool>(text: &'a str, line: &mut Line<'a>) -> JsonResult
             Key::ok => scalar!(ok),
             Key::cancelled => scalar!(cancelled),
             Key::samples => scalar!(samples),
+            Key::schedule_late_max_s => scalar!(schedule_late_max_s),
         }
         Ok(())
     })?;
