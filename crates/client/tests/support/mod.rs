@@ -124,8 +124,16 @@ pub struct ScriptServer {
 
 impl ScriptServer {
     pub async fn start(replies: Vec<Reply>) -> ScriptServer {
+        Self::start_with_backlog(replies, 1024).await
+    }
+
+    /// As [`ScriptServer::start`], with a listen backlog of `backlog` (the accept
+    /// queue: connections the kernel completed and the server has not accepted).
+    pub async fn start_with_backlog(replies: Vec<Reply>, backlog: u32) -> ScriptServer {
         assert!(!replies.is_empty());
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let listener: TcpListener = socket.listen(backlog).unwrap();
         let addr = listener.local_addr().unwrap();
         let connections = Arc::new(AtomicUsize::new(0));
         let received = Arc::new(Mutex::new(Vec::new()));
