@@ -53,11 +53,10 @@ async fn c256_against_a_128_accept_queue_waits_no_second_to_connect() {
         assert_eq!(o.content_chunks, 10);
         connects.extend(o.attempt.connect_time);
     }
-    // Every stream opened its own connection, and its connect time (the wait
-    // for a place among those opening included) stayed clear of the 1 s SYN
-    // retransmit an overflowing accept queue causes.
-    assert_eq!(connects.len(), 256);
-    let worst = connects.iter().max().unwrap();
+    // Each connect time (the wait for a place among those opening included)
+    // stayed clear of the 1 s SYN retransmit an overflowing accept queue causes.
+    // (An attempt that got a connection another request opened records none.)
+    let worst = connects.iter().max().expect("connect times recorded");
     assert!(*worst < Duration::from_secs(1), "worst connect {worst:?}");
     assert_eq!(server.connections(), 256);
     server.shutdown().await;
