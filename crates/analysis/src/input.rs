@@ -114,10 +114,13 @@ impl SpanFacts {
             retry_causes: span.retry_causes.clone(),
             wasted_tokens: span.wasted_tokens(),
             chunks: span.chunks.as_ref().map(|c| c.clone().into_boxed_slice()),
-            client: span.attempts.iter().fold(ClientFacts::default(), |mut c, a| {
-                c.add(ClientFacts::of_attempt(a));
-                c
-            }),
+            client: span
+                .attempts
+                .iter()
+                .fold(ClientFacts::default(), |mut c, a| {
+                    c.add(ClientFacts::of_attempt(a));
+                    c
+                }),
         }
     }
 

@@ -118,7 +118,10 @@ pub fn measurement_quality(
     q.schedule_late_max_s = input.end.as_ref().and_then(|e| e.schedule_late_max);
     let mut why = Vec::new();
     if let Some(x) = q.first_tokens_exact.filter(|&x| x < EXACT_SHARE_MIN) {
-        why.push(format!("{:.0} % of first tokens exactly stamped", x * 100.0));
+        why.push(format!(
+            "{:.0} % of first tokens exactly stamped",
+            x * 100.0
+        ));
     }
     if let Some(x) = q.chunks_exact.filter(|&x| x < EXACT_SHARE_MIN) {
         why.push(format!("{:.0} % of chunks exactly stamped", x * 100.0));
@@ -127,7 +130,10 @@ pub fn measurement_quality(
         why.push(format!("client lag p99 {:.1} ms", l.as_secs_f64() * 1e3));
     }
     if let Some(x) = q.sampler_missed_ticks.filter(|&x| x > MISSED_TICKS_MAX) {
-        why.push(format!("the sampler missed {:.0} % of its ticks", x * 100.0));
+        why.push(format!(
+            "the sampler missed {:.0} % of its ticks",
+            x * 100.0
+        ));
     }
     if let Some(l) = q.schedule_late_max_s.filter(|&l| l > LAG_P99_MAX) {
         why.push(format!(
@@ -137,7 +143,8 @@ pub fn measurement_quality(
     }
     if q.slow_connects > 0 {
         why.push(format!(
-            "{} connects took a second or more (the server's accept queue overflowed)",
+            "{} connects took a second or more (a SYN retransmit after an accept queue \
+             overflowed, or the client's own lag)",
             q.slow_connects
         ));
     }

@@ -426,7 +426,9 @@ impl Body<'_, '_, '_> {
                             drain(&mut self.body, self.w, fs.received).await;
                             return self.rec.finish_stream(fs.received);
                         }
-                        Some(StreamEnd::Failed { .. }) => return self.rec.finish_stream(fs.received),
+                        Some(StreamEnd::Failed { .. }) => {
+                            return self.rec.finish_stream(fs.received);
+                        }
                     }
                 }
             }

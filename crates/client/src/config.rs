@@ -202,16 +202,14 @@ pub struct ClientConfig {
     /// Reuse connections (HTTP/1.1 keep-alive). Off: every request opens its own
     /// connection and asks the server to close it (`Connection: close`).
     pub keepalive: bool,
-    /// New connections opened at once: each holds its place until the server
-    /// answers on it or [`CONNECT_SPACING`] has passed, so a run's start never
-    /// overflows a server's accept queue (128 is common) with a storm of opens.
-    /// 0: no pacing.
+    /// New connections begun at most per [`CONNECT_SPACING`], so a run's start
+    /// never overflows a server's accept queue (128 is common) with a storm of
+    /// opens (6,400 a second: 10,000 streams open in 1.6 s). 0: no pacing.
     pub connect_burst: usize,
 }
 
-/// How long a new connection holds its place in [`ClientConfig::connect_burst`]
-/// when the server has not answered on it yet: ample for any accept loop to
-/// take it off the queue.
+/// The pacing window of [`ClientConfig::connect_burst`]: ample for any accept
+/// loop to take a burst off its queue.
 pub const CONNECT_SPACING: Duration = Duration::from_millis(10);
 
 impl Default for ClientConfig {

@@ -112,6 +112,9 @@ impl RxTally {
     /// One body frame stamped `fs` that brought `chunks` content chunks (and the
     /// first token, when `first`).
     pub fn frame(&mut self, fs: &FrameStamp, chunks: u64, first: bool) {
+        // A frame is one HTTP chunk, one server write: its events arrived
+        // together, so the stamp of the event that ended the read is theirs too
+        // (for a body without chunking, an approximation).
         let lag = fs.received.saturating_duration_since(fs.at);
         self.lag = Some(self.lag.map_or(lag, |l| l.max(lag)));
         let Some(read) = fs.read else { return };
@@ -120,13 +123,9 @@ impl RxTally {
             self.reads += 1;
         }
         self.traced += chunks;
-        // Only the frame's last event is stamped exactly (a frame of several
-        // events is a body without chunking, or one chunk of several events).
-        self.inexact += if fs.exact {
-            chunks.saturating_sub(1)
-        } else {
-            chunks
-        };
+        if !fs.exact {
+            self.inexact += chunks;
+        }
         if first {
             self.first_token_exact = Some(fs.exact);
         }

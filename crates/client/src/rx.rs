@@ -152,7 +152,9 @@ impl RxCell {
     /// in the log. The newest such read is the one: the frame's memory cannot be
     /// written again while the frame holds it.
     fn read_of(&self, data: &[u8]) -> Option<ReadNote> {
-        let last = (data.as_ptr() as usize).checked_add(data.len())?.checked_sub(1)?;
+        let last = (data.as_ptr() as usize)
+            .checked_add(data.len())?
+            .checked_sub(1)?;
         let log = self.log.lock().unwrap_or_else(|e| e.into_inner());
         log.notes
             .iter()
@@ -337,13 +339,27 @@ impl AsyncRead for RxTcp {
     }
 }
 
+impl RxTcp {
+    /// A request went out: its response's head, role event and first token may
+    /// arrive together, and only split reads stamp the first token with its own
+    /// arrival (two syscalls for the response's first reads, not for the stream).
+    fn wrote(&mut self, r: &Poll<io::Result<usize>>) {
+        if matches!(r, Poll::Ready(Ok(n)) if *n > 0) {
+            self.state.split = true;
+        }
+    }
+}
+
 impl AsyncWrite for RxTcp {
     fn poll_write(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().tcp).poll_write(cx, buf)
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.tcp).poll_write(cx, buf);
+        this.wrote(&r);
+        r
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -359,7 +375,10 @@ impl AsyncWrite for RxTcp {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().tcp).poll_write_vectored(cx, bufs)
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.tcp).poll_write_vectored(cx, bufs);
+        this.wrote(&r);
+        r
     }
 
     fn is_write_vectored(&self) -> bool {

@@ -43,7 +43,9 @@ async fn c256_against_a_128_accept_queue_waits_no_second_to_connect() {
                 prompt: Prompt::Text("x".into()),
                 max_tokens: Some(10),
             };
-            client.attempt(&spec, &clock, &CancellationToken::new()).await
+            client
+                .attempt(&spec, &clock, &CancellationToken::new())
+                .await
         });
     }
     let mut connects = Vec::new();

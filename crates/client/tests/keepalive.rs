@@ -16,9 +16,11 @@ use tpscope_model::RunClock;
 const CHUNK: &str = r#"{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}"#;
 
 fn closing_server_reply() -> Reply {
-    Reply::sse(vec![support::Part::Bytes(events(&[CHUNK, CHUNK, "[DONE]"]))])
-        .header("connection", "keep-alive")
-        .ending(BodyEnd::CloseAfter)
+    Reply::sse(vec![support::Part::Bytes(events(&[
+        CHUNK, CHUNK, "[DONE]",
+    ]))])
+    .header("connection", "keep-alive")
+    .ending(BodyEnd::CloseAfter)
 }
 
 /// 4 waves of 64 concurrent requests: every request after the first wave finds
@@ -36,7 +38,9 @@ async fn waves(client: &Client) -> (u64, u64, u64) {
                     prompt: Prompt::Text("x".into()),
                     max_tokens: Some(2),
                 };
-                client.attempt(&spec, &clock, &CancellationToken::new()).await
+                client
+                    .attempt(&spec, &clock, &CancellationToken::new())
+                    .await
             });
         }
         while let Some(o) = set.join_next().await {

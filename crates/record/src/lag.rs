@@ -80,10 +80,7 @@ impl ClientLag {
         if lag > LAG_WARN {
             why.push(format!("lag {:.0} ms", lag.as_secs_f64() * 1e3));
         }
-        let (missed, ticks) = (
-            self.missed_ticks.load(Relaxed),
-            self.ticks.load(Relaxed),
-        );
+        let (missed, ticks) = (self.missed_ticks.load(Relaxed), self.ticks.load(Relaxed));
         if missed * 20 > missed + ticks && missed > 0 {
             why.push(format!(
                 "{:.0}% ticks missed",

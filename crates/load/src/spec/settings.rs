@@ -64,12 +64,11 @@ pub struct LoadSettings<'a> {
 pub struct ConnectionSettings {
     /// Connections were reused (`--no-keepalive` turns it off).
     pub keepalive: bool,
-    /// `paced` (at most `burst` opening at once, each holding its place until the
-    /// server answers on it or `spacing_s` passes) or `at_once`.
+    /// `paced` (at most `burst` connects begun per `spacing_s`) or `at_once`.
     pub opening: &'static str,
-    /// Connections opening at once, at most.
+    /// Connects begun per pacing window, at most.
     pub burst: usize,
-    /// How long an unanswered new connection holds its place, seconds.
+    /// The pacing window, seconds.
     pub spacing_s: f64,
 }
 

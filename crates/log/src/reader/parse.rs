@@ -465,9 +465,8 @@ fn attempt_core(a: &RawAttempt<'_>, unit: Option<TimeUnit>) -> FieldResult<Attem
         .map(|c| cause_of("cause", c))
         .transpose()?;
     let k = &a.client;
-    let count = |field: &str, v: &Option<Scalar<'_>>| {
-        present(v).map(|v| as_u64(field, v)).transpose()
-    };
+    let count =
+        |field: &str, v: &Option<Scalar<'_>>| present(v).map(|v| as_u64(field, v)).transpose();
     let client = ClientFacts {
         end_at: opt_time("end_at", &k.end_at, unit)?,
         first_token_exact: present(&k.first_token_exact)
