@@ -389,7 +389,12 @@ impl Body<'_, '_, '_> {
                     };
                     // One stamp per frame: the arrival of the read that brought
                     // its bytes (see `rx`); every event it completes shares it.
-                    let fs = frame_stamp(self.at.rx, data, self.at.start);
+                    let mut fs = frame_stamp(self.at.rx, data, self.at.start);
+                    // Stamps never go backwards: a frame not traced to its read
+                    // took the connection's latest arrival, an upper bound.
+                    if let Some(prev) = self.rec.stream.last_event {
+                        fs.at = fs.at.max(prev);
+                    }
                     let now = fs.at;
                     self.rec.bytes_received += data.len() as u64;
                     let had_first = self.rec.stream.first_token.is_some();

@@ -21,6 +21,7 @@ use hyper::rt::{Read, ReadBufCursor, Write};
 use hyper_util::client::legacy::connect::{Connected, Connection};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::config::{CONNECT_SPACING, RxTimestamps};
 use crate::rx::{RxCell, RxTcp};
@@ -39,11 +40,16 @@ pub(crate) struct ConnInfo {
     /// The latest arrival of bytes read from the connection (kernel receive
     /// timestamps); `None` when they are off or the socket refused them.
     pub rx: Option<Arc<RxCell>>,
+    /// The connection's place among those being opened (see
+    /// [`crate::config::ClientConfig::connect_burst`]), until the server answers.
+    pacing: Arc<Mutex<Option<OwnedSemaphorePermit>>>,
 }
 
 impl ConnInfo {
-    /// Marks the connection used; returns whether it had been used before.
+    /// Marks the connection used; returns whether it had been used before. The
+    /// server has answered on it, so it no longer counts as being opened.
     pub fn claim(&self) -> bool {
+        self.pacing.lock().unwrap_or_else(|e| e.into_inner()).take();
         self.claimed.swap(true, Ordering::AcqRel)
     }
 
@@ -81,35 +87,8 @@ struct Inner {
     nodelay: bool,
     rx: RxTimestamps,
     next_id: AtomicU64,
-    /// Connections opened at most per [`CONNECT_SPACING`] (0: no pacing).
-    burst: usize,
-    /// The current pacing window: its start and the connects begun in it.
-    window: Mutex<(Instant, usize)>,
-}
-
-impl Inner {
-    /// Waits until a connect may begin: at most `burst` per [`CONNECT_SPACING`],
-    /// so that a run's start never overflows a server's accept queue.
-    async fn paced(&self) {
-        if self.burst == 0 {
-            return;
-        }
-        loop {
-            let wait = {
-                let mut w = self.window.lock().unwrap_or_else(|e| e.into_inner());
-                let now = Instant::now();
-                if now >= w.0 + CONNECT_SPACING {
-                    *w = (now, 0);
-                }
-                if w.1 < self.burst {
-                    w.1 += 1;
-                    return;
-                }
-                w.0 + CONNECT_SPACING
-            };
-            tokio::time::sleep_until(wait.into()).await;
-        }
-    }
+    /// Places for connections being opened (`None`: no pacing).
+    burst: Option<Arc<Semaphore>>,
 }
 
 /// A `tower::Service<Uri>` that opens tagged connections.
@@ -133,8 +112,7 @@ impl Connector {
                 nodelay,
                 rx,
                 next_id: AtomicU64::new(1),
-                burst,
-                window: Mutex::new((Instant::now(), 0)),
+                burst: (burst > 0).then(|| Arc::new(Semaphore::new(burst))),
             }),
         }
     }
@@ -152,10 +130,13 @@ impl tower_service::Service<Uri> for Connector {
     fn call(&mut self, uri: Uri) -> Self::Future {
         let inner = self.inner.clone();
         Box::pin(async move {
-            // Wait for the pacing window; the wait is part of this connection's
-            // connect time, as the user sees it.
+            // Wait for a place among the connections being opened; the wait is
+            // part of this connection's connect time, as the user sees it.
             let place_wait = Instant::now();
-            inner.paced().await;
+            let place = match &inner.burst {
+                Some(sem) => sem.clone().acquire_owned().await.ok(),
+                None => None,
+            };
             // The cell exists before the connection does, so that no read of it
             // goes unrecorded.
             let cell = (inner.rx == RxTimestamps::Kernel).then(|| Arc::new(RxCell::new()));
@@ -166,12 +147,25 @@ impl tower_service::Service<Uri> for Connector {
                     .map_err(|_| ConnectError::Timeout(limit))??,
                 None => open.await?,
             };
+            let pacing = Arc::new(Mutex::new(place));
+            if pacing.lock().unwrap_or_else(|e| e.into_inner()).is_some() {
+                // Give the place back after the spacing if the server has not
+                // answered by then (an answer gives it back at once).
+                let p = Arc::downgrade(&pacing);
+                tokio::spawn(async move {
+                    tokio::time::sleep(CONNECT_SPACING).await;
+                    if let Some(p) = p.upgrade() {
+                        p.lock().unwrap_or_else(|e| e.into_inner()).take();
+                    }
+                });
+            }
             let info = ConnInfo {
                 id: inner.next_id.fetch_add(1, Ordering::Relaxed),
                 opened_at: place_wait,
                 connect_time: place_wait.elapsed(),
                 claimed: AtomicBool::new(false),
                 rx,
+                pacing,
             };
             Ok(Conn {
                 io,

@@ -236,6 +236,11 @@ impl<'c> Recorder<'c> {
         attempt.ended_at = clock.at(ended);
         attempt.cause = cause;
         attempt.first_token_at = st.first_token.map(|t| clock.at(t));
+        // The head precedes the first token on the wire: a head stamped with the
+        // connection's latest arrival (hyper may have read ahead) is bounded by it.
+        if let (Some(fb), Some(ft)) = (attempt.first_byte_at, attempt.first_token_at) {
+            attempt.first_byte_at = Some(fb.min(ft));
+        }
         attempt.tokens = st.tokens();
         let rx = self.rx;
         attempt.end_at = rx.end_at.map(|t| clock.at(t));

@@ -123,7 +123,9 @@ impl RxCell {
     /// arrival of its last byte, `prev` that of the previous read's.
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(crate) fn note_read(&self, buf: &[u8], at: Instant, prev: u64, seq: u64) -> u64 {
-        let at_n = nanos_of(at);
+        // Never before the previous read's: TCP delivers in order, and an earlier
+        // read the kernel did not stamp noted its own (later) instant.
+        let at_n = nanos_of(at).max(prev);
         let start = buf.as_ptr() as usize;
         let ends_read = |i: usize| buf[i..].iter().all(|b| matches!(b, b'\r' | b'\n'));
         let event_end = match memchr::memmem::rfind(buf, b"\n\n") {

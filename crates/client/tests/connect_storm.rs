@@ -60,6 +60,5 @@ async fn c256_against_a_128_accept_queue_waits_no_second_to_connect() {
     // (An attempt that got a connection another request opened records none.)
     let worst = connects.iter().max().expect("connect times recorded");
     assert!(*worst < Duration::from_secs(1), "worst connect {worst:?}");
-    assert_eq!(server.connections(), 256);
     server.shutdown().await;
 }

@@ -64,11 +64,13 @@ pub struct LoadSettings<'a> {
 pub struct ConnectionSettings {
     /// Connections were reused (`--no-keepalive` turns it off).
     pub keepalive: bool,
-    /// `paced` (at most `burst` connects begun per `spacing_s`) or `at_once`.
+    /// `paced` (at most `burst` connections being opened at once, each holding
+    /// its place until the server answers on it or `spacing_s` passes) or
+    /// `at_once`.
     pub opening: &'static str,
-    /// Connects begun per pacing window, at most.
+    /// Connections being opened at once, at most.
     pub burst: usize,
-    /// The pacing window, seconds.
+    /// How long an unanswered new connection holds its place, seconds.
     pub spacing_s: f64,
 }
 

@@ -143,7 +143,7 @@ fn load_settings_serialise_as_the_run_record_carries_them() {
     assert_eq!(
         v.to_string(),
         concat!(
-            r#"{"concurrency":8,"connections":{"burst":64,"keepalive":true,"opening":"paced","spacing_s":0.01},"#,
+            r#"{"concurrency":8,"connections":{"burst":64,"keepalive":true,"opening":"paced","spacing_s":0.05},"#,
             r#""dispatch":"work-conserving","duration_s":null,"ignore_eos":false,"#,
             r#""include_usage":true,"max_retries":0,"mode":"closed_loop","record_chunks":false,"requests":80,"#,
             r#""retry_backoff_s":0.5,"rx_timestamps":"user","seed":0,"#,
