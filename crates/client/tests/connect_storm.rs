@@ -37,7 +37,7 @@ async fn c256_against_a_128_accept_queue_waits_no_second_to_connect() {
     let clock = RunClock::start();
     let mut set = JoinSet::new();
     for _ in 0..256 {
-        let (client, clock) = (client.clone(), clock.clone());
+        let (client, clock) = (client.clone(), clock);
         set.spawn(async move {
             let spec = RequestSpec {
                 prompt: Prompt::Text("x".into()),

@@ -32,7 +32,6 @@ async fn waves(client: &Client) -> (u64, u64, u64) {
         let mut set = JoinSet::new();
         for _ in 0..64 {
             let client = client.clone();
-            let clock = clock.clone();
             set.spawn(async move {
                 let spec = RequestSpec {
                     prompt: Prompt::Text("x".into()),

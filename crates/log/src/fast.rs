@@ -31,6 +31,8 @@ tpscope_model::attempt_fields!(keys_after_value[attempt_key]);
 
 /// A record read by the fast path.
 #[derive(Debug, PartialEq)]
+// Spans are nearly every record: boxing their facts would cost an allocation each.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum FastRecord<'a> {
     Span {
         run_id: &'a str,

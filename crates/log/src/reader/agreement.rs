@@ -21,6 +21,7 @@ use crate::fast::{FastRecord, fast_record};
 use crate::scalar::Scalar;
 
 #[derive(Debug, PartialEq)]
+#[allow(clippy::large_enum_variant)] // a test's copies, spans nearly all of them
 enum Owned {
     Span(String, String, SpanFacts, Option<TokenSource>),
     Sample(String, SampleFacts),
