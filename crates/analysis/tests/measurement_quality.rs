@@ -104,3 +104,58 @@ fn starved_client_is_flagged_poor_with_the_remedy() {
     assert!(r.warnings.iter().any(|x| x == &w));
     assert_eq!(r.distributions.t_post.p50, Some(Duration::from_millis(10)));
 }
+
+#[test]
+fn compare_warns_when_either_run_was_measured_poorly() {
+    use tpscope_analysis::compare::{CompareConfig, RunRef, Thresholds, compare};
+    use tpscope_analysis::stats::bootstrap::BootstrapConfig;
+    let spans = |lag_ms: u64, exact: bool| -> Vec<tpscope_analysis::SpanFacts> {
+        (0..40)
+            .map(|i| {
+                let mut s = ok(
+                    i * 100,
+                    i * 100,
+                    i * 100 + 10,
+                    i * 100 + 90,
+                    i * 100 + 91,
+                    10,
+                );
+                s.client = measured(exact, 10, if exact { 0 } else { 10 }, lag_ms);
+                s
+            })
+            .collect()
+    };
+    let samples: Vec<i64> = (0..=400).map(|i| i * 10).collect();
+    let good = input(spans(0, true), &samples);
+    let poor = input(spans(250, false), &samples);
+    let cfg = CompareConfig {
+        thresholds: Thresholds::default(),
+        bootstrap: BootstrapConfig {
+            resamples: 200,
+            seed: 1,
+            level: 0.95,
+        },
+        allow_mismatch: false,
+    };
+    let c = compare(
+        RunRef {
+            input: &good,
+            source: "good.jsonl",
+        },
+        RunRef {
+            input: &poor,
+            source: "poor.jsonl",
+        },
+        &Options::default(),
+        &cfg,
+    )
+    .expect("comparable")
+    .comparison;
+    let w: Vec<&String> = c
+        .warnings
+        .iter()
+        .filter(|w| w.contains("measurement quality is poor"))
+        .collect();
+    assert_eq!(w.len(), 1, "{:?}", c.warnings);
+    assert!(w[0].starts_with("candidate: "), "{}", w[0]);
+}
