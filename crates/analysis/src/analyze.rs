@@ -344,6 +344,10 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         ));
     }
 
+    let quality = crate::measurement_quality(input, in_window);
+    if let Some(w) = &quality.warning {
+        warnings.push(w.clone());
+    }
     RunReport {
         run_id: input.run_id.clone(),
         tool: input
@@ -396,6 +400,7 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         distributions: summaries.distributions,
         conventional: summaries.conventional,
         missing: summaries.missing,
+        measurement_quality: quality,
         output_length: summaries.output_length,
         stream_tps_by_output_length: summaries.by_length,
         cost,

@@ -360,6 +360,7 @@ mod tests {
             retry_causes: vec![],
             wasted_tokens: 0,
             chunks: None,
+            client: Default::default(),
         }
     }
 

@@ -40,6 +40,63 @@ pub struct SpanFacts {
     pub wasted_tokens: u64,
     /// Per-chunk arrivals, when recorded.
     pub chunks: Option<Box<[ChunkMark]>>,
+    /// How well the client measured it (from its attempts).
+    pub client: ClientFacts,
+}
+
+/// How well the client measured one span, from its attempts' `end_at`,
+/// `client_lag_s`, `reads`, `traced_chunks`, `inexact_chunks`,
+/// `first_token_exact`, `resends` and `connect_s` (DESIGN §13); empty for spans
+/// whose producer did not say.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClientFacts {
+    /// The kernel arrival of the last attempt's end marker.
+    pub end_at: Option<Timestamp>,
+    /// Whether the last attempt's first token was stamped exactly.
+    pub first_token_exact: Option<bool>,
+    /// Content chunks whose reads were traced.
+    pub traced_chunks: u64,
+    /// Of which stamped only as an upper bound.
+    pub inexact_chunks: u64,
+    /// Socket reads traced.
+    pub reads: u64,
+    /// The client's worst lag (kernel arrival to the attempt's task).
+    pub lag: Option<Duration>,
+    /// Keep-alive resends.
+    pub resends: u32,
+    /// The longest connect time of its attempts.
+    pub connect: Option<Duration>,
+}
+
+impl ClientFacts {
+    /// Adds the next attempt's facts (`a`, one attempt's worth): the last
+    /// attempt's end and first token decide, counts add up, lags take the worst.
+    pub fn add(&mut self, a: ClientFacts) {
+        self.end_at = a.end_at;
+        if a.first_token_exact.is_some() {
+            self.first_token_exact = a.first_token_exact;
+        }
+        self.traced_chunks += a.traced_chunks;
+        self.inexact_chunks += a.inexact_chunks;
+        self.reads += a.reads;
+        self.lag = self.lag.max(a.lag);
+        self.resends = self.resends.saturating_add(a.resends);
+        self.connect = self.connect.max(a.connect);
+    }
+
+    /// One attempt's facts.
+    pub fn of_attempt(a: &tpscope_model::Attempt) -> ClientFacts {
+        ClientFacts {
+            end_at: a.end_at,
+            first_token_exact: a.first_token_exact,
+            traced_chunks: a.traced_chunks.unwrap_or(0),
+            inexact_chunks: a.inexact_chunks.unwrap_or(0),
+            reads: a.reads.unwrap_or(0),
+            lag: a.client_lag,
+            resends: a.resends,
+            connect: a.connect_time,
+        }
+    }
 }
 
 impl SpanFacts {
@@ -59,6 +116,13 @@ impl SpanFacts {
             retry_causes: span.retry_causes.clone(),
             wasted_tokens: span.wasted_tokens(),
             chunks: span.chunks.as_ref().map(|c| c.clone().into_boxed_slice()),
+            client: span
+                .attempts
+                .iter()
+                .fold(ClientFacts::default(), |mut c, a| {
+                    c.add(ClientFacts::of_attempt(a));
+                    c
+                }),
         }
     }
 

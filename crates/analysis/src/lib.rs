@@ -21,6 +21,7 @@ pub mod input;
 pub mod knee;
 pub mod levels;
 pub mod metrics;
+mod quality;
 pub mod report;
 pub mod series;
 pub mod stats;
@@ -32,8 +33,9 @@ pub use analyze::{DEFAULT_SLO_SHARE, Options, Prices, WindowSpec, analyze, stead
 pub use collect::LENGTH_EDGES;
 pub use errors::{CauseMessages, ErrorMessages, MessageCount};
 pub use goodput::{Goals, Goodput, parse_goals};
-pub use input::{RunInput, SampleFacts, SpanFacts, SpanText};
+pub use input::{ClientFacts, RunInput, SampleFacts, SpanFacts, SpanText};
 pub use metrics::{METRICS, SpanMetric, SpanMetrics, SpanRow, span_metrics, span_rows};
+pub use quality::{MeasurementQuality, measurement_quality};
 pub use report::{CauseCounts, REPORT_SCHEMA, Report, RunReport, Window, WindowKind};
 pub use stats::{Summary, Tokens, TokensPerSecond};
 pub use sweep::{Segment, Sweep};

@@ -217,7 +217,9 @@ pub const METRICS: [SpanMetric; 10] = [
         unit: MetricUnit::Seconds,
         better: Better::Lower,
         section: Section::Distributions,
-        value: |s| secs(last(s).and_then(|l| s.released_at.since(l))),
+        // To the end marker's arrival when the client recorded it: what the
+        // server did, without the client's own lateness (measurement quality).
+        value: |s| secs(last(s).and_then(|l| s.client.end_at.unwrap_or(s.released_at).since(l))),
         missing: |s| unstreamed_or(s, missing::NO_FIRST_TOKEN),
         summary: |d, _| (&d.t_post).into(),
         store: |d, _, v| d.t_post = Summary::of(v),

@@ -342,6 +342,8 @@ pub struct RunReport {
     pub conventional: Conventional,
     /// For each metric, how many ok spans lacked it, by reason.
     pub missing: BTreeMap<&'static str, BTreeMap<&'static str, u64>>,
+    /// How far the client's own stamps can be trusted (DESIGN §13).
+    pub measurement_quality: crate::MeasurementQuality,
     /// Output length distribution of ok spans.
     pub output_length: Summary<Tokens>,
     /// Stream TPS by output-length bucket.

@@ -380,6 +380,7 @@ mod tests {
             retry_count: 0,
             retry_causes: vec![],
             wasted_tokens: 0,
+            client: Default::default(),
             chunks: None,
         }
     }

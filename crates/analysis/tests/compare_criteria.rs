@@ -110,6 +110,7 @@ fn synth(id: &str, load: Load) -> RunInput {
             retry_count: retries,
             retry_causes: vec![Cause::Http429; retries as usize],
             wasted_tokens: 0,
+            client: Default::default(),
             chunks: None,
         };
         input.push_span(facts, None);
@@ -628,6 +629,7 @@ fn failures_without_tokens_do_not_make_a_run_mixed_or_refused() {
         retry_count: 0,
         retry_causes: vec![],
         wasted_tokens: 0,
+        client: Default::default(),
         chunks: None,
     };
     let push = |input: &mut RunInput, spans: &[(Status, Cause, u64, TokenSource)]| {

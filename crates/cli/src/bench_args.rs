@@ -212,6 +212,12 @@ pub struct BenchArgs {
     /// Linux only, elsewhere as user) or user (when the client's task got them).
     #[arg(long, default_value = "kernel", value_name = "SOURCE", value_parser = parse_rx_timestamps, help_heading = "Output")]
     pub rx_timestamps: RxTimestamps,
+    /// Open a new connection for every request and ask the server to close it
+    /// (`Connection: close`). By default connections are reused; a request lost
+    /// because the server closed a reused connection before replying is resent
+    /// at once on a new one (counted as a resend, not a retry).
+    #[arg(long, help_heading = "Target")]
+    pub no_keepalive: bool,
     /// Free-form label `key=value` for the run record (repeatable).
     #[arg(long = "label", value_name = "K=V", value_parser = parse_label, help_heading = "Output")]
     pub labels: Vec<(String, String)>,
@@ -449,6 +455,7 @@ impl BenchArgs {
             sample_interval: self.sample_interval,
             record_chunks: self.record_chunks,
             rx_timestamps: self.rx_timestamps,
+            no_keepalive: self.no_keepalive,
             labels: self.labels.clone(),
         }
     }

@@ -448,7 +448,7 @@ async fn bench(
             &control,
         )
         .await;
-        rec.end(&run_id, clock.now());
+        rec.end(&run_id, clock.now(), live.lag.schedule_late_max());
         rec.sync();
         summaries.push(summary);
     }

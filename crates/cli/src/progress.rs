@@ -84,6 +84,10 @@ pub fn render(f: &Frame) -> String {
     if s.cancelled > 0 {
         line.push_str(&format!("  cancelled {}", s.cancelled));
     }
+    if let Some(w) = &s.lagging {
+        line.push_str("  ");
+        line.push_str(w);
+    }
     line
 }
 
@@ -154,6 +158,7 @@ mod tests {
             cap: Some(8),
             gap_fraction: Some(0.004),
             label: "concurrency 8".into(),
+            lagging: None,
         };
         let mut f = Frame {
             live,

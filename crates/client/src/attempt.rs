@@ -35,7 +35,7 @@ use crate::connector::ConnTag;
 use crate::live::LiveTokens;
 use crate::outcome::{AttemptOutcome, Recorder};
 use crate::request::{parse_retry_after, request_body};
-use crate::rx::{RxCell, read_instant, read_stamp};
+use crate::rx::{RxCell, frame_stamp, read_instant, read_stamp};
 
 /// Largest error body read to find the server's message.
 const ERROR_BODY_LIMIT: usize = 64 << 10;
@@ -84,11 +84,14 @@ impl Client {
     ) -> AttemptOutcome {
         let inner = &*self.inner;
         let cfg = &inner.config;
-        let body = request_body(&inner.endpoint, spec);
-        let mut req = Request::new(Full::new(Bytes::from(body)));
-        *req.method_mut() = Method::POST;
-        *req.uri_mut() = inner.request_uri.clone();
-        *req.headers_mut() = inner.post_headers.clone();
+        let body = Bytes::from(request_body(&inner.endpoint, spec));
+        let request = || {
+            let mut req = Request::new(Full::new(body.clone()));
+            *req.method_mut() = Method::POST;
+            *req.uri_mut() = inner.request_uri.clone();
+            *req.headers_mut() = inner.post_headers.clone();
+            req
+        };
 
         let start = Instant::now();
         let mut rec = Recorder::new(clock, start, cfg);
@@ -117,17 +120,35 @@ impl Client {
             },
         };
 
-        // 1. The response head.
+        // 1. The response head. A request lost to a keep-alive race (the server
+        // closed a pooled connection as it went out, before any reply) is sent
+        // again at once on a new connection: not a retry, counted apart.
         w.arm(w.deadlines.next(None, None));
-        let mut res = match response_head(inner.http.request(req), &mut w, cfg).await {
-            Ok(res) => res,
-            Err((cause, msg)) => {
-                if matches!(cause, Cause::Connect | Cause::TimeoutConnect) {
-                    rec.attempt.connection_reused = Some(false);
+        let mut resends = 0u32;
+        let mut res = loop {
+            let http = if cfg.keepalive && resends == 0 {
+                &inner.http
+            } else {
+                &inner.fresh
+            };
+            match response_head(http.request(request()), &mut w, cfg).await {
+                Ok(res) => break res,
+                Err(Failed::Transport(e))
+                    if resends < MAX_RESENDS && crate::client::closed_before_reply(&e) =>
+                {
+                    resends += 1;
                 }
-                return rec.finish(Some(cause), Instant::now(), Some(msg));
+                Err(f) => {
+                    let (cause, msg) = f.cause();
+                    if matches!(cause, Cause::Connect | Cause::TimeoutConnect) {
+                        rec.attempt.connection_reused = Some(false);
+                    }
+                    rec.attempt.resends = resends;
+                    return rec.finish(Some(cause), Instant::now(), Some(msg));
+                }
             }
         };
+        rec.attempt.resends = resends;
         // The tag is taken out of the response (nothing else reads it) and kept for
         // the connection's arrival cell, which stamps every read below.
         let conn = res.extensions_mut().remove::<ConnTag>().map(|ConnTag(c)| c);
@@ -171,21 +192,42 @@ impl Client {
     }
 }
 
-/// Waits for the response head; the cause and message when none came.
+/// Resends after keep-alive races, at most (each on a new connection, so a
+/// second one means the server closes fresh connections too).
+const MAX_RESENDS: u32 = 2;
+
+/// Why no response head came.
+enum Failed {
+    /// Cancelled or timed out: the cause and message.
+    Stopped(Cause, String),
+    /// The transport failed.
+    Transport(hyper_util::client::legacy::Error),
+}
+
+impl Failed {
+    fn cause(self) -> (Cause, String) {
+        match self {
+            Failed::Stopped(c, m) => (c, m),
+            Failed::Transport(e) => transport_failure(&e),
+        }
+    }
+}
+
+/// Waits for the response head.
 async fn response_head(
     request: impl Future<Output = Result<Response<Incoming>, hyper_util::client::legacy::Error>>,
     w: &mut Waits<'_, '_>,
     cfg: &ClientConfig,
-) -> Result<Response<Incoming>, (Cause, String)> {
+) -> Result<Response<Incoming>, Failed> {
     tokio::pin!(request);
     tokio::select! {
         biased;
-        _ = &mut w.cancelled => Err((Cause::Cancelled, "cancelled while waiting for the response".into())),
+        _ = &mut w.cancelled => Err(Failed::Stopped(Cause::Cancelled, "cancelled while waiting for the response".into())),
         _ = &mut w.sleep, if w.armed.is_some() => {
             let cause = w.armed.map(|(_, c)| c).unwrap_or(Cause::TimeoutTotal);
-            Err((cause, timeout_message(cause, cfg)))
+            Err(Failed::Stopped(cause, timeout_message(cause, cfg)))
         }
-        r = &mut request => r.map_err(|e| transport_failure(&e)),
+        r = &mut request => r.map_err(Failed::Transport),
     }
 }
 
@@ -335,7 +377,12 @@ impl Body<'_, '_, '_> {
                     }
                 }
                 Wake::Frame(None) => {
-                    let now = Instant::now();
+                    // The body's end: its last read (the terminal chunk) is the
+                    // cell's latest arrival.
+                    let (at, now) = read_stamp(self.at.rx, self.at.start);
+                    if self.at.rx.is_some() {
+                        self.rec.rx.end_at = Some(at);
+                    }
                     self.rec.stream.end_of_body(&mut parser, now);
                     return self.rec.finish_stream(now);
                 }
@@ -351,10 +398,18 @@ impl Body<'_, '_, '_> {
                     let Some(data) = frame.data_ref() else {
                         continue;
                     };
-                    // One stamp per read: every event this read completes shares it.
-                    let (now, received) = read_stamp(self.at.rx, self.at.start);
+                    // One stamp per frame: the arrival of the read that brought
+                    // its bytes (see `rx`); every event it completes shares it.
+                    let mut fs = frame_stamp(self.at.rx, data, self.at.start);
+                    // Stamps never go backwards: a frame not traced to its read
+                    // took the connection's latest arrival, an upper bound.
+                    if let Some(prev) = self.rec.stream.last_event {
+                        fs.at = fs.at.max(prev);
+                    }
+                    let now = fs.at;
                     self.rec.bytes_received += data.len() as u64;
                     let had_first = self.rec.stream.first_token.is_some();
+                    let chunks_before = self.rec.stream.content_chunks;
                     self.rec.stream.push(&mut parser, data, now);
                     if let Some(live) = self.live {
                         // Usage may replace the chunk count (both only grow).
@@ -362,14 +417,19 @@ impl Body<'_, '_, '_> {
                         live.read(t.saturating_sub(self.live_reported), now);
                         self.live_reported = self.live_reported.max(t);
                     }
-                    if !had_first && self.rec.stream.first_token.is_some() {
-                        self.rec.first_token_lag = Some(received - now);
+                    let first = !had_first && self.rec.stream.first_token.is_some();
+                    if first {
+                        self.rec.first_token_lag = Some(fs.received - now);
+                    }
+                    if self.at.rx.is_some() {
+                        let chunks = self.rec.stream.content_chunks - chunks_before;
+                        self.rec.rx.frame(&fs, chunks, first);
                     }
                     match self.rec.stream.end {
                         None => {
                             // Deadlines only move later with each event, except at
                             // the first token (first-token limit → stall limit).
-                            if !had_first && self.rec.stream.first_token.is_some() {
+                            if first {
                                 self.w.arm(
                                     self.w.deadlines.next(
                                         self.rec.stream.first_token,
@@ -379,10 +439,18 @@ impl Body<'_, '_, '_> {
                             }
                         }
                         Some(StreamEnd::Done(at)) => {
-                            drain(&mut self.body, self.w, at).await;
-                            return self.rec.finish_stream(now);
+                            if self.at.rx.is_some() {
+                                self.rec.rx.end_at = Some(at);
+                            }
+                            // The client is done with the stream when it has read
+                            // `[DONE]`, not when the kernel received it.
+                            self.rec.stream.end = Some(StreamEnd::Done(fs.received));
+                            drain(&mut self.body, self.w, fs.received).await;
+                            return self.rec.finish_stream(fs.received);
                         }
-                        Some(StreamEnd::Failed { .. }) => return self.rec.finish_stream(now),
+                        Some(StreamEnd::Failed { .. }) => {
+                            return self.rec.finish_stream(fs.received);
+                        }
                     }
                 }
             }

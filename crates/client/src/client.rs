@@ -59,8 +59,16 @@ pub enum ClientError {
     },
 }
 
+/// hyper's largest read buffer per connection: without a cap it grows to
+/// ~400 KB on a connection whose reader falls behind (4 GB at 10,000 streams);
+/// SSE bodies stream through it, so 64 KB (DESIGN §12) costs nothing.
+const MAX_READ_BUF: usize = 64 << 10;
+
 pub(crate) struct Inner {
     pub http: HyperClient<Connector, Full<Bytes>>,
+    /// The same connector without a pool: every request on a new connection
+    /// (keep-alive resends, `keepalive: false`).
+    pub fresh: HyperClient<Connector, Full<Bytes>>,
     pub endpoint: Endpoint,
     pub config: ClientConfig,
     pub request_uri: Uri,
@@ -120,6 +128,7 @@ impl Client {
             config.timeouts.connect,
             config.tcp_nodelay,
             config.rx_timestamps,
+            config.connect_burst,
         );
         let mut builder = HyperClient::builder(TokioExecutor::new());
         builder
@@ -127,11 +136,19 @@ impl Client {
             .timer(TokioTimer::new())
             .pool_idle_timeout(config.pool_idle_timeout)
             .pool_max_idle_per_host(config.pool_max_idle_per_host)
+            .http1_max_buf_size(MAX_READ_BUF)
             .http2_only(config.http2_prior_knowledge);
-        let http = builder.build(connector);
+        let http = builder.build(connector.clone());
+        builder.pool_max_idle_per_host(0);
+        let fresh = builder.build(connector);
+        let mut post_headers = post_headers;
+        if !config.keepalive {
+            post_headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
         Ok(Client {
             inner: Arc::new(Inner {
                 http,
+                fresh,
                 endpoint,
                 config,
                 request_uri,
@@ -297,6 +314,44 @@ fn endpoint_headers(endpoint: &Endpoint) -> Result<(HeaderMap, HeaderMap), Clien
         get_headers.insert(n, v);
     }
     Ok((get_headers, post_headers))
+}
+
+/// The connection a request failed on, when hyper says.
+pub(crate) fn failed_conn(
+    e: &hyper_util::client::legacy::Error,
+) -> Option<Arc<crate::connector::ConnInfo>> {
+    let mut ext = hyper::http::Extensions::new();
+    e.connect_info()?.get_extras(&mut ext);
+    ext.remove::<crate::connector::ConnTag>().map(|t| t.0)
+}
+
+/// Whether a request that got no response head is safe to send again at once: it
+/// ran on a reused connection that closed (or was reset) before any byte of a
+/// response came back, so the server cannot have acted on it (a keep-alive race:
+/// the server closed an idle connection as the request went out).
+pub(crate) fn closed_before_reply(e: &hyper_util::client::legacy::Error) -> bool {
+    if e.is_connect() || !failed_conn(e).is_some_and(|c| c.was_used()) {
+        return false;
+    }
+    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = src {
+        if let Some(h) = s.downcast_ref::<hyper::Error>() {
+            // A partial response is a parse error, not an incomplete message.
+            if h.is_incomplete_message() || h.is_canceled() {
+                return true;
+            }
+        }
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            return matches!(
+                io.kind(),
+                std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::ConnectionAborted
+                    | std::io::ErrorKind::BrokenPipe
+            );
+        }
+        src = s.source();
+    }
+    false
 }
 
 /// The cause and message of a request that got no response head.

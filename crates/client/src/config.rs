@@ -199,7 +199,21 @@ pub struct ClientConfig {
     /// Where the arrival time of response bytes comes from (first byte, first and
     /// last token, chunk marks).
     pub rx_timestamps: RxTimestamps,
+    /// Reuse connections (HTTP/1.1 keep-alive). Off: every request opens its own
+    /// connection and asks the server to close it (`Connection: close`).
+    pub keepalive: bool,
+    /// New connections being opened at once, at most: each holds its place until
+    /// the server answers on it (proof that it was accepted) or
+    /// [`CONNECT_SPACING`] passes, so a run's start never overflows a server's
+    /// accept queue (128 is common) with a storm of opens. 0: no pacing.
+    pub connect_burst: usize,
 }
+
+/// How long a new connection the server has not answered on yet holds its place
+/// in [`ClientConfig::connect_burst`]: ample for an accept loop to take it off
+/// its queue, short enough for a server that answers only when it schedules a
+/// request (64 places: 1,280 connections a second at worst).
+pub const CONNECT_SPACING: Duration = Duration::from_millis(50);
 
 impl Default for ClientConfig {
     fn default() -> Self {
@@ -215,6 +229,8 @@ impl Default for ClientConfig {
             max_event_bytes: 16 << 20,
             extra_root_certs_der: Vec::new(),
             rx_timestamps: RxTimestamps::default(),
+            keepalive: true,
+            connect_burst: 64,
         }
     }
 }

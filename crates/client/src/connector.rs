@@ -11,8 +11,8 @@ use std::future::Future;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -21,8 +21,9 @@ use hyper::rt::{Read, ReadBufCursor, Write};
 use hyper_util::client::legacy::connect::{Connected, Connection};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::config::RxTimestamps;
+use crate::config::{CONNECT_SPACING, RxTimestamps};
 use crate::rx::{RxCell, RxTcp};
 
 /// Facts about one connection, shared by every response that runs on it.
@@ -39,12 +40,22 @@ pub(crate) struct ConnInfo {
     /// The latest arrival of bytes read from the connection (kernel receive
     /// timestamps); `None` when they are off or the socket refused them.
     pub rx: Option<Arc<RxCell>>,
+    /// The connection's place among those being opened (see
+    /// [`crate::config::ClientConfig::connect_burst`]), until the server answers.
+    pacing: Arc<Mutex<Option<OwnedSemaphorePermit>>>,
 }
 
 impl ConnInfo {
-    /// Marks the connection used; returns whether it had been used before.
+    /// Marks the connection used; returns whether it had been used before. The
+    /// server has answered on it, so it no longer counts as being opened.
     pub fn claim(&self) -> bool {
+        self.pacing.lock().unwrap_or_else(|e| e.into_inner()).take();
         self.claimed.swap(true, Ordering::AcqRel)
+    }
+
+    /// Whether a response has run on the connection before.
+    pub fn was_used(&self) -> bool {
+        self.claimed.load(Ordering::Acquire)
     }
 }
 
@@ -76,6 +87,8 @@ struct Inner {
     nodelay: bool,
     rx: RxTimestamps,
     next_id: AtomicU64,
+    /// Places for connections being opened (`None`: no pacing).
+    burst: Option<Arc<Semaphore>>,
 }
 
 /// A `tower::Service<Uri>` that opens tagged connections.
@@ -90,6 +103,7 @@ impl Connector {
         connect_timeout: Option<Duration>,
         nodelay: bool,
         rx: RxTimestamps,
+        burst: usize,
     ) -> Self {
         Connector {
             inner: Arc::new(Inner {
@@ -98,6 +112,7 @@ impl Connector {
                 nodelay,
                 rx,
                 next_id: AtomicU64::new(1),
+                burst: (burst > 0).then(|| Arc::new(Semaphore::new(burst))),
             }),
         }
     }
@@ -115,7 +130,13 @@ impl tower_service::Service<Uri> for Connector {
     fn call(&mut self, uri: Uri) -> Self::Future {
         let inner = self.inner.clone();
         Box::pin(async move {
-            let opened_at = Instant::now();
+            // Wait for a place among the connections being opened; the wait is
+            // part of this connection's connect time, as the user sees it.
+            let place_wait = Instant::now();
+            let place = match &inner.burst {
+                Some(sem) => sem.clone().acquire_owned().await.ok(),
+                None => None,
+            };
             // The cell exists before the connection does, so that no read of it
             // goes unrecorded.
             let cell = (inner.rx == RxTimestamps::Kernel).then(|| Arc::new(RxCell::new()));
@@ -126,12 +147,25 @@ impl tower_service::Service<Uri> for Connector {
                     .map_err(|_| ConnectError::Timeout(limit))??,
                 None => open.await?,
             };
+            let pacing = Arc::new(Mutex::new(place));
+            if pacing.lock().unwrap_or_else(|e| e.into_inner()).is_some() {
+                // Give the place back after the spacing if the server has not
+                // answered by then (an answer gives it back at once).
+                let p = Arc::downgrade(&pacing);
+                tokio::spawn(async move {
+                    tokio::time::sleep(CONNECT_SPACING).await;
+                    if let Some(p) = p.upgrade() {
+                        p.lock().unwrap_or_else(|e| e.into_inner()).take();
+                    }
+                });
+            }
             let info = ConnInfo {
                 id: inner.next_id.fetch_add(1, Ordering::Relaxed),
-                opened_at,
-                connect_time: opened_at.elapsed(),
+                opened_at: place_wait,
+                connect_time: place_wait.elapsed(),
                 claimed: AtomicBool::new(false),
                 rx,
+                pacing,
             };
             Ok(Conn {
                 io,
@@ -168,7 +202,7 @@ async fn open(
         // Not fatal: the stream still works with Nagle on.
         let _ = tcp.set_nodelay(true);
     }
-    let tcp = RxTcp::new(tcp, cell);
+    let tcp = RxTcp::new(tcp, cell, !tls);
     let cell = tcp.cell();
     if !tls {
         return Ok((Io::Plain(TokioIo::new(tcp)), false, cell));

@@ -10,6 +10,7 @@ use tpscope_stream::{StreamEnd, Usage};
 
 use crate::config::ClientConfig;
 use crate::connector::ConnInfo;
+use crate::rx::FrameStamp;
 
 /// Everything one attempt produced. `attempt.cause` is `None` iff the attempt ended
 /// ok (the stream's `[DONE]` arrived, or a complete non-streaming answer).
@@ -89,6 +90,46 @@ pub(crate) struct Recorder<'c> {
     pub bytes_received: u64,
     pub connection_id: Option<u64>,
     pub first_token_lag: Option<Duration>,
+    /// How the reads of this attempt were stamped (kernel stamps only).
+    pub rx: RxTally,
+}
+
+/// The attempt's account of its own stamps: what `attempt_fields!` calls
+/// `end_at`, `client_lag`, `reads`, `traced_chunks`, `inexact_chunks` and
+/// `first_token_exact`.
+#[derive(Default)]
+pub(crate) struct RxTally {
+    pub end_at: Option<Instant>,
+    pub lag: Option<Duration>,
+    pub last_read: Option<u64>,
+    pub reads: u64,
+    pub traced: u64,
+    pub inexact: u64,
+    pub first_token_exact: Option<bool>,
+}
+
+impl RxTally {
+    /// One body frame stamped `fs` that brought `chunks` content chunks (and the
+    /// first token, when `first`).
+    pub fn frame(&mut self, fs: &FrameStamp, chunks: u64, first: bool) {
+        // A frame is one HTTP chunk, one server write: its events arrived
+        // together, so the stamp of the event that ended the read is theirs too
+        // (for a body without chunking, an approximation).
+        let lag = fs.received.saturating_duration_since(fs.at);
+        self.lag = Some(self.lag.map_or(lag, |l| l.max(lag)));
+        let Some(read) = fs.read else { return };
+        if self.last_read != Some(read) {
+            self.last_read = Some(read);
+            self.reads += 1;
+        }
+        self.traced += chunks;
+        if !fs.exact {
+            self.inexact += chunks;
+        }
+        if first {
+            self.first_token_exact = Some(fs.exact);
+        }
+    }
 }
 
 impl<'c> Recorder<'c> {
@@ -101,18 +142,26 @@ impl<'c> Recorder<'c> {
                 first_byte_at: None,
                 first_token_at: None,
                 ended_at: t,
+                end_at: None,
                 http_status: None,
                 cause: None,
                 tokens: 0,
                 connection_reused: None,
                 connect_time: None,
                 backoff: None,
+                client_lag: None,
+                reads: None,
+                traced_chunks: None,
+                inexact_chunks: None,
+                first_token_exact: None,
+                resends: 0,
             },
             stream: StreamState::new(cfg.keep_text, cfg.record_chunks),
             retry_after: None,
             bytes_received: 0,
             connection_id: None,
             first_token_lag: None,
+            rx: RxTally::default(),
         }
     }
 
@@ -200,7 +249,21 @@ impl<'c> Recorder<'c> {
         attempt.ended_at = clock.at(ended);
         attempt.cause = cause;
         attempt.first_token_at = st.first_token.map(|t| clock.at(t));
+        // The head precedes the first token on the wire: a head stamped with the
+        // connection's latest arrival (hyper may have read ahead) is bounded by it.
+        if let (Some(fb), Some(ft)) = (attempt.first_byte_at, attempt.first_token_at) {
+            attempt.first_byte_at = Some(fb.min(ft));
+        }
         attempt.tokens = st.tokens();
+        let rx = self.rx;
+        attempt.end_at = rx.end_at.map(|t| clock.at(t));
+        attempt.client_lag = rx.lag;
+        if rx.reads > 0 {
+            attempt.reads = Some(rx.reads);
+            attempt.traced_chunks = Some(rx.traced);
+            attempt.inexact_chunks = Some(rx.inexact);
+        }
+        attempt.first_token_exact = rx.first_token_exact;
         AttemptOutcome {
             attempt,
             last_token_at: st.last_token.map(|t| clock.at(t)),

@@ -23,7 +23,7 @@
 use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -37,12 +37,76 @@ fn base() -> Instant {
     *BASE.get_or_init(Instant::now)
 }
 
-/// The latest arrival instant of bytes read from one connection: nanoseconds
-/// since a process-wide base instant (0: nothing stamped yet). It only moves
-/// forward.
+/// The largest read while the socket shows no backlog: larger than the SSE events
+/// of LLM servers (150–500 bytes), so a client that keeps up reads each event
+/// whole, and small enough that the first read of a backlog spans only a few.
+pub(crate) const READ_CAP: usize = 1024;
+/// How much a backlogged reader peeks to find the next event's end.
+const PEEK_CAP: usize = 4096;
+/// A stamp counts as exact when it is the arrival of the event's own last byte,
+/// or when every byte of its read arrived within this span.
+pub(crate) const EXACT_WITHIN: Duration = Duration::from_micros(100);
+/// Reads remembered per connection (hyper holds at most a few frames at a time).
+const LOG_LEN: usize = 16;
+
+fn nanos_of(at: Instant) -> u64 {
+    let n = at.saturating_duration_since(base()).as_nanos();
+    u64::try_from(n).unwrap_or(u64::MAX).max(1)
+}
+
+fn instant_of(n: u64) -> Instant {
+    base() + Duration::from_nanos(n)
+}
+
+/// One read of the connection's reader: the buffer addresses it filled and when
+/// its bytes arrived, so a body frame (a slice of hyper's read buffer) can be
+/// traced to the read that brought it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ReadNote {
+    /// The buffer range `[start, end)` the read wrote.
+    start: usize,
+    end: usize,
+    /// Arrival of the read's last byte (ns since the base; kernel stamp, or the
+    /// read's own instant).
+    at: u64,
+    /// Arrival of the previous read's last byte (0: none): every byte of this
+    /// read arrived in `(prev, at]`.
+    prev: u64,
+    /// The address just past the read's last SSE event end (`\n\n`), when only
+    /// line breaks follow it (the read ended with that event, so its stamp is
+    /// that event's arrival); 0 otherwise.
+    event_end: usize,
+    /// Order of the read on its connection (from 1).
+    seq: u64,
+}
+
+/// The stamp of one body frame.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FrameStamp {
+    /// The arrival to stamp the frame's events with.
+    pub at: Instant,
+    /// When the attempt's task got the frame.
+    pub received: Instant,
+    /// Whether `at` is the arrival of the frame's last event itself (see
+    /// [`EXACT_WITHIN`]); `false` when it only bounds it from above.
+    pub exact: bool,
+    /// The read the frame came from (`None`: not traced to one).
+    pub read: Option<u64>,
+}
+
+#[derive(Debug, Default)]
+struct ReadLog {
+    notes: [ReadNote; LOG_LEN],
+    next: usize,
+}
+
+/// Arrivals of bytes read from one connection: the latest arrival (nanoseconds
+/// since a process-wide base instant; 0: nothing stamped yet; it only moves
+/// forward) and the log of recent reads.
 #[derive(Debug)]
 pub(crate) struct RxCell {
     nanos: AtomicU64,
+    log: Mutex<ReadLog>,
 }
 
 impl RxCell {
@@ -51,15 +115,61 @@ impl RxCell {
         base();
         RxCell {
             nanos: AtomicU64::new(0),
+            log: Mutex::new(ReadLog::default()),
         }
+    }
+
+    /// Notes one read: `buf` is what it wrote (in the reader's buffer), `at` the
+    /// arrival of its last byte, `prev` that of the previous read's.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    pub(crate) fn note_read(&self, buf: &[u8], at: Instant, prev: u64, seq: u64) -> u64 {
+        // Never before the previous read's: TCP delivers in order, and an earlier
+        // read the kernel did not stamp noted its own (later) instant.
+        let at_n = nanos_of(at).max(prev);
+        let start = buf.as_ptr() as usize;
+        let ends_read = |i: usize| buf[i..].iter().all(|b| matches!(b, b'\r' | b'\n'));
+        let event_end = match memchr::memmem::rfind(buf, b"\n\n") {
+            Some(i) if ends_read(i + 2) => start + i + 2,
+            _ => 0,
+        };
+        let note = ReadNote {
+            start,
+            end: start + buf.len(),
+            at: at_n,
+            prev,
+            event_end,
+            seq,
+        };
+        {
+            let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
+            let i = log.next;
+            log.notes[i] = note;
+            log.next = (i + 1) % LOG_LEN;
+        }
+        self.note(at);
+        at_n
+    }
+
+    /// The read that wrote the last byte of `data` (a frame's bytes), if still
+    /// in the log. The newest such read is the one: the frame's memory cannot be
+    /// written again while the frame holds it.
+    fn read_of(&self, data: &[u8]) -> Option<ReadNote> {
+        let last = (data.as_ptr() as usize)
+            .checked_add(data.len())?
+            .checked_sub(1)?;
+        let log = self.log.lock().unwrap_or_else(|e| e.into_inner());
+        log.notes
+            .iter()
+            .filter(|n| n.seq > 0 && n.start <= last && last < n.end)
+            .max_by_key(|n| n.seq)
+            .copied()
     }
 
     /// Records that bytes read now arrived at `at` (ignored if an arrival already
     /// recorded is later).
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub fn note(&self, at: Instant) {
-        let n = at.saturating_duration_since(base()).as_nanos();
-        let n = u64::try_from(n).unwrap_or(u64::MAX).max(1);
+        let n = nanos_of(at);
         // Relaxed is enough: the connection task notes an arrival before it hands
         // the frame over through hyper's channel (a release/acquire pair), so the
         // attempt's task that received the frame sees this value or a later one.
@@ -70,8 +180,62 @@ impl RxCell {
     pub fn latest(&self) -> Option<Instant> {
         match self.nanos.load(Ordering::Relaxed) {
             0 => None,
-            n => Some(base() + Duration::from_nanos(n)),
+            n => Some(instant_of(n)),
         }
+    }
+}
+
+/// Whether `buf` holds two SSE event ends (`\n\n`) or more.
+fn several_events(buf: &[u8]) -> bool {
+    memchr::memmem::find_iter(buf, b"\n\n").nth(1).is_some()
+}
+
+/// Where a backlogged reader should stop: just past the first event end in
+/// `peeked` and the line breaks after it (the chunk's CRLF), or all of it.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+fn split_point(peeked: &[u8]) -> usize {
+    match memchr::memmem::find(peeked, b"\n\n") {
+        None => peeked.len(),
+        Some(i) => {
+            let mut p = i + 2;
+            while p < peeked.len() && matches!(peeked[p], b'\r' | b'\n') {
+                p += 1;
+            }
+            p
+        }
+    }
+}
+
+/// The stamp of a body frame `data` read from a connection with cell `cell`
+/// (`start`: the attempt's start; an older arrival belongs to earlier data).
+/// Traced to its read when the frame is a slice of the buffer the read filled
+/// (plain HTTP/1.1); else the cell's latest arrival, as [`read_stamp`].
+#[inline]
+pub(crate) fn frame_stamp(cell: Option<&RxCell>, data: &[u8], start: Instant) -> FrameStamp {
+    let now = Instant::now();
+    if let Some(note) = cell.and_then(|c| c.read_of(data)) {
+        let at = instant_of(note.at);
+        if at >= start && at <= now {
+            let floor = note.prev.max(nanos_of(start));
+            let frame_end = data.as_ptr() as usize + data.len();
+            // The frame's last event ended the read: the read's stamp is the
+            // arrival of that event's last byte.
+            let own = note.event_end == frame_end;
+            let tight = note.at.saturating_sub(floor) <= EXACT_WITHIN.as_nanos() as u64;
+            return FrameStamp {
+                at,
+                received: now,
+                exact: own || tight,
+                read: Some(note.seq),
+            };
+        }
+    }
+    let (at, received) = read_stamp(cell, start);
+    FrameStamp {
+        at,
+        received,
+        exact: false,
+        read: None,
     }
 }
 
@@ -112,15 +276,38 @@ pub(crate) fn read_stamp(cell: Option<&RxCell>, not_before: Instant) -> (Instant
 pub(crate) struct RxTcp {
     tcp: TcpStream,
     cell: Option<Arc<RxCell>>,
+    state: ReadState,
+}
+
+/// The reader's own state between reads.
+#[derive(Debug, Default)]
+pub(crate) struct ReadState {
+    /// The bytes are plain HTTP/1.1 (not TLS): reads may be split at event ends
+    /// and traced by address.
+    pub plain: bool,
+    /// The socket showed a backlog: take one event per read.
+    pub split: bool,
+    /// The arrival of the last read's last byte (ns since the base; 0: none).
+    pub prev: u64,
+    /// Reads so far.
+    pub seq: u64,
 }
 
 impl RxTcp {
     /// Wraps `tcp`. With a `cell`, turns on kernel receive timestamps; if the
     /// socket refuses them (or not on Linux), the cell is dropped and reads are
-    /// plain reads, exactly as without one.
-    pub fn new(tcp: TcpStream, cell: Option<Arc<RxCell>>) -> Self {
+    /// plain reads, exactly as without one. `plain`: the stream carries HTTP/1.1
+    /// in the clear (so reads may be split at SSE event ends).
+    pub fn new(tcp: TcpStream, cell: Option<Arc<RxCell>>, plain: bool) -> Self {
         let cell = cell.filter(|_| enable_kernel_stamps(&tcp));
-        RxTcp { tcp, cell }
+        RxTcp {
+            tcp,
+            cell,
+            state: ReadState {
+                plain,
+                ..ReadState::default()
+            },
+        }
     }
 
     /// The cell this stream records arrivals in (`None`: no kernel stamps).
@@ -148,9 +335,20 @@ impl AsyncRead for RxTcp {
         let this = self.get_mut();
         #[cfg(target_os = "linux")]
         if let Some(cell) = &this.cell {
-            return linux::poll_read_stamped(&this.tcp, cell, cx, buf);
+            return linux::poll_read_stamped(&this.tcp, cell, &mut this.state, cx, buf);
         }
         Pin::new(&mut this.tcp).poll_read(cx, buf)
+    }
+}
+
+impl RxTcp {
+    /// A request went out: its response's head, role event and first token may
+    /// arrive together, and only split reads stamp the first token with its own
+    /// arrival (two syscalls for the response's first reads, not for the stream).
+    fn wrote(&mut self, r: &Poll<io::Result<usize>>) {
+        if matches!(r, Poll::Ready(Ok(n)) if *n > 0) {
+            self.state.split = true;
+        }
     }
 }
 
@@ -160,7 +358,10 @@ impl AsyncWrite for RxTcp {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().tcp).poll_write(cx, buf)
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.tcp).poll_write(cx, buf);
+        this.wrote(&r);
+        r
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -176,7 +377,10 @@ impl AsyncWrite for RxTcp {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().tcp).poll_write_vectored(cx, bufs)
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.tcp).poll_write_vectored(cx, bufs);
+        this.wrote(&r);
+        r
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -197,7 +401,7 @@ mod linux {
     use tokio::io::{Interest, ReadBuf};
     use tokio::net::TcpStream;
 
-    use super::RxCell;
+    use super::{EXACT_WITHIN, PEEK_CAP, READ_CAP, ReadState, RxCell, nanos_of, split_point};
 
     /// Turns on software receive timestamps (`SCM_TIMESTAMPNS` control messages,
     /// `CLOCK_REALTIME`); false if the socket refuses.
@@ -227,6 +431,7 @@ mod linux {
     fn recv_stamped(
         fd: RawFd,
         buf: &mut [MaybeUninit<u8>],
+        flags: libc::c_int,
     ) -> io::Result<(usize, Option<libc::timespec>)> {
         let mut control = Control([0; 64]);
         let mut iov = libc::iovec {
@@ -244,7 +449,7 @@ mod linux {
             // SAFETY: `msg` points to one iovec over `buf` (writable, `buf.len()`
             // bytes; recvmsg only writes bytes, which may start uninitialised) and
             // to `control` (writable, `msg_controllen` bytes); all outlive the call.
-            let n = unsafe { libc::recvmsg(fd, &mut msg, 0) };
+            let n = unsafe { libc::recvmsg(fd, &mut msg, flags) };
             if n >= 0 {
                 break n as usize;
             }
@@ -299,12 +504,60 @@ mod linux {
         now.checked_sub(lag).unwrap_or(now)
     }
 
-    /// `AsyncRead::poll_read` through `recvmsg`, noting each read's arrival in
-    /// `cell`: the kernel's stamp, or the read's own instant when the kernel sent
-    /// none (so the cell is never earlier than the arrival of any byte read).
+    /// One read as the state asks: the bytes read, their stamp, and whether
+    /// the socket may hold more (so readiness must be kept).
+    fn read_once(
+        fd: RawFd,
+        st: &mut ReadState,
+        buf: &mut [MaybeUninit<u8>],
+    ) -> io::Result<(usize, Option<libc::timespec>, bool)> {
+        let len = buf.len();
+        if !st.plain {
+            let (n, stamp) = recv_stamped(fd, buf, 0)?;
+            return Ok((n, stamp, n == len));
+        }
+        if st.split {
+            // Peek to find the next event's end, then take exactly that much,
+            // so the kernel's stamp is the arrival of that event's last byte.
+            let want = len.min(PEEK_CAP);
+            let (n, stamp) = recv_stamped(fd, &mut buf[..want], libc::MSG_PEEK)?;
+            if n == 0 {
+                let (n, stamp) = recv_stamped(fd, buf, 0)?;
+                return Ok((n, stamp, false));
+            }
+            // SAFETY: the peek wrote `n` initialised bytes at the start of `buf`.
+            let peeked: &[u8] = unsafe { std::slice::from_raw_parts(buf.as_ptr().cast(), n) };
+            let fresh = arrival(stamp);
+            // All of the backlog arrived within EXACT_WITHIN of the last read:
+            // splitting it gains nothing.
+            let tight = st.prev > 0
+                && nanos_of(fresh).saturating_sub(st.prev) <= EXACT_WITHIN.as_nanos() as u64;
+            let take = if tight { n } else { split_point(peeked) };
+            let (m, stamp) = recv_stamped(fd, &mut buf[..take], 0)?;
+            let more = m < n || n == want;
+            if !more {
+                st.split = false;
+            }
+            return Ok((m, stamp, more));
+        }
+        let want = len.min(READ_CAP);
+        let (n, stamp) = recv_stamped(fd, &mut buf[..want], 0)?;
+        // SAFETY: recvmsg wrote `n` initialised bytes at the start of `buf`.
+        let got: &[u8] = unsafe { std::slice::from_raw_parts(buf.as_ptr().cast(), n) };
+        if n == want || super::several_events(got) {
+            st.split = true;
+        }
+        Ok((n, stamp, n == want))
+    }
+
+    /// `AsyncRead::poll_read` through `recvmsg`, noting each read in `cell`: its
+    /// bytes' buffer range and arrival (the kernel's stamp, or the read's own
+    /// instant when the kernel sent none, so the cell is never earlier than the
+    /// arrival of any byte read).
     pub(super) fn poll_read_stamped(
         tcp: &TcpStream,
         cell: &RxCell,
+        st: &mut ReadState,
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
@@ -317,17 +570,16 @@ mod linux {
             // SAFETY: recvmsg only writes initialised bytes into the slice and never
             // de-initialises any; `assume_init` below covers exactly the `n` written.
             let unfilled = unsafe { buf.unfilled_mut() };
-            let len = unfilled.len();
             let mut got = None;
             let res = tcp.try_io(Interest::READABLE, || {
-                let (n, stamp) = recv_stamped(fd, unfilled)?;
+                let (n, stamp, more) = read_once(fd, st, unfilled)?;
                 got = Some((n, stamp));
                 // As tokio's own TCP read on epoll: a short read shows the socket
                 // was drained, so report WouldBlock to have `try_io` clear the
                 // readiness (with the tick it saw before this read, so a newer
                 // event is kept) and spare the next poll a failing syscall. The
                 // bytes read are returned below all the same.
-                if 0 < n && n < len {
+                if n > 0 && !more {
                     Err(io::ErrorKind::WouldBlock.into())
                 } else {
                     Ok(())
@@ -335,13 +587,16 @@ mod linux {
             });
             match (got, res) {
                 (Some((n, stamp)), _) => {
-                    if n > 0 {
-                        cell.note(arrival(stamp));
-                    }
                     // SAFETY: recvmsg wrote `n` bytes at the start of the unfilled
                     // part.
                     unsafe { buf.assume_init(n) };
+                    let start = buf.filled().len();
                     buf.advance(n);
+                    if n > 0 {
+                        st.seq += 1;
+                        let bytes = &buf.filled()[start..];
+                        st.prev = cell.note_read(bytes, arrival(stamp), st.prev, st.seq);
+                    }
                     return Poll::Ready(Ok(()));
                 }
                 (None, Err(e)) if e.kind() == io::ErrorKind::WouldBlock => continue,
@@ -413,7 +668,7 @@ mod tests {
             }
         });
         let tcp = TcpStream::connect(addr).await.unwrap();
-        let mut rx = RxTcp::new(tcp, Some(Arc::new(RxCell::new())));
+        let mut rx = RxTcp::new(tcp, Some(Arc::new(RxCell::new())), false);
         let cell = rx.cell().expect("loopback TCP accepts SO_TIMESTAMPNS");
         assert_eq!(cell.latest(), None);
         // The kernel turns receive stamping on in deferred work when the first
@@ -462,7 +717,7 @@ mod tests {
             let (mut s, _) = listener.accept().await.unwrap();
             s.write_all(b"plain").await.unwrap();
         });
-        let mut rx = RxTcp::new(TcpStream::connect(addr).await.unwrap(), None);
+        let mut rx = RxTcp::new(TcpStream::connect(addr).await.unwrap(), None, false);
         assert!(rx.cell().is_none());
         let mut got = Vec::new();
         rx.read_to_end(&mut got).await.unwrap();

@@ -4,7 +4,9 @@
 //! reject — is declined (`None`) and read by the general path, which alone reports
 //! errors; for every line this accepts, the general path gives the same record.
 
-use tpscope_analysis::{SampleFacts, SpanFacts};
+use std::time::Duration;
+
+use tpscope_analysis::{ClientFacts, SampleFacts, SpanFacts};
 use tpscope_json::plain_len;
 use tpscope_model::{
     Cause, HourCache, MAX_PLAUSIBLE_TOKENS, Status, Timestamp, TokenSource, check_lifecycle,
@@ -29,6 +31,8 @@ tpscope_model::attempt_fields!(keys_after_value[attempt_key]);
 
 /// A record read by the fast path.
 #[derive(Debug, PartialEq)]
+// Spans are nearly every record: boxing their facts would cost an allocation each.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum FastRecord<'a> {
     Span {
         run_id: &'a str,
@@ -145,11 +149,13 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
     }
     let mut wasted_tokens = 0;
     let mut last_attempt_at = None;
+    let mut client = ClientFacts::default();
     if c.lit(key::attempts) && c.lit(b"[") {
         let mut n = 0;
         loop {
-            let (wasted, started) = attempt(c, hours)?;
+            let (wasted, started, facts) = attempt(c, hours)?;
             wasted_tokens += wasted;
+            client.add(facts);
             n += 1;
             if n > 1 {
                 last_attempt_at = Some(started);
@@ -185,6 +191,7 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
         retry_causes,
         wasted_tokens,
         chunks: None,
+        client,
     };
     check_lifecycle(facts.lifecycle()).ok()?;
     Some(FastRecord::Span {
@@ -199,9 +206,12 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
 }
 
 /// One attempt object; returns the tokens it wasted (those of an attempt that did
-/// not end ok) and when it started. Fields the analysis does not use are only
-/// validated.
-fn attempt(c: &mut Cursor<'_>, hours: &mut HourCache) -> Option<(u64, Timestamp)> {
+/// not end ok), when it started and its client facts. Fields the analysis does
+/// not use are only validated.
+fn attempt(
+    c: &mut Cursor<'_>,
+    hours: &mut HourCache,
+) -> Option<(u64, Timestamp, ClientFacts)> {
     // `{"started_at":`: the first key follows the brace, not a value.
     c.need(b"{")?;
     c.need(&attempt_key::started_at[1..])?;
@@ -217,6 +227,10 @@ fn attempt(c: &mut Cursor<'_>, hours: &mut HourCache) -> Option<(u64, Timestamp)
     if ended < started {
         return None;
     }
+    let mut facts = ClientFacts {
+        end_at: c.opt_time(attempt_key::end_at, hours)?,
+        ..ClientFacts::default()
+    };
     if c.lit(attempt_key::http_status) {
         c.number()?;
     }
@@ -232,13 +246,36 @@ fn attempt(c: &mut Cursor<'_>, hours: &mut HourCache) -> Option<(u64, Timestamp)
         return None;
     }
     if c.lit(attempt_key::connect_time) {
-        c.number()?;
+        facts.connect = Some(c.secs()?);
     }
     if c.lit(attempt_key::backoff) {
         c.number()?;
     }
+    if c.lit(attempt_key::client_lag) {
+        facts.lag = Some(c.secs()?);
+    }
+    if c.lit(attempt_key::reads) {
+        facts.reads = c.uint()?;
+    }
+    if c.lit(attempt_key::traced_chunks) {
+        facts.traced_chunks = c.uint()?;
+    }
+    if c.lit(attempt_key::inexact_chunks) {
+        facts.inexact_chunks = c.uint()?;
+    }
+    if c.lit(attempt_key::first_token_exact) {
+        facts.first_token_exact = Some(if c.lit(b"true") {
+            true
+        } else {
+            c.need(b"false")?;
+            false
+        });
+    }
+    if c.lit(attempt_key::resends) {
+        facts.resends = c.u32()?;
+    }
     c.need(b"}")?;
-    Some((if failed { tokens } else { 0 }, started))
+    Some((if failed { tokens } else { 0 }, started, facts))
 }
 
 /// A position in a line.
@@ -351,6 +388,14 @@ impl<'a> Cursor<'a> {
             self.pos += 1;
         }
         self.pos - start
+    }
+
+    /// A non-negative number of seconds, read as the general path reads it.
+    fn secs(&mut self) -> Option<Duration> {
+        let start = self.pos;
+        self.number()?;
+        let v: f64 = self.text.get(start..self.pos)?.parse().ok()?;
+        Duration::try_from_secs_f64(v).ok()
     }
 
     /// Any JSON number (validated, not read).

@@ -95,8 +95,15 @@ macro_rules! attempt_fields {
             /// When the first chunk carrying output arrived in this attempt.
             #[serde(default, skip_serializing_if = "Option::is_none")]
             first_token_at: Option<Timestamp>,
-            /// When the attempt ended (stream closed, error seen, or timed out).
+            /// When the attempt ended for the client (it finished reading the end
+            /// marker, saw the error, or timed out).
             ended_at: Timestamp,
+            /// When the bytes that ended the stream (`[DONE]`, or the body's end)
+            /// arrived at the host, by the kernel's receive stamp; `None` without
+            /// kernel stamps or when no end arrived. `ended_at − end_at` is the
+            /// client's own lateness, not the server's.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            end_at: Option<Timestamp>,
             /// The HTTP status, when a response head arrived.
             #[serde(default, skip_serializing_if = "Option::is_none")]
             http_status: Option<u16>,
@@ -123,6 +130,35 @@ macro_rules! attempt_fields {
                 skip_serializing_if = "Option::is_none"
             )]
             backoff as "backoff_s": Option<Duration>,
+            /// The client's worst lag in this attempt: the longest time from a read's
+            /// kernel arrival to the attempt's task getting its bytes (kernel stamps only).
+            #[serde(
+                default,
+                with = "duration_secs::option",
+                skip_serializing_if = "Option::is_none"
+            )]
+            client_lag as "client_lag_s": Option<Duration>,
+            /// Socket reads that brought this attempt's body (traced reads only);
+            /// events per read is the client's batching under load.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            reads: Option<u64>,
+            /// Content chunks received in this attempt whose reads were traced (the
+            /// denominator of `inexact_chunks`, the numerator of events per read).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            traced_chunks: Option<u64>,
+            /// Content chunks whose stamp is only an upper bound of their arrival (a
+            /// read that drained several events at once); `None` when the reads could
+            /// not be traced (user stamps, TLS, HTTP/2).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            inexact_chunks: Option<u64>,
+            /// Whether the first token's stamp is the arrival of its own bytes (see
+            /// `inexact_chunks`).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            first_token_exact: Option<bool>,
+            /// Times the request was sent again at once on a new connection because a
+            /// reused one closed before any response byte (not retries).
+            #[serde(default, skip_serializing_if = "crate::span::is_zero")]
+            resends: u32,
         }
     };
 }

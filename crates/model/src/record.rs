@@ -104,6 +104,15 @@ pub struct EndRecord {
     /// Sample records written.
     #[serde(default)]
     pub samples: u64,
+    /// Open loop: the latest the client put a request in the queue after its
+    /// scheduled time (its own pacing lateness, DESIGN §13).
+    #[serde(
+        default,
+        rename = "schedule_late_max_s",
+        with = "duration_secs::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub schedule_late_max: Option<Duration>,
 }
 
 /// One line of a span log.

@@ -109,6 +109,11 @@ impl<'de> Deserialize<'de> for ChunkMark {
     }
 }
 
+/// Whether a count is zero (so it is left out of the record).
+pub(crate) fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 /// Declares a struct from a field list of [`crate::fields`], with its `FIELDS`.
 macro_rules! declare_fields {
     (
@@ -428,12 +433,19 @@ mod tests {
             first_byte_at: None,
             first_token_at: None,
             ended_at: t(1),
+            end_at: None,
             http_status: Some(429),
             cause: Some(Cause::Http429),
             tokens: 0,
             connection_reused: None,
             connect_time: None,
             backoff: None,
+            client_lag: None,
+            reads: None,
+            traced_chunks: None,
+            inexact_chunks: None,
+            first_token_exact: None,
+            resends: 0,
         }];
         s.error = Some(SpanError {
             cause: Cause::Disconnect,
@@ -448,6 +460,13 @@ mod tests {
             connection_reused: Some(true),
             connect_time: Some(Duration::from_millis(1)),
             backoff: Some(Duration::from_millis(2)),
+            end_at: Some(t(1)),
+            client_lag: Some(Duration::from_micros(3)),
+            reads: Some(4),
+            traced_chunks: Some(5),
+            inexact_chunks: Some(0),
+            first_token_exact: Some(true),
+            resends: 1,
             ..s.attempts[0].clone()
         };
         let Keys(keys) = serde_json::from_str(&serde_json::to_string(&a).unwrap()).unwrap();

@@ -36,6 +36,7 @@
 pub mod admission;
 pub mod assemble;
 pub mod attempt;
+pub mod lag;
 pub mod live;
 pub mod recorder;
 pub mod request;
@@ -46,6 +47,7 @@ pub mod writer;
 pub use admission::{Admission, BadDispatch, Dispatch};
 pub use assemble::{Finished, ToCount, apply_counts, assemble};
 pub use attempt::{Outcome, Usage};
+pub use lag::ClientLag;
 pub use live::{LiveSnapshot, LiveStats};
 pub use recorder::{Closed, DEFAULT_SAMPLE_INTERVAL, OpenMode, RecordError, Recorder};
 pub use request::{Queued, Request};

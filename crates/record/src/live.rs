@@ -34,6 +34,8 @@ pub struct LiveStats {
     pub gap_samples: AtomicU64,
     /// Requests the run will make, when known (`u64::MAX`: unknown).
     pub planned: AtomicU64,
+    /// The client's own lag (DESIGN §13).
+    pub lag: crate::lag::ClientLag,
     started: Mutex<Option<Instant>>,
     label: Mutex<String>,
 }
@@ -52,6 +54,7 @@ impl Default for LiveStats {
             samples: AtomicU64::new(0),
             gap_samples: AtomicU64::new(0),
             planned: AtomicU64::new(u64::MAX),
+            lag: Default::default(),
             started: Mutex::new(None),
             label: Mutex::new(String::new()),
         }
@@ -85,6 +88,9 @@ pub struct LiveSnapshot {
     pub gap_fraction: Option<f64>,
     /// What is running (e.g. `concurrency 8` in a sweep, `warm-up`).
     pub label: String,
+    /// A warning when the client itself is behind (its timings are then upper
+    /// bounds).
+    pub lagging: Option<String>,
 }
 
 impl LiveStats {
@@ -101,6 +107,7 @@ impl LiveStats {
         ] {
             c.store(0, Relaxed);
         }
+        self.lag.reset();
         self.in_flight.store(0, Relaxed);
         self.queue_depth.store(0, Relaxed);
         self.cap.store(cap.unwrap_or(u32::MAX), Relaxed);
@@ -157,6 +164,7 @@ impl LiveStats {
             gap_fraction: (samples > 0)
                 .then(|| self.gap_samples.load(Relaxed) as f64 / samples as f64),
             label: self.label.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            lagging: self.lag.warning(),
         }
     }
 }

@@ -243,7 +243,7 @@ impl Recorder {
         let (in_flight, queued, _) = self.shared.reading();
         self.shared
             .tx
-            .end(&self.shared.run_id, self.shared.clock.now());
+            .end(&self.shared.run_id, self.shared.clock.now(), None);
         let counts = running.writer.finish().map_err(|source| RecordError::Io {
             path: self.path.clone(),
             source,

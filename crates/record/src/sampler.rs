@@ -42,6 +42,7 @@ impl Sampler {
                 let take = || {
                     let (at, in_flight, queue_depth, cap) = probe();
                     live.samples.fetch_add(1, Relaxed);
+                    live.lag.ticks.fetch_add(1, Relaxed);
                     let occ = Occupancy {
                         in_flight,
                         queue_depth,
@@ -72,6 +73,11 @@ impl Sampler {
                         // rather than burst, keeping the cadence's phase.
                         let behind = (now - next).as_nanos() / interval.as_nanos() + 1;
                         next += interval * behind.min(u32::MAX as u128) as u32;
+                        // The client's own lag (DESIGN §13): the report counts
+                        // them from the gaps between samples, the live line here.
+                        live.lag
+                            .missed_ticks
+                            .fetch_add(u64::try_from(behind).unwrap_or(u64::MAX), Relaxed);
                     }
                     while !stop2.load(Relaxed) && Instant::now() < next {
                         std::thread::sleep((next - Instant::now()).min(Duration::from_millis(50)));

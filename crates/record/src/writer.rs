@@ -30,7 +30,11 @@ enum Msg {
     Span(Box<Span>, ToCount),
     Finished(Arc<str>, Option<String>, Box<Finished>),
     Sample(SampleRecord),
-    End { run_id: String, ended_at: Timestamp },
+    End {
+        run_id: String,
+        ended_at: Timestamp,
+        schedule_late: Option<Duration>,
+    },
     Sync(mpsc::Sender<()>),
     Close,
 }
@@ -81,11 +85,13 @@ impl WriterTx {
         let _ = self.tx.send(Msg::Sample(s));
     }
 
-    /// Writes a run's `end` record with the counts of what was written for it.
-    pub fn end(&self, run_id: &str, ended_at: Timestamp) {
+    /// Writes a run's `end` record with the counts of what was written for it
+    /// and the client's worst pacing lateness (open loop).
+    pub fn end(&self, run_id: &str, ended_at: Timestamp, schedule_late: Option<Duration>) {
         let _ = self.tx.send(Msg::End {
             run_id: run_id.to_string(),
             ended_at,
+            schedule_late,
         });
     }
 
@@ -262,7 +268,11 @@ fn writer_loop<W: Write>(
                 counts.entry(s.run_id.clone()).or_default().samples += 1;
                 Record::Sample(s)
             }
-            Msg::End { run_id, ended_at } => {
+            Msg::End {
+                run_id,
+                ended_at,
+                schedule_late,
+            } => {
                 let c = counts.get(&run_id).copied().unwrap_or_default();
                 Record::End(EndRecord {
                     run_id,
@@ -272,6 +282,7 @@ fn writer_loop<W: Write>(
                     error: c.error,
                     cancelled: c.cancelled,
                     samples: c.samples,
+                    schedule_late_max: schedule_late,
                 })
             }
         };
@@ -388,7 +399,7 @@ mod tests {
             queue_depth: 0,
             cap: Some(2),
         });
-        tx.end("r1", t(9));
+        tx.end("r1", t(9), None);
         rec.finish().unwrap();
         let recs = lines(&buf);
         assert_eq!(recs.len(), 5);
@@ -451,12 +462,19 @@ mod tests {
             first_byte_at: None,
             first_token_at: None,
             ended_at: t(4),
+            end_at: None,
             http_status: Some(200),
             cause: None,
             tokens: 2,
             connection_reused: None,
             connect_time: None,
             backoff: None,
+            client_lag: None,
+            reads: None,
+            traced_chunks: None,
+            inexact_chunks: None,
+            first_token_exact: None,
+            resends: 0,
         });
         s.output_tokens = 2;
         rec.sender().span(

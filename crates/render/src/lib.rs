@@ -8,6 +8,7 @@ pub mod fmt;
 pub mod html;
 pub mod lead;
 pub mod markdown;
+mod quality;
 pub mod rows;
 pub mod sweep;
 pub mod text;

@@ -90,6 +90,13 @@ pub fn render(report: &Report) -> Vec<u8> {
         if !missing.is_empty() {
             let _ = writeln!(o, "\nOk spans lacking a metric: {}.", missing.join("; "));
         }
+        let quality = crate::quality::quality_lines(r);
+        if !quality.is_empty() {
+            let _ = writeln!(o, "\n**Measurement quality**\n");
+            for l in quality {
+                let _ = writeln!(o, "- {l}");
+            }
+        }
         for w in &r.warnings {
             let _ = writeln!(o, "\n> **Warning:** {w}");
         }

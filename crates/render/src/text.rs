@@ -129,6 +129,13 @@ pub fn render(report: &Report) -> Vec<u8> {
                 let _ = writeln!(o, "    {m}");
             }
         }
+        let quality = crate::quality::quality_lines(r);
+        if !quality.is_empty() {
+            let _ = writeln!(o, "\n  measurement quality:");
+            for l in quality {
+                let _ = writeln!(o, "    {l}");
+            }
+        }
         for w in &r.warnings {
             let _ = writeln!(o, "\n  warning: {w}");
         }

@@ -40,6 +40,7 @@ fn failed_run() -> RunInput {
                 retry_causes: vec![],
                 wasted_tokens: 0,
                 chunks: None,
+                client: Default::default(),
             },
             None,
         );
@@ -98,6 +99,7 @@ fn waterfall_marks_failed_attempts_and_back_off_apart_from_the_first_token_wait(
         retry_causes: vec![Cause::Http429; retries as usize],
         wasted_tokens: 0,
         chunks: None,
+        client: Default::default(),
     };
     input.push_span(ok(0, 50, 0), None);
     // Admitted at 10 ms, a 429, back-off until 1010 ms, first token at 1060 ms.

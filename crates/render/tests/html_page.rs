@@ -72,6 +72,7 @@ fn synth(id: &str, n: usize, cap: u32, rate: f64, refill: f64, seed: u64) -> Run
                 retry_count: retries,
                 retry_causes: vec![Cause::Http429; retries as usize],
                 wasted_tokens: 0,
+                client: Default::default(),
                 chunks: None,
             },
             None,

@@ -179,6 +179,7 @@ mod tests {
                     retry_count: (i % 5 == 0) as u32,
                     retry_causes: vec![],
                     wasted_tokens: 0,
+                    client: Default::default(),
                     chunks: None,
                 },
                 None,

@@ -44,6 +44,7 @@ pub fn ok(q: i64, a: i64, f: i64, l: i64, r: i64, tokens: u64) -> SpanFacts {
         retry_count: 0,
         retry_causes: vec![],
         wasted_tokens: 0,
+        client: Default::default(),
         chunks: None,
     }
 }
@@ -63,6 +64,7 @@ pub fn failed(q: i64, a: Option<i64>, r: i64, status: Status, cause: Cause) -> S
         retry_count: 0,
         retry_causes: vec![],
         wasted_tokens: 0,
+        client: Default::default(),
         chunks: None,
     }
 }

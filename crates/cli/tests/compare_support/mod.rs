@@ -134,6 +134,7 @@ pub fn records(run_id: &str, model: &str, source: TokenSource, load: Load) -> Ve
         error,
         cancelled: 0,
         samples: 0,
+        schedule_late_max: None,
     }));
     out
 }

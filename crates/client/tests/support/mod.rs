@@ -32,6 +32,10 @@ pub enum BodyEnd {
     Cut,
     /// Nothing more is written for this long, then the connection is closed.
     Hang(Duration),
+    /// The terminating chunk, keep-alive announced, then the connection is
+    /// closed when the next request arrives on it, without a reply: the outcome
+    /// of llama.cpp's close just after every streamed response, made certain.
+    CloseAfter,
 }
 
 /// One scripted reply.
@@ -120,8 +124,16 @@ pub struct ScriptServer {
 
 impl ScriptServer {
     pub async fn start(replies: Vec<Reply>) -> ScriptServer {
+        Self::start_with_backlog(replies, 1024).await
+    }
+
+    /// As [`ScriptServer::start`], with a listen backlog of `backlog` (the accept
+    /// queue: connections the kernel completed and the server has not accepted).
+    pub async fn start_with_backlog(replies: Vec<Reply>, backlog: u32) -> ScriptServer {
         assert!(!replies.is_empty());
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let listener: TcpListener = socket.listen(backlog).unwrap();
         let addr = listener.local_addr().unwrap();
         let connections = Arc::new(AtomicUsize::new(0));
         let received = Arc::new(Mutex::new(Vec::new()));
@@ -183,6 +195,8 @@ async fn serve(
 ) {
     let _ = sock.set_nodelay(true);
     let mut buf = Vec::new();
+    let mut served = 0u32;
+    let mut closes_after = false;
     loop {
         // Read one request head and its Content-Length body.
         let head_end = loop {
@@ -216,8 +230,13 @@ async fn serve(
         buf.drain(..head_end + len);
         received.lock().unwrap().push(Received { head, body });
 
+        if served > 0 && closes_after {
+            return;
+        }
+        served += 1;
         let i = next.fetch_add(1, Ordering::SeqCst);
         let reply = &replies[i.min(replies.len() - 1)];
+        closes_after = reply.end == BodyEnd::CloseAfter;
         let mut out = format!(
             "HTTP/1.1 {} X\r\ntransfer-encoding: chunked\r\n",
             reply.status
@@ -244,7 +263,7 @@ async fn serve(
             }
         }
         match reply.end {
-            BodyEnd::Complete => {
+            BodyEnd::Complete | BodyEnd::CloseAfter => {
                 if sock.write_all(b"0\r\n\r\n").await.is_err() {
                     return;
                 }

@@ -79,8 +79,8 @@ fn pace<S: Sender>(sh: &Arc<Shared<S>>, start: Instant, stop: &CancellationToken
         if plan.duration.is_some_and(|d| off >= d) {
             break;
         }
-        let ready = start + off;
-        if !sleep_precisely(ready, stop) {
+        let scheduled = start + off;
+        if !sleep_precisely(scheduled, stop) {
             return;
         }
         let mut next = Vec::new();
@@ -89,6 +89,12 @@ fn pace<S: Sender>(sh: &Arc<Shared<S>>, start: Instant, stop: &CancellationToken
             if st.stopping {
                 return;
             }
+            // Queued when the client got to it, not when it was scheduled: a
+            // pacer that ran late (a starved client) must not show its own
+            // lateness as work waiting, i.e. as the pipeline's gap. The lateness
+            // is reported apart (the run's `end` record, the live line).
+            let ready = Instant::now().max(scheduled);
+            sh.live.lag.schedule_late(ready - scheduled);
             st.adm.push(Ticket { seq, ready });
             let now = Instant::now();
             admit_locked(sh, &mut st, now, &mut next);

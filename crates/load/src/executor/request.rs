@@ -191,6 +191,7 @@ pub(super) fn finish<S: Sender>(sh: &Arc<Shared<S>>, f: Finished) {
         }
     }
     sh.live.span_done(span.status, span.output_tokens);
+    sh.live.lag.span(&span);
     if let Some(rec) = &sh.rec {
         rec.span(span, to_count);
     }

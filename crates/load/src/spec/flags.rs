@@ -130,6 +130,8 @@ pub struct Flags {
     pub record_chunks: bool,
     /// `--rx-timestamps`.
     pub rx_timestamps: RxTimestamps,
+    /// `--no-keepalive`: a new connection per request.
+    pub no_keepalive: bool,
     /// `--label`s.
     pub labels: Vec<(String, String)>,
 }

@@ -38,7 +38,8 @@ pub use error::SpecError;
 pub use flags::{BadDatasetName, DatasetName, Flags};
 pub use output::{Output, unique_name};
 pub use settings::{
-    LoadSettings, SimulatorSettings, SweepSettings, TimeoutSettings, WarmupSettings,
+    ConnectionSettings, LoadSettings, SimulatorSettings, SweepSettings, TimeoutSettings,
+    WarmupSettings,
 };
 pub use target::{ResolvedTarget, resolve_target};
 
@@ -347,6 +348,7 @@ impl BenchSpec {
             record_chunks: a.record_chunks,
             keep_text: true,
             rx_timestamps: a.rx_timestamps,
+            keepalive: !a.no_keepalive,
             ..ClientConfig::default()
         };
         Ok(BenchSpec {
@@ -480,6 +482,16 @@ impl BenchSpec {
             min_tokens: self.min_tokens,
             record_chunks: self.client.record_chunks,
             rx_timestamps: self.client.rx_timestamps.effective().as_str(),
+            connections: ConnectionSettings {
+                keepalive: self.client.keepalive,
+                opening: if self.client.connect_burst > 0 {
+                    "paced"
+                } else {
+                    "at_once"
+                },
+                burst: self.client.connect_burst,
+                spacing_s: tpscope_client::config::CONNECT_SPACING.as_secs_f64(),
+            },
             rate,
             arrival,
             warmup: self.warmup.map(|w| WarmupSettings {

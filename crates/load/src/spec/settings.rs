@@ -49,6 +49,8 @@ pub struct LoadSettings<'a> {
     pub record_chunks: bool,
     /// The receive-timestamp source in effect.
     pub rx_timestamps: &'static str,
+    /// How connections were opened and reused.
+    pub connections: ConnectionSettings,
     /// Open loop: requests per second.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rate: Option<f64>,
@@ -64,6 +66,21 @@ pub struct LoadSettings<'a> {
     /// The built-in simulator measured, when it was.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub simulator: Option<SimulatorSettings>,
+}
+
+/// How the client opened and reused connections.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct ConnectionSettings {
+    /// Connections were reused (`--no-keepalive` turns it off).
+    pub keepalive: bool,
+    /// `paced` (at most `burst` connections being opened at once, each holding
+    /// its place until the server answers on it or `spacing_s` passes) or
+    /// `at_once`.
+    pub opening: &'static str,
+    /// Connections being opened at once, at most.
+    pub burst: usize,
+    /// How long an unanswered new connection holds its place, seconds.
+    pub spacing_s: f64,
 }
 
 /// The client's limits, seconds (`None`: no limit).

@@ -47,6 +47,7 @@ fn flags() -> Flags {
         sample_interval: Duration::from_millis(10),
         record_chunks: false,
         rx_timestamps: RxTimestamps::User,
+        no_keepalive: false,
         labels: vec![],
     }
 }
@@ -143,7 +144,8 @@ fn load_settings_serialise_as_the_run_record_carries_them() {
     assert_eq!(
         v.to_string(),
         concat!(
-            r#"{"concurrency":8,"dispatch":"work-conserving","duration_s":null,"ignore_eos":false,"#,
+            r#"{"concurrency":8,"connections":{"burst":64,"keepalive":true,"opening":"paced","spacing_s":0.05},"#,
+            r#""dispatch":"work-conserving","duration_s":null,"ignore_eos":false,"#,
             r#""include_usage":true,"max_retries":0,"mode":"closed_loop","prompts":"salted_by_run_id","#,
             r#""record_chunks":false,"requests":80,"#,
             r#""retry_backoff_s":0.5,"rx_timestamps":"user","seed":0,"#,

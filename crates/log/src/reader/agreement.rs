@@ -21,6 +21,7 @@ use crate::fast::{FastRecord, fast_record};
 use crate::scalar::Scalar;
 
 #[derive(Debug, PartialEq)]
+#[allow(clippy::large_enum_variant)] // a test's copies, spans nearly all of them
 enum Owned {
     Span(
         String,
@@ -128,9 +129,22 @@ fn attempt() -> impl Strategy<Value = Attempt> {
             proptest::option::of(0u64..3_000_000_000),
             proptest::option::of(0u64..3_000_000_000),
         ),
+        (
+            proptest::option::of(at()),
+            proptest::option::of(0u64..3_000_000_000),
+            proptest::option::of(0u64..1_000),
+            proptest::option::of(0u64..1_000),
+            proptest::option::of(0u64..1_000),
+            proptest::option::of(any::<bool>()),
+            0u32..3,
+        ),
     )
         .prop_map(
-            |((s, fb, ft, e), (http, cause, tokens, reused, connect, backoff))| Attempt {
+            |(
+                (s, fb, ft, e),
+                (http, cause, tokens, reused, connect, backoff),
+                (end_at, lag, reads, traced, inexact, exact, resends),
+            )| Attempt {
                 started_at: s,
                 first_byte_at: fb,
                 first_token_at: ft,
@@ -141,6 +155,13 @@ fn attempt() -> impl Strategy<Value = Attempt> {
                 connection_reused: reused,
                 connect_time: connect.map(Duration::from_nanos),
                 backoff: backoff.map(Duration::from_nanos),
+                end_at,
+                client_lag: lag.map(Duration::from_nanos),
+                reads,
+                traced_chunks: traced,
+                inexact_chunks: inexact,
+                first_token_exact: exact,
+                resends,
             },
         )
 }
@@ -383,12 +404,19 @@ fn fast_path_reads_a_span_with_every_field_in_the_model_order() {
             first_byte_at: Some(t(1)),
             first_token_at: Some(t(2)),
             ended_at: t(3),
+            end_at: Some(t(3)),
             http_status: Some(200),
             cause: Some(Cause::Disconnect),
             tokens: 5,
             connection_reused: Some(true),
             connect_time: Some(Duration::from_micros(150)),
             backoff: Some(Duration::from_millis(5)),
+            client_lag: Some(Duration::from_micros(40)),
+            reads: Some(3),
+            traced_chunks: Some(5),
+            inexact_chunks: Some(1),
+            first_token_exact: Some(false),
+            resends: 1,
         }],
         error: Some(SpanError {
             cause: Cause::Disconnect,

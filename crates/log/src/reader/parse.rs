@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::Deserialize;
-use tpscope_analysis::{SampleFacts, SpanFacts};
+use tpscope_analysis::{ClientFacts, SampleFacts, SpanFacts};
 use tpscope_model::{
     Cause, EndRecord, Lifecycle, RunRecord, Status, Target, Timestamp, TokenSource, check_lifecycle,
 };
@@ -170,6 +170,7 @@ pub(super) fn parse_line<'l>(
                 error,
                 cancelled: count("cancelled", &line.cancelled)?.unwrap_or(0),
                 samples: count("samples", &line.samples)?.unwrap_or(0),
+                schedule_late_max: opt_secs("schedule_late_max_s", &line.schedule_late_max_s)?,
             })
         }
         other => {
@@ -351,6 +352,7 @@ fn parse_span<'l>(line: &'l Line<'_>, unit: Option<TimeUnit>) -> FieldResult<Par
     };
     let mut wasted_tokens = 0;
     let mut last_attempt_at = None;
+    let mut client = ClientFacts::default();
     attempts_of(line, unit, |i, _, a| {
         if a.cause.is_some() {
             wasted_tokens += a.tokens;
@@ -358,6 +360,7 @@ fn parse_span<'l>(line: &'l Line<'_>, unit: Option<TimeUnit>) -> FieldResult<Par
         if i > 0 {
             last_attempt_at = a.started;
         }
+        client.add(a.client);
         Ok(())
     })?;
     let chunks = match line.chunks {
@@ -391,6 +394,7 @@ fn parse_span<'l>(line: &'l Line<'_>, unit: Option<TimeUnit>) -> FieldResult<Par
             retry_causes,
             wasted_tokens,
             chunks,
+            client,
         },
         source,
         span_id,
@@ -418,6 +422,8 @@ pub(super) struct AttemptCore {
     pub(super) started: Option<Timestamp>,
     /// Why it failed; its tokens were wasted.
     pub(super) cause: Option<Cause>,
+    /// Its measurement-quality facts.
+    pub(super) client: ClientFacts,
 }
 
 /// Checks each attempt of a span and hands it to `each` with its index and its
@@ -484,9 +490,28 @@ fn attempt_core(a: &RawAttempt<'_>, unit: Option<TimeUnit>) -> FieldResult<Attem
     let cause = present(&a.cause)
         .map(|c| cause_of("cause", c))
         .transpose()?;
+    let k = &a.client;
+    let count =
+        |field: &str, v: &Option<Scalar<'_>>| present(v).map(|v| as_u64(field, v)).transpose();
+    let client = ClientFacts {
+        end_at: opt_time("end_at", &k.end_at, unit)?,
+        first_token_exact: present(&k.first_token_exact)
+            .map(|v| as_bool("first_token_exact", v))
+            .transpose()?,
+        traced_chunks: count("traced_chunks", &k.traced_chunks)?.unwrap_or(0),
+        inexact_chunks: count("inexact_chunks", &k.inexact_chunks)?.unwrap_or(0),
+        reads: count("reads", &k.reads)?.unwrap_or(0),
+        lag: opt_secs("client_lag_s", &k.client_lag_s)?,
+        resends: present(&k.resends)
+            .map(|v| as_u32("resends", v))
+            .transpose()?
+            .unwrap_or(0),
+        connect: opt_secs("connect_s", &k.connect_s)?,
+    };
     Ok(AttemptCore {
         tokens,
         started: start,
         cause,
+        client,
     })
 }

@@ -48,6 +48,7 @@ pub(super) struct Line<'a> {
     pub(super) ok: Option<Scalar<'a>>,
     pub(super) cancelled: Option<Scalar<'a>>,
     pub(super) samples: Option<Scalar<'a>>,
+    pub(super) schedule_late_max_s: Option<Scalar<'a>>,
     /// The first known field given twice.
     pub(super) duplicate: Option<&'static str>,
     /// What only whole records read (filled by [`scan_whole_line`]).
@@ -73,6 +74,13 @@ pub(super) struct AttemptExtras<'a> {
     pub(super) connection_reused: Option<&'a str>,
     pub(super) connect_s: Option<&'a str>,
     pub(super) backoff_s: Option<&'a str>,
+    pub(super) end_at: Option<&'a str>,
+    pub(super) client_lag_s: Option<&'a str>,
+    pub(super) reads: Option<&'a str>,
+    pub(super) traced_chunks: Option<&'a str>,
+    pub(super) inexact_chunks: Option<&'a str>,
+    pub(super) first_token_exact: Option<&'a str>,
+    pub(super) resends: Option<&'a str>,
 }
 
 impl<'a> AttemptExtras<'a> {
@@ -89,6 +97,13 @@ impl<'a> AttemptExtras<'a> {
             AttemptKey::connection_reused => Some(&mut self.connection_reused),
             AttemptKey::connect_time => Some(&mut self.connect_s),
             AttemptKey::backoff => Some(&mut self.backoff_s),
+            AttemptKey::end_at => Some(&mut self.end_at),
+            AttemptKey::client_lag => Some(&mut self.client_lag_s),
+            AttemptKey::reads => Some(&mut self.reads),
+            AttemptKey::traced_chunks => Some(&mut self.traced_chunks),
+            AttemptKey::inexact_chunks => Some(&mut self.inexact_chunks),
+            AttemptKey::first_token_exact => Some(&mut self.first_token_exact),
+            AttemptKey::resends => Some(&mut self.resends),
         }
     }
 }
@@ -107,8 +122,39 @@ pub(super) struct RawAttempt<'a> {
     pub(super) ended_at: Option<Scalar<'a>>,
     pub(super) cause: Option<Scalar<'a>>,
     pub(super) tokens: Option<Scalar<'a>>,
+    /// The client facts (DESIGN §13), by key.
+    pub(super) client: ClientKeys<'a>,
     /// Set when the element is not an object.
     pub(super) not_object: Option<Scalar<'static>>,
+}
+
+/// The attempt fields the analysis reads for measurement quality.
+#[derive(Default)]
+pub(super) struct ClientKeys<'a> {
+    pub(super) end_at: Option<Scalar<'a>>,
+    pub(super) connect_s: Option<Scalar<'a>>,
+    pub(super) client_lag_s: Option<Scalar<'a>>,
+    pub(super) reads: Option<Scalar<'a>>,
+    pub(super) traced_chunks: Option<Scalar<'a>>,
+    pub(super) inexact_chunks: Option<Scalar<'a>>,
+    pub(super) first_token_exact: Option<Scalar<'a>>,
+    pub(super) resends: Option<Scalar<'a>>,
+}
+
+impl<'a> ClientKeys<'a> {
+    fn slot(&mut self, key: AttemptKey) -> Option<&mut Option<Scalar<'a>>> {
+        Some(match key {
+            AttemptKey::end_at => &mut self.end_at,
+            AttemptKey::connect_time => &mut self.connect_s,
+            AttemptKey::client_lag => &mut self.client_lag_s,
+            AttemptKey::reads => &mut self.reads,
+            AttemptKey::traced_chunks => &mut self.traced_chunks,
+            AttemptKey::inexact_chunks => &mut self.inexact_chunks,
+            AttemptKey::first_token_exact => &mut self.first_token_exact,
+            AttemptKey::resends => &mut self.resends,
+            _ => return None,
+        })
+    }
 }
 
 /// A scalar's shape without its borrowed text (for messages about a wrong type).
@@ -164,7 +210,7 @@ macro_rules! line_keys {
             // run
             schema, tool, started_at, target, tokenizer, sample_interval_s, load, labels,
             // end
-            ended_at, spans, ok, cancelled, samples,
+            ended_at, spans, ok, cancelled, samples, schedule_late_max_s,
         );
     };
 }
@@ -299,6 +345,7 @@ fn scan<'a, const WHOLE: bool>(text: &'a str, line: &mut Line<'a>) -> JsonResult
             Key::ok => scalar!(ok),
             Key::cancelled => scalar!(cancelled),
             Key::samples => scalar!(samples),
+            Key::schedule_late_max_s => scalar!(schedule_late_max_s),
         }
         Ok(())
     })?;
@@ -325,8 +372,16 @@ fn scan_attempt<'a, const WHOLE: bool>(
                 Some(AttemptKey::ended_at) => a.ended_at = Some(sc.scalar()?),
                 Some(AttemptKey::cause) => a.cause = Some(sc.scalar()?),
                 Some(AttemptKey::tokens) => a.tokens = Some(sc.scalar()?),
+                Some(key) if !WHOLE && a.client.slot(key).is_some() => {
+                    if let Some(slot) = a.client.slot(key) {
+                        *slot = Some(sc.scalar()?);
+                    }
+                }
                 Some(key) if WHOLE => {
                     let v = sc.raw()?;
+                    if let Some(slot) = a.client.slot(key) {
+                        *slot = Some(Scanner::new(v).scalar()?);
+                    }
                     if let Some(slot) = more.slot(key) {
                         *slot = Some(v);
                     }

@@ -157,6 +157,7 @@ fn attempt_of(
             unit,
         )?,
         ended_at: req_time("ended_at", &a.ended_at, unit)?,
+        end_at: opt_time("end_at", &scalar_of("end_at", more.end_at)?, unit)?,
         http_status: present(&http_status)
             .map(|v| as_u16("http_status", v))
             .transpose()?,
@@ -167,7 +168,27 @@ fn attempt_of(
             .transpose()?,
         connect_time: opt_secs("connect_s", &scalar_of("connect_s", more.connect_s)?)?,
         backoff: opt_secs("backoff_s", &scalar_of("backoff_s", more.backoff_s)?)?,
+        client_lag: opt_secs(
+            "client_lag_s",
+            &scalar_of("client_lag_s", more.client_lag_s)?,
+        )?,
+        reads: opt_with("reads", more.reads, as_u64)?,
+        traced_chunks: opt_with("traced_chunks", more.traced_chunks, as_u64)?,
+        inexact_chunks: opt_with("inexact_chunks", more.inexact_chunks, as_u64)?,
+        first_token_exact: opt_with("first_token_exact", more.first_token_exact, as_bool)?,
+        resends: opt_with("resends", more.resends, as_u32)?.unwrap_or(0),
     })
+}
+
+/// An optional field read with `read` (absent or `null`: `None`).
+fn opt_with<T>(
+    field: &str,
+    raw: Option<&str>,
+    read: fn(&str, &Scalar<'_>) -> FieldResult<T>,
+) -> FieldResult<Option<T>> {
+    present(&scalar_of(field, raw)?)
+        .map(|v| read(field, v))
+        .transpose()
 }
 
 /// A field that the general reader only validated (kept as its JSON text), read

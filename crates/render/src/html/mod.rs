@@ -220,6 +220,14 @@ fn run_section(prefix: &str, r: &RunReport, d: Option<&Detail>, heading: &str) -
     s.push_str("<h2>Summary</h2>\n");
     s.push_str(&lead_table(r));
     s.push_str(&summary_tables(r));
+    let quality = crate::quality::quality_lines(r);
+    if !quality.is_empty() {
+        s.push_str("<h2>Measurement quality</h2>\n<ul>\n");
+        for l in quality {
+            s.push_str(&format!("<li>{}</li>\n", esc(&l)));
+        }
+        s.push_str("</ul>\n");
+    }
     match d {
         Some(d) => {
             let one = [Series {
