@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use tpscope_model::{
-    Cause, ChunkMark, EndRecord, Lifecycle, RunRecord, SampleRecord, Span, Status, Timestamp,
-    TokenSource,
+    Cause, ChunkMark, EndRecord, Lifecycle, RunRecord, SampleRecord, ServerSampleRecord, Span,
+    Status, Timestamp, TokenSource,
 };
 
 /// What the analysis needs of one span, without ids, text or attempt details
@@ -124,6 +124,8 @@ pub struct RunInput {
     pub failed_token_sources: Vec<(Option<TokenSource>, u64)>,
     /// The samples, in log order.
     pub samples: Vec<SampleFacts>,
+    /// Scrapes of the server's own metrics, in log order (empty when none were taken).
+    pub server_samples: Vec<ServerSampleRecord>,
 }
 
 impl RunInput {

@@ -259,6 +259,7 @@ impl Reader {
                 }
             }
             Parsed::Sample(s) => self.runs.run(run_id).input.samples.push(s),
+            Parsed::ServerSample(s) => self.runs.run(run_id).input.server_samples.push(*s),
             Parsed::Run(r) => {
                 let run = self.runs.run(run_id);
                 if run.input.run.is_some() {
