@@ -24,6 +24,8 @@ pub struct BenchConfig {
     pub spec: BenchSpec,
     /// No progress, no report.
     pub quiet: bool,
+    /// Where the server's metrics are scraped from, and how often.
+    pub server_metrics: crate::bench_scrape::ServerMetricsArgs,
 }
 
 impl BenchConfig {
@@ -52,6 +54,7 @@ impl BenchConfig {
             target,
             spec,
             quiet: a.quiet,
+            server_metrics: a.server_metrics,
         })
     }
 }

@@ -10,8 +10,6 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use std::sync::mpsc;
-
 use tokio::sync::oneshot;
 use tpscope_client::{Api, Client, ClientConfig, ClientError, Endpoint};
 use tpscope_model::{RunClock, ServerSampleRecord};
@@ -111,15 +109,9 @@ const MAX_PROBLEMS: usize = 5;
 impl Scraper {
     /// Fetches the page once to see whether it answers with Prometheus text: the
     /// number of series it shows, or why not.
-    pub fn probe(url: &str, timeout: Duration) -> Result<usize, String> {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| e.to_string())?;
+    pub async fn probe(url: &str, timeout: Duration) -> Result<usize, String> {
         let client = client_for(url).map_err(|e| e.to_string())?;
-        let body = rt
-            .block_on(client.get_page(timeout))
-            .map_err(|e| e.to_string())?;
+        let body = client.get_page(timeout).await.map_err(|e| e.to_string())?;
         let n = parse(&String::from_utf8_lossy(&body)).samples.len();
         if n == 0 {
             Err("the page holds no Prometheus samples".into())
@@ -131,7 +123,7 @@ impl Scraper {
     /// Starts scraping for run `run_id`, sending records to `tx`; returns after the
     /// first scrape has been sent (or has failed), so that it precedes any request
     /// the run makes.
-    pub fn start(
+    pub async fn start(
         cfg: ScraperConfig,
         run_id: String,
         clock: RunClock,
@@ -139,7 +131,7 @@ impl Scraper {
     ) -> Result<Scraper, StartError> {
         let client = client_for(&cfg.url)?;
         let (stop_tx, stop_rx) = oneshot::channel();
-        let (first_tx, first_rx) = mpsc::sync_channel(1);
+        let (first_tx, first_rx) = oneshot::channel();
         let counters = Arc::new(Counters::default());
         let c2 = counters.clone();
         let handle = std::thread::Builder::new()
@@ -160,7 +152,7 @@ impl Scraper {
             .map_err(StartError::Spawn)?;
         // The first scrape is bounded by its timeout; a thread that ends without
         // signalling drops the sender, which ends the wait too.
-        let _ = first_rx.recv();
+        let _ = first_rx.await;
         Ok(Scraper {
             stop: Some(stop_tx),
             handle: Some(handle),
@@ -168,7 +160,9 @@ impl Scraper {
         })
     }
 
-    /// Takes a last scrape, stops, and says what was done.
+    /// Takes a last scrape, stops, and says what was done. Blocks for at most the
+    /// last scrape's timeout (call it where blocking is allowed, e.g. through
+    /// `spawn_blocking`).
     pub fn stop(mut self) -> ScrapeSummary {
         if let Some(s) = self.stop.take() {
             let _ = s.send(());
@@ -213,7 +207,7 @@ async fn run(
     clock: RunClock,
     tx: WriterTx,
     mut stop: oneshot::Receiver<()>,
-    first: mpsc::SyncSender<()>,
+    first: oneshot::Sender<()>,
     counters: Arc<Counters>,
 ) -> Vec<String> {
     let mut problems: Vec<String> = Vec::new();
@@ -225,6 +219,7 @@ async fn run(
     let interval = cfg.interval.max(Duration::from_millis(10));
     let mut next = Instant::now();
     let mut last = false;
+    let mut first = Some(first);
     loop {
         let sent = Instant::now();
         match client.get_page(cfg.timeout).await {
@@ -252,7 +247,9 @@ async fn run(
                 note(e.to_string(), &mut problems);
             }
         }
-        let _ = first.try_send(());
+        if let Some(f) = first.take() {
+            let _ = f.send(());
+        }
         if last {
             return problems;
         }
