@@ -7,9 +7,11 @@ use std::time::Duration;
 use tpscope_model::{Cause, Occupancy, Status, Timestamp};
 
 use crate::collect::Collected;
+use crate::diagnosis::{client_lag_from_samples, diagnose};
 use crate::input::{RunInput, SpanFacts};
 use crate::report::*;
 use crate::series::{MAX_BUCKETS, time_series, tokens_in};
+use crate::server::server_vs_client;
 use crate::stats::{TokensPerSecond, ratio};
 use crate::sweep::{Integrals, Sweep};
 
@@ -160,6 +162,10 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         }
         _ => None,
     };
+    let diagnosis = window.map(|_| {
+        let lag = client_lag_from_samples(&input.samples, input.sample_interval());
+        diagnose(input, &sweep, (w0, w1), lag)
+    });
     drop(sweep);
 
     let mut counts = Counts::default();
@@ -293,6 +299,13 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
     }
 
     let summaries = collected.summarise();
+    let server = server_vs_client(
+        input,
+        (w0, w1),
+        summaries.distributions.t_first_token.mean,
+        summaries.distributions.t_queue.mean,
+        &mut warnings,
+    );
 
     let cost = opts.prices.any().then(|| {
         let per_hour = opts.prices.per_hour;
@@ -380,6 +393,8 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         stream_tps_by_output_length: summaries.by_length,
         cost,
         time_series,
+        server,
+        diagnosis,
         warnings,
     }
 }

@@ -15,11 +15,13 @@ pub mod analyze;
 mod collect;
 pub mod compare;
 pub mod detail;
+pub mod diagnosis;
 pub mod input;
 pub mod knee;
 pub mod metrics;
 pub mod report;
 pub mod series;
+pub mod server;
 pub mod stats;
 pub mod sweep;
 #[cfg(test)]
