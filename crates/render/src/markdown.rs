@@ -77,6 +77,8 @@ pub fn render(report: &Report) -> Vec<u8> {
         if !missing.is_empty() {
             let _ = writeln!(o, "\nOk spans lacking a metric: {}.", missing.join("; "));
         }
+        o.push('\n');
+        o.push_str(&crate::diagnosis::markdown(r));
         for w in &r.warnings {
             let _ = writeln!(o, "\n> **Warning:** {w}");
         }

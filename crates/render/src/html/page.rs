@@ -55,6 +55,9 @@ path.line.cap{stroke:var(--cap);stroke-dasharray:6 4}
 .base{stroke:var(--base);fill:var(--base)}
 .cand{stroke:var(--cand);fill:var(--cand)}
 path.line.dashed{stroke-dasharray:6 4}
+.srun{stroke:var(--steady);fill:var(--steady)}
+.swait{stroke:var(--gap);fill:var(--gap)}
+.skv{stroke:var(--window);fill:var(--window)}
 g.gap path{fill:var(--gap);opacity:.2}
 g.gap.base path{fill:var(--base);opacity:.13}
 g.gap.cand path{fill:var(--cand);opacity:.13}
