@@ -4,7 +4,9 @@
 //! measuring client lagged partitions the window into states, by precedence:
 //!
 //! 1. *client-bound*: the client lagged (its own sampler was descheduled);
-//! 2. *KV-bound*: server KV cache usage ≥ 95 %, or a preemption between two scrapes;
+//! 2. *KV-bound*: server KV cache usage ≥ 95 %, or a preemption between two scrapes,
+//!    or work waiting at the server while its KV usage is ≥ 80 % (the next request
+//!    does not fit: a memory queue, not a batch-slot one);
 //! 3. *server queue*: the server's own queue holds work (waiting > 0);
 //! 4. *demand-bound*: no work waits at the client (queue depth = 0);
 //! 5. *pipeline gap*: work waits while the client is below its cap (the gap);
@@ -27,6 +29,8 @@ use crate::sweep::Sweep;
 
 /// KV cache usage from which the server counts as KV-bound.
 pub const KV_BOUND: f64 = 0.95;
+/// KV cache usage from which a server with work waiting counts as KV-bound.
+pub const KV_QUEUE: f64 = 0.80;
 /// A gap between two client samples longer than this many sample intervals (and
 /// than [`LAG_MIN`]) means the client was descheduled: client-bound.
 pub const LAG_INTERVALS: u32 = 5;
@@ -64,7 +68,7 @@ pub const STATES: [(State, &str, &str, &str); 7] = [
     (
         State::KvBound,
         "KV-bound",
-        "the server's KV cache was ≥ 95 % full or it preempted requests",
+        "the server's KV cache was ≥ 95 % full, it preempted requests, or work waited at it with the cache ≥ 80 % full",
         "more KV memory (fewer max sequences, shorter contexts, a smaller model or more GPUs)",
     ),
     (
@@ -159,10 +163,12 @@ fn classify(occ: Occupancy, server: Option<&ServerStep>, lagging: bool) -> State
     }
     let server = server.filter(|s| s.known());
     if let Some(s) = server {
-        if s.preempting || s.kv.is_some_and(|k| k >= KV_BOUND) {
+        let waiting = s.waiting.is_some_and(|w| w > 0.0);
+        let kv = s.kv.unwrap_or(0.0);
+        if s.preempting || kv >= KV_BOUND || (waiting && kv >= KV_QUEUE) {
             return State::KvBound;
         }
-        if s.waiting.is_some_and(|w| w > 0.0) {
+        if waiting {
             return State::ServerQueue;
         }
     }

@@ -70,7 +70,7 @@ fn the_server_splits_time_at_the_cap_into_server_queue_kv_and_client_cap() {
     let i = run(
         two_spans(),
         vec![
-            server(0, 3.0, 0.5, 0.0),
+            server(0, 3.0, 0.79, 0.0),
             server(200, 0.0, 0.97, 0.0),
             server(400, 0.0, 0.5, 0.0),
             server(500, 0.0, 0.5, 1.0),
@@ -92,6 +92,17 @@ fn the_server_splits_time_at_the_cap_into_server_queue_kv_and_client_cap() {
         d.sentence.starts_with("Demand was the limit"),
         "{}",
         d.sentence
+    );
+}
+
+#[test]
+fn work_waiting_beside_a_mostly_full_cache_is_kv_bound() {
+    let i = run(two_spans(), vec![server(0, 3.0, 0.8, 0.0)]);
+    let d = diag(&i, vec![]);
+    // 800..1000 holds no request at all: demand-bound whatever the server says.
+    assert_eq!(
+        shares(&d),
+        [(State::KvBound, 800), (State::DemandBound, 200)]
     );
 }
 
