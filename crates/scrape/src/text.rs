@@ -33,6 +33,8 @@ pub struct Exposition {
     pub histograms: Vec<String>,
     /// One line per malformed line, at most [`MAX_WARNINGS`] (then a count).
     pub warnings: Vec<String>,
+    /// Lines skipped as malformed.
+    pub malformed: usize,
 }
 
 /// Malformed lines described one by one before the rest are only counted.
@@ -69,6 +71,7 @@ pub fn parse(page: &str) -> Exposition {
             }
         }
     }
+    out.malformed = bad;
     if bad > MAX_WARNINGS {
         out.warnings.push(format!(
             "{} more malformed lines skipped",

@@ -111,3 +111,37 @@ fn triton_trtllm_request_types_and_kv_blocks_are_read_by_label() {
         })
     );
 }
+
+proptest::proptest! {
+    /// A real page cut and spliced at random places: parsing and normalising never
+    /// panic, every kept value is finite (JSON-safe), and a cut inside a sample line
+    /// that leaves it unreadable is warned about.
+    #[test]
+    fn damaged_real_pages_give_warnings_not_panics(
+        cuts in proptest::collection::vec((0usize..54_000, 0usize..64, "[{}\"=, a-z0-9\n]{0,4}"), 1..6),
+    ) {
+        let path = format!("{}/tests/data/vllm-0.32.0-cpu-under-load.prom", env!("CARGO_MANIFEST_DIR"));
+        let mut text = std::fs::read_to_string(path).unwrap();
+        for (at, len, insert) in &cuts {
+            let mut at = (*at).min(text.len());
+            while !text.is_char_boundary(at) { at -= 1; }
+            let mut end = (at + len).min(text.len());
+            while !text.is_char_boundary(end) { end -= 1; }
+            text.replace_range(at..end, insert);
+        }
+        let e = parse(&text);
+        let v = normalize(&e, "r", Timestamp::from_unix_nanos(0));
+        proptest::prop_assert!(v.raw.values().all(|x| x.is_finite()));
+        for f in [v.running, v.waiting, v.kv_cache_usage, v.generation_tokens_total].into_iter().flatten() {
+            proptest::prop_assert!(f.is_finite());
+        }
+        // Every line is a sample, a comment, blank, or warned about.
+        let lines = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .count();
+        proptest::prop_assert_eq!(e.samples.len() + e.malformed, lines);
+        proptest::prop_assert_eq!(e.malformed > 0, !e.warnings.is_empty());
+    }
+}
