@@ -169,19 +169,25 @@ fn histogram(page: &Exposition, families: &[&str]) -> Option<HistogramTotals> {
 /// on the page when it has any.
 fn series_key(s: &PromSample) -> String {
     if s.labels.is_empty() {
-        return s.name.clone();
+        return s.name.to_string();
     }
-    let mut k = s.name.clone();
+    let mut k = s.name.to_string();
     k.push('{');
     for (i, (name, value)) in s.labels.iter().enumerate() {
         if i > 0 {
             k.push(',');
         }
-        let v = value
-            .replace('\\', "\\\\")
-            .replace('"', "\\\"")
-            .replace('\n', "\\n");
-        k.push_str(&format!("{name}=\"{v}\""));
+        k.push_str(name);
+        k.push_str("=\"");
+        for c in value.chars() {
+            match c {
+                '\\' => k.push_str("\\\\"),
+                '"' => k.push_str("\\\""),
+                '\n' => k.push_str("\\n"),
+                c => k.push(c),
+            }
+        }
+        k.push('"');
     }
     k.push('}');
     k
@@ -194,7 +200,7 @@ fn is_bulk(page: &Exposition, s: &PromSample) -> bool {
         return true;
     }
     match s.name.strip_suffix("_bucket") {
-        Some(family) => s.label("le").is_some() || page.histograms.iter().any(|h| h == family),
+        Some(family) => s.label("le").is_some() || page.histograms.contains(&family),
         None => false,
     }
 }

@@ -2,35 +2,38 @@
 //! servers send in its place): lines in, samples out. Pure. A line that does not
 //! parse is skipped with a warning naming its number; nothing here panics on input.
 
-/// One sample line: a series (name and labels) and its value.
+use std::borrow::Cow;
+
+/// One sample line: a series (name and labels) and its value, borrowed from the
+/// page (a label value is copied only when it holds an escape).
 #[derive(Clone, Debug, PartialEq)]
-pub struct PromSample {
+pub struct PromSample<'a> {
     /// The metric name, `:` included (`vllm:num_requests_running`).
-    pub name: String,
+    pub name: &'a str,
     /// Label pairs in the order given, values unescaped.
-    pub labels: Vec<(String, String)>,
+    pub labels: Vec<(&'a str, Cow<'a, str>)>,
     /// The value (`NaN` and `±Inf` included).
     pub value: f64,
 }
 
-impl PromSample {
+impl PromSample<'_> {
     /// The value of label `name`, when present.
     pub fn label(&self, name: &str) -> Option<&str> {
         self.labels
             .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.as_ref())
     }
 }
 
 /// A parsed page: its samples, the metric families declared histograms, and a
 /// warning per line that did not parse.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Exposition {
+pub struct Exposition<'a> {
     /// Every sample, in page order.
-    pub samples: Vec<PromSample>,
+    pub samples: Vec<PromSample<'a>>,
     /// Families declared `# TYPE … histogram` (their `_bucket` series are buckets).
-    pub histograms: Vec<String>,
+    pub histograms: Vec<&'a str>,
     /// One line per malformed line, at most [`MAX_WARNINGS`] (then a count).
     pub warnings: Vec<String>,
     /// Lines skipped as malformed.
@@ -41,7 +44,7 @@ pub struct Exposition {
 pub const MAX_WARNINGS: usize = 5;
 
 /// Parses a page. Never fails: what cannot be read is reported in `warnings`.
-pub fn parse(page: &str) -> Exposition {
+pub fn parse(page: &str) -> Exposition<'_> {
     let mut out = Exposition::default();
     let mut bad = 0usize;
     for (i, line) in page.lines().enumerate() {
@@ -55,7 +58,7 @@ pub fn parse(page: &str) -> Exposition {
                 && let (Some(name), Some("histogram" | "gaugehistogram")) =
                     (words.next(), words.next())
             {
-                out.histograms.push(name.to_string());
+                out.histograms.push(name);
             }
             continue;
         }
@@ -90,7 +93,7 @@ fn is_name_char(c: u8) -> bool {
 }
 
 /// One `name{labels} value [timestamp]` line.
-fn sample_line(line: &str) -> Result<PromSample, &'static str> {
+fn sample_line(line: &str) -> Result<PromSample<'_>, &'static str> {
     let b = line.as_bytes();
     if !b.first().is_some_and(|&c| is_name_start(c)) {
         return Err("expected a metric name");
@@ -114,7 +117,7 @@ fn sample_line(line: &str) -> Result<PromSample, &'static str> {
         return Err("text after the timestamp");
     }
     Ok(PromSample {
-        name: name.to_string(),
+        name,
         labels,
         value,
     })
@@ -123,7 +126,7 @@ fn sample_line(line: &str) -> Result<PromSample, &'static str> {
 /// Reads `k="v",…}` and returns what follows the `}`.
 fn label_set<'a>(
     mut s: &'a str,
-    labels: &mut Vec<(String, String)>,
+    labels: &mut Vec<(&'a str, Cow<'a, str>)>,
 ) -> Result<&'a str, &'static str> {
     loop {
         s = s.trim_start();
@@ -145,26 +148,40 @@ fn label_set<'a>(
             .ok_or("expected `=` after a label name")?;
         s = s.trim_start();
         s = s.strip_prefix('"').ok_or("expected a quoted label value")?;
-        let mut value = String::new();
-        let mut chars = s.char_indices();
-        let close = loop {
-            match chars.next() {
-                None => return Err("unterminated label value"),
-                Some((i, '"')) => break i,
-                Some((_, '\\')) => match chars.next() {
-                    Some((_, 'n')) => value.push('\n'),
-                    Some((_, c)) => value.push(c),
-                    None => return Err("unterminated label value"),
-                },
-                Some((_, c)) => value.push(c),
-            }
-        };
-        labels.push((key.to_string(), value));
+        let (value, close) = label_value(s)?;
+        labels.push((key, value));
         s = s[close + 1..].trim_start();
         if let Some(after) = s.strip_prefix(',') {
             s = after;
         } else if !s.starts_with('}') {
             return Err("expected `,` or `}` after a label");
+        }
+    }
+}
+
+/// A quoted label value's content (after the opening quote) and the index of its
+/// closing quote; borrowed unless it holds an escape.
+fn label_value(s: &str) -> Result<(Cow<'_, str>, usize), &'static str> {
+    let b = s.as_bytes();
+    let stop = b
+        .iter()
+        .position(|&c| c == b'"' || c == b'\\')
+        .ok_or("unterminated label value")?;
+    if b[stop] == b'"' {
+        return Ok((Cow::Borrowed(&s[..stop]), stop));
+    }
+    let mut value = String::from(&s[..stop]);
+    let mut chars = s[stop..].char_indices();
+    loop {
+        match chars.next() {
+            None => return Err("unterminated label value"),
+            Some((i, '"')) => return Ok((Cow::Owned(value), stop + i)),
+            Some((_, '\\')) => match chars.next() {
+                Some((_, 'n')) => value.push('\n'),
+                Some((_, c)) => value.push(c),
+                None => return Err("unterminated label value"),
+            },
+            Some((_, c)) => value.push(c),
         }
     }
 }
