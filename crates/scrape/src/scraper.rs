@@ -194,8 +194,10 @@ impl Drop for Scraper {
 /// A client for the page at `url`: no API key (metrics pages are not behind one,
 /// and a key must not travel to another host).
 fn client_for(url: &str) -> Result<Client, ClientError> {
-    let mut config = ClientConfig::default();
-    config.pool_max_idle_per_host = 1;
+    let config = ClientConfig {
+        pool_max_idle_per_host: 1,
+        ..ClientConfig::default()
+    };
     Client::new(Endpoint::new(url, Api::Chat, ""), config)
 }
 
