@@ -57,56 +57,74 @@ pub enum State {
     AtCap,
 }
 
-/// Every state in precedence order, with its words.
-pub const STATES: [(State, &str, &str, &str); 7] = [
-    (
-        State::ClientBound,
-        "client-bound",
-        "the measuring client itself lagged (its sampler ran late), so it delayed work and its stamps",
-        "give the client more CPU, fewer streams per process, or run it on another host",
-    ),
-    (
-        State::KvBound,
-        "KV-bound",
-        "the server's KV cache was ≥ 95 % full, it preempted requests, or work waited at it with the cache ≥ 80 % full",
-        "more KV memory (fewer max sequences, shorter contexts, a smaller model or more GPUs)",
-    ),
-    (
-        State::ServerQueue,
-        "server queue",
-        "requests waited in the server's own queue: the server was the limit",
-        "a faster or larger deployment, or a larger server batch (max sequences) if memory allows",
-    ),
-    (
-        State::DemandBound,
-        "demand-bound",
-        "no work waited at the client: capacity was there for more load",
-        "offer more load (higher rate or more work) to use the idle capacity",
-    ),
-    (
-        State::PipelineGap,
-        "pipeline gap",
-        "work waited while the client was below its cap (the gap): the pipeline held it back",
-        "dispatch work as soon as a slot frees (work-conserving), not in waves or batches",
-    ),
-    (
-        State::ClientCap,
-        "client cap",
-        "the client was at its cap with work waiting while the server had free batch slots and an empty queue",
-        "raise the client's cap: it adds throughput",
-    ),
-    (
-        State::AtCap,
-        "at cap (server unknown)",
-        "the client was at its cap with work waiting; without server metrics the server's side is unknown",
-        "scrape the server's /metrics (--server-metrics) to tell the cap from the server",
-    ),
-];
-
-fn words(s: State) -> (&'static str, &'static str, &'static str) {
-    let (_, n, m, x) = STATES[s as usize];
-    (n, m, x)
+/// A state's words: its name, meaning, next step, and the sentence that names it
+/// as the limit (`{p}` stands for its share in percent).
+#[derive(Clone, Copy, Debug)]
+pub struct StateWords {
+    /// The state.
+    pub state: State,
+    /// Its name as the report prints it.
+    pub name: &'static str,
+    /// What it means.
+    pub meaning: &'static str,
+    /// What to try next.
+    pub next_step: &'static str,
+    /// The sentence naming it as the limit.
+    pub limit: &'static str,
 }
+
+/// Every state in precedence order (indexed by `State as usize`), with its words.
+pub const STATES: [StateWords; 7] = [
+    StateWords {
+        state: State::ClientBound,
+        name: "client-bound",
+        meaning: "the measuring client itself lagged (its sampler ran late), so it delayed work and its stamps",
+        next_step: "give the client more CPU, fewer streams per process, or run it on another host",
+        limit: "The measuring client itself was the limit: it lagged {p} % of the window",
+    },
+    StateWords {
+        state: State::KvBound,
+        name: "KV-bound",
+        meaning: "the server's KV cache was ≥ 95 % full, it preempted requests, or work waited at it with the cache ≥ 80 % full",
+        next_step: "more KV memory (fewer max sequences, shorter contexts, a smaller model or more GPUs)",
+        limit: "The server's KV cache was the limit: full or preempting {p} % of the window",
+    },
+    StateWords {
+        state: State::ServerQueue,
+        name: "server queue",
+        meaning: "requests waited in the server's own queue: the server was the limit",
+        next_step: "a faster or larger deployment, or a larger server batch (max sequences) if memory allows",
+        limit: "The server was the limit: requests waited in its own queue {p} % of the window",
+    },
+    StateWords {
+        state: State::DemandBound,
+        name: "demand-bound",
+        meaning: "no work waited at the client: capacity was there for more load",
+        next_step: "offer more load (higher rate or more work) to use the idle capacity",
+        limit: "Demand was the limit: no work waited {p} % of the window",
+    },
+    StateWords {
+        state: State::PipelineGap,
+        name: "pipeline gap",
+        meaning: "work waited while the client was below its cap (the gap): the pipeline held it back",
+        next_step: "dispatch work as soon as a slot frees (work-conserving), not in waves or batches",
+        limit: "The client's pipeline was the limit: work waited while slots were free {p} % of the window",
+    },
+    StateWords {
+        state: State::ClientCap,
+        name: "client cap",
+        meaning: "the client was at its cap with work waiting while the server had free batch slots and an empty queue",
+        next_step: "raise the client's cap: it adds throughput",
+        limit: "The client's cap was the limit: at the cap with work waiting and the server with room {p} % of the window",
+    },
+    StateWords {
+        state: State::AtCap,
+        name: "at cap (server unknown)",
+        meaning: "the client was at its cap with work waiting; without server metrics the server's side is unknown",
+        next_step: "scrape the server's /metrics (--server-metrics) to tell the cap from the server",
+        limit: "The client was at its cap with work waiting {p} % of the window; without server metrics the cap and the server cannot be told apart",
+    },
+];
 
 /// One state's share of the window.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -290,13 +308,13 @@ pub fn diagnose(
         .iter()
         .zip(time)
         .filter(|(_, ns)| *ns > 0)
-        .map(|(&(state, name, meaning, next_step), ns)| StateShare {
-            state,
-            name,
+        .map(|(w, ns)| StateShare {
+            state: w.state,
+            name: w.name,
             time: Duration::from_nanos(ns as u64),
             share: ratio(ns as f64, win_ns as f64).unwrap_or(0.0),
-            meaning,
-            next_step,
+            meaning: w.meaning,
+            next_step: w.next_step,
         })
         .collect();
     // The largest share; of equal shares, the earlier in precedence.
@@ -310,32 +328,9 @@ pub fn diagnose(
     let sentence = match limit {
         None => "Nothing to diagnose: the window is empty.".to_string(),
         Some(s) => {
-            let p = share(s);
-            let (_, _, next) = words(s);
-            let lead = match s {
-                State::ClientBound => format!(
-                    "The measuring client itself was the limit: it lagged {p:.0} % of the window"
-                ),
-                State::KvBound => format!(
-                    "The server's KV cache was the limit: full or preempting {p:.0} % of the window"
-                ),
-                State::ServerQueue => format!(
-                    "The server was the limit: requests waited in its own queue {p:.0} % of the window"
-                ),
-                State::DemandBound => {
-                    format!("Demand was the limit: no work waited {p:.0} % of the window")
-                }
-                State::PipelineGap => format!(
-                    "The client's pipeline was the limit: work waited while slots were free {p:.0} % of the window"
-                ),
-                State::ClientCap => format!(
-                    "The client's cap was the limit: at the cap with work waiting and the server with room {p:.0} % of the window"
-                ),
-                State::AtCap => format!(
-                    "The client was at its cap with work waiting {p:.0} % of the window; without server metrics the cap and the server cannot be told apart"
-                ),
-            };
-            format!("{lead} — next: {next}.")
+            let w = &STATES[s as usize];
+            let lead = w.limit.replace("{p}", &format!("{:.0}", share(s)));
+            format!("{lead} — next: {}.", w.next_step)
         }
     };
     let mut notes = Vec::new();

@@ -147,3 +147,11 @@ fn client_lag_is_read_from_late_samples() {
     assert_eq!(lag, [(ts(30), ts(200))]);
     assert!(client_lag_from_samples(&samples, None).is_empty());
 }
+
+#[test]
+fn the_states_table_is_in_precedence_order() {
+    for (i, w) in STATES.iter().enumerate() {
+        assert_eq!(w.state as usize, i, "{}", w.name);
+        assert!(w.limit.contains("{p} %"), "{}", w.name);
+    }
+}
