@@ -7,10 +7,12 @@ use std::time::Duration;
 use tpscope_model::{Cause, Occupancy, Status, Timestamp};
 
 use crate::collect::Collected;
+use crate::diagnosis::{client_lag_from_samples, diagnose};
 use crate::goodput::{Goals, Tally};
 use crate::input::{RunInput, SpanFacts};
 use crate::report::*;
 use crate::series::{MAX_BUCKETS, time_series, tokens_in};
+use crate::server::server_vs_client;
 use crate::stats::{TokensPerSecond, ratio};
 use crate::sweep::{Integrals, Sweep};
 
@@ -171,6 +173,10 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         }
         _ => None,
     };
+    let diagnosis = window.map(|_| {
+        let lag = client_lag_from_samples(&input.samples, input.sample_interval());
+        diagnose(input, &sweep, (w0, w1), lag)
+    });
     drop(sweep);
 
     let mut counts = Counts::default();
@@ -312,6 +318,13 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
     }
 
     let summaries = collected.summarise();
+    let server = server_vs_client(
+        input,
+        (w0, w1),
+        summaries.distributions.t_first_token.mean,
+        summaries.distributions.t_queue.mean,
+        &mut warnings,
+    );
 
     let cost = opts.prices.any().then(|| {
         let per_hour = opts.prices.per_hour;
@@ -407,6 +420,8 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         goodput: goodput.map(|g| g.finish(win_s)),
         closed_loop: input.closed_loop(),
         time_series,
+        server,
+        diagnosis,
         warnings,
     }
 }

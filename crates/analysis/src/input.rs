@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use tpscope_model::{
-    Cause, ChunkMark, EndRecord, Lifecycle, RunRecord, SampleRecord, Span, Status, Timestamp,
-    TokenSource,
+    Cause, ChunkMark, EndRecord, Lifecycle, RunRecord, SampleRecord, ServerSampleRecord, Span,
+    Status, Timestamp, TokenSource,
 };
 
 use crate::errors::ErrorMessages;
@@ -214,6 +214,8 @@ pub struct RunInput {
     /// when its last attempt started: before that, its slot went to failed
     /// attempts and back-off, not to waiting for the first token.
     pub last_attempts: Vec<(usize, Timestamp)>,
+    /// Scrapes of the server's own metrics, in log order (empty when none were taken).
+    pub server_samples: Vec<ServerSampleRecord>,
 }
 
 impl RunInput {

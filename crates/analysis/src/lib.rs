@@ -15,6 +15,7 @@ pub mod analyze;
 mod collect;
 pub mod compare;
 pub mod detail;
+pub mod diagnosis;
 pub mod errors;
 pub mod goodput;
 pub mod input;
@@ -24,6 +25,7 @@ pub mod metrics;
 mod quality;
 pub mod report;
 pub mod series;
+pub mod server;
 pub mod stats;
 pub mod sweep;
 #[cfg(test)]

@@ -357,6 +357,10 @@ pub struct RunReport {
     pub closed_loop: bool,
     /// The time series, when a bucket was asked for.
     pub time_series: Option<TimeSeries>,
+    /// The server's side beside the client's, when the run has server samples.
+    pub server: Option<crate::server::ServerVsClient>,
+    /// Whose capacity was idle (`None` when the run has no window).
+    pub diagnosis: Option<crate::diagnosis::Diagnosis>,
     /// Warnings about this run's data.
     pub warnings: Vec<String>,
 }

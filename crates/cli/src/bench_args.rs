@@ -235,6 +235,8 @@ pub struct BenchArgs {
     /// The built-in simulator's flags.
     #[command(flatten)]
     pub sim: SimFlags,
+    #[command(flatten)]
+    pub server_metrics: crate::bench_scrape::ServerMetricsArgs,
 }
 
 const AFTER_HELP: &str = "\

@@ -24,6 +24,7 @@ use tpscope_sim::SimConfig;
 use crate::bench_args::BenchArgs;
 use crate::bench_config::{BenchConfig, TargetConfig, simulator_settings};
 use crate::bench_out::{self, OpenedLog, Recorded};
+use crate::bench_scrape;
 use crate::bench_sweep::print_sweep_table;
 use crate::exit::{EXIT_FAILURE, ResultExt};
 use crate::progress;
@@ -382,6 +383,7 @@ async fn bench(
             }
         })
     };
+    let scrape = cfg.server_metrics.resolve(&base_url).await?;
     let progress = progress::Progress::start(live.clone(), streamed.clone(), cfg.quiet);
     if let Some(plan) = spec.warmup_plan() {
         let planned = plan.requests;
@@ -439,6 +441,7 @@ async fn bench(
         streamed.reset();
         let mut plan = spec.plan(level, run_id.clone());
         plan.context = context.limit;
+        let scraper = bench_scrape::start(&scrape, &run_id, clock, rec.clone()).await;
         let summary = execute(
             plan,
             clock,
@@ -448,6 +451,7 @@ async fn bench(
             &control,
         )
         .await;
+        bench_scrape::stop(scraper).await;
         rec.end(&run_id, clock.now(), live.lag.schedule_late_max());
         rec.sync();
         summaries.push(summary);

@@ -27,6 +27,8 @@ pub struct BenchConfig {
     pub spec: BenchSpec,
     /// No progress, no report.
     pub quiet: bool,
+    /// Where the server's metrics are scraped from, and how often.
+    pub server_metrics: crate::bench_scrape::ServerMetricsArgs,
     /// Goodput goals and the price per hour, for the report at the end.
     pub report: ReportExtras,
 }
@@ -81,6 +83,7 @@ impl BenchConfig {
             spec,
             quiet: a.quiet,
             report,
+            server_metrics: a.server_metrics,
         })
     }
 }

@@ -6,6 +6,7 @@ mod bench_args;
 mod bench_cmd;
 mod bench_config;
 mod bench_out;
+mod bench_scrape;
 mod bench_sim_flags;
 mod bench_sweep;
 mod compare_cmd;

@@ -185,23 +185,59 @@ impl Client {
     /// `GET {base}/models`: each model with its context length when the server
     /// says (vLLM's `max_model_len`). Bounded as [`Client::list_models`].
     pub async fn models(&self) -> Result<Vec<ModelInfo>, ClientError> {
-        let what = format!("GET {}", self.inner.models_uri.path());
-        let fail = |cause: Cause, status: Option<u16>, message: String| ClientError::Request {
-            what: what.clone(),
-            cause,
-            status,
-            message,
-        };
         let limit = self
             .inner
             .config
             .timeouts
             .total
             .unwrap_or(LIST_MODELS_LIMIT);
+        let uri = self.inner.models_uri.clone();
+        let (body, status, fail) = self.get(uri, "application/json", limit).await?;
+        parse_models(&body).map_err(|m| fail(Cause::Malformed, Some(status), m))
+    }
+
+    /// `GET {base}` itself, as text (a Prometheus `/metrics` page when the base URL
+    /// names one), within `limit`; a non-2xx answer is an error.
+    pub async fn get_page(&self, limit: Duration) -> Result<Vec<u8>, ClientError> {
+        let uri = self
+            .inner
+            .endpoint
+            .base_url
+            .trim()
+            .trim_end_matches('/')
+            .parse::<Uri>()
+            .map_err(|e| bad_url(&self.inner.endpoint.base_url, e.to_string()))?;
+        Ok(self.get(uri, "text/plain", limit).await?.0)
+    }
+
+    /// A `GET` of `uri` within `limit`: the body and status of a 2xx answer, and
+    /// the error maker for what the caller finds wrong with it.
+    async fn get(
+        &self,
+        uri: Uri,
+        accept: &'static str,
+        limit: Duration,
+    ) -> Result<
+        (
+            Vec<u8>,
+            u16,
+            impl Fn(Cause, Option<u16>, String) -> ClientError,
+        ),
+        ClientError,
+    > {
+        let what = format!("GET {}", uri.path());
+        let fail = move |cause: Cause, status: Option<u16>, message: String| ClientError::Request {
+            what: what.clone(),
+            cause,
+            status,
+            message,
+        };
         let mut req = Request::new(Full::new(Bytes::new()));
         *req.method_mut() = Method::GET;
-        *req.uri_mut() = self.inner.models_uri.clone();
+        *req.uri_mut() = uri;
         *req.headers_mut() = self.inner.get_headers.clone();
+        req.headers_mut()
+            .insert(header::ACCEPT, HeaderValue::from_static(accept));
         let work = async {
             let res = self.inner.http.request(req).await.map_err(|e| {
                 let (cause, msg) = transport_failure(&e);
@@ -216,10 +252,11 @@ impl Client {
                 let msg = openai::error_body_message(&body).unwrap_or_else(|| status.to_string());
                 return Err(fail(cause, Some(status.as_u16()), msg));
             }
-            parse_models(&body).map_err(|m| fail(Cause::Malformed, Some(status.as_u16()), m))
+            Ok((body, status.as_u16()))
         };
         match tokio::time::timeout(limit, work).await {
-            Ok(r) => r,
+            Ok(Ok((body, status))) => Ok((body, status, fail)),
+            Ok(Err(e)) => Err(e),
             Err(_) => Err(fail(
                 Cause::TimeoutTotal,
                 None,

@@ -130,7 +130,7 @@ fn unknown_kind_is_rejected() {
     let e = err_text(&format!("{RUN}\n{{\"kind\":\"spam\",\"run_id\":\"r\"}}\n"));
     assert_eq!(
         e,
-        "test.jsonl:2: field `kind`: unknown record kind `spam` (expected run, span, sample or end)"
+        "test.jsonl:2: field `kind`: unknown record kind `spam` (expected run, span, sample, server_sample or end)"
     );
 }
 

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::server::ServerSampleRecord;
 use crate::span::{Span, TokenSource};
 use crate::time::{Timestamp, duration_secs};
 
@@ -127,6 +128,8 @@ pub enum Record {
     Sample(SampleRecord),
     /// A run's last line.
     End(EndRecord),
+    /// One scrape of the server's own metrics (readers that predate it skip it).
+    ServerSample(Box<ServerSampleRecord>),
 }
 
 impl Record {
@@ -137,6 +140,7 @@ impl Record {
             Record::Span(s) => &s.run_id,
             Record::Sample(s) => &s.run_id,
             Record::End(e) => &e.run_id,
+            Record::ServerSample(s) => &s.run_id,
         }
     }
 }

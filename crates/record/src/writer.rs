@@ -1,4 +1,4 @@
-//! The writer thread: writes `run`, `span`, `sample` and `end` records through
+//! The writer thread: writes `run`, `span`, `sample`, `server_sample` and `end` records through
 //! `tpscope_log`'s [`LogWriter`] over a `BufWriter`, on its own thread, counting
 //! tokens of replies without `usage` there (off the hot path). It flushes at least
 //! every [`FLUSH_EVERY`] while records arrive, so a killed run keeps every span
@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 
 use tpscope_log::LogWriter;
 use tpscope_model::{
-    Cause, EndRecord, Record, RunRecord, SampleRecord, Span, SpanError, Status, Timestamp,
+    Cause, EndRecord, Record, RunRecord, SampleRecord, ServerSampleRecord, Span, SpanError, Status,
+    Timestamp,
 };
 use tpscope_tokens::Tokenizer;
 
@@ -30,6 +31,7 @@ enum Msg {
     Span(Box<Span>, ToCount),
     Finished(Arc<str>, Option<String>, Box<Finished>),
     Sample(SampleRecord),
+    ServerSample(Box<ServerSampleRecord>),
     End {
         run_id: String,
         ended_at: Timestamp,
@@ -83,6 +85,11 @@ impl WriterTx {
     /// Writes a sample.
     pub fn sample(&self, s: SampleRecord) {
         let _ = self.tx.send(Msg::Sample(s));
+    }
+
+    /// Writes a scrape of the server's metrics (a `server_sample` record).
+    pub fn server_sample(&self, s: ServerSampleRecord) {
+        let _ = self.tx.send(Msg::ServerSample(Box::new(s)));
     }
 
     /// Writes a run's `end` record with the counts of what was written for it
@@ -268,6 +275,7 @@ fn writer_loop<W: Write>(
                 counts.entry(s.run_id.clone()).or_default().samples += 1;
                 Record::Sample(s)
             }
+            Msg::ServerSample(s) => Record::ServerSample(s),
             Msg::End {
                 run_id,
                 ended_at,

@@ -4,6 +4,7 @@
 
 pub mod compare;
 pub mod csv_out;
+pub mod diagnosis;
 pub mod fmt;
 pub mod html;
 pub mod lead;

@@ -97,6 +97,8 @@ pub fn render(report: &Report) -> Vec<u8> {
                 let _ = writeln!(o, "- {l}");
             }
         }
+        o.push('\n');
+        o.push_str(&crate::diagnosis::markdown(r));
         for w in &r.warnings {
             let _ = writeln!(o, "\n> **Warning:** {w}");
         }

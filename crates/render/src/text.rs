@@ -136,6 +136,7 @@ pub fn render(report: &Report) -> Vec<u8> {
                 let _ = writeln!(o, "    {l}");
             }
         }
+        o.push_str(&crate::diagnosis::text(r));
         for w in &r.warnings {
             let _ = writeln!(o, "\n  warning: {w}");
         }

@@ -21,6 +21,7 @@ pub use tpscope_log as log;
 pub use tpscope_model as model;
 pub use tpscope_record as record;
 pub use tpscope_render as render;
+pub use tpscope_scrape as scrape;
 pub use tpscope_sim as sim;
 pub use tpscope_stream as stream;
 pub use tpscope_tokens as tokens;

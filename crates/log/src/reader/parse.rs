@@ -8,7 +8,8 @@ use std::time::Duration;
 use serde::Deserialize;
 use tpscope_analysis::{ClientFacts, SampleFacts, SpanFacts};
 use tpscope_model::{
-    Cause, EndRecord, Lifecycle, RunRecord, Status, Target, Timestamp, TokenSource, check_lifecycle,
+    Cause, EndRecord, Lifecycle, RunRecord, ServerSampleRecord, Status, Target, Timestamp,
+    TokenSource, check_lifecycle,
 };
 
 use super::scan::{Line, Nested, RawAttempt};
@@ -29,6 +30,7 @@ pub(super) enum Parsed<'a> {
         last_attempt_at: Option<Timestamp>,
     },
     Sample(SampleFacts),
+    ServerSample(Box<ServerSampleRecord>),
     End(EndRecord),
 }
 
@@ -114,7 +116,7 @@ pub(super) fn parse_record<'l>(
             return Err(problem(
                 "kind",
                 "missing_field",
-                "missing (expected run, span, sample or end)",
+                "missing (expected run, span, sample, server_sample or end)",
             ));
         }
     };
@@ -147,6 +149,14 @@ pub(super) fn parse_line<'l>(
             cap: present(&line.cap).map(|v| as_u32("cap", v)).transpose()?,
         }),
         "run" => parse_run(line, run_id, unit)?,
+        "server_sample" => {
+            // Rare (one a second) and open-ended (`raw`): serde reads it whole; the
+            // instant is checked like a sample's.
+            plausible("at", req_time("at", &line.at, unit)?)?;
+            let rec: ServerSampleRecord =
+                parse_json("server_sample", line.text, "a server_sample record")?;
+            Parsed::ServerSample(Box::new(rec))
+        }
         "end" => {
             let count = |field: &str, v: &Option<Scalar<'_>>| {
                 present(v).map(|s| as_u64(field, s)).transpose()
@@ -177,7 +187,9 @@ pub(super) fn parse_line<'l>(
             return Err(problem(
                 "kind",
                 "unknown_kind",
-                format!("unknown record kind `{other}` (expected run, span, sample or end)"),
+                format!(
+                    "unknown record kind `{other}` (expected run, span, sample, server_sample or end)"
+                ),
             ));
         }
     };

@@ -275,6 +275,7 @@ impl Reader {
                 run.input.push_span(facts, source.as_ref());
             }
             Parsed::Sample(s) => self.runs.run(run_id).input.samples.push(s),
+            Parsed::ServerSample(s) => self.runs.run(run_id).input.server_samples.push(*s),
             Parsed::Run(r) => {
                 let run = self.runs.run(run_id);
                 if run.input.run.is_some() {

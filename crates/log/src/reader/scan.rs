@@ -10,6 +10,8 @@ use crate::scalar::Scalar;
 /// type is reported with the field's name. Filled by [`scan_line`].
 #[derive(Default)]
 pub(super) struct Line<'a> {
+    /// The whole line (a `server_sample` is read from it with serde).
+    pub(super) text: &'a str,
     pub(super) kind: Option<Scalar<'a>>,
     pub(super) run_id: Option<Scalar<'a>>,
     pub(super) span_id: Option<Scalar<'a>>,
@@ -244,6 +246,7 @@ pub(super) fn scan_whole_line<'a>(text: &'a str, line: &mut Line<'a>) -> JsonRes
 #[inline(always)]
 fn scan<'a, const WHOLE: bool>(text: &'a str, line: &mut Line<'a>) -> JsonResult<()> {
     let mut sc = Scanner::new(text);
+    line.text = text;
     let mut dup = None;
     sc.object_keyed(LINE_KEYS, |index, _, sc| {
         let Some(key) = index.map(|i| Key::ALL[i]) else {

@@ -68,6 +68,10 @@ pub(super) fn record_of(
                 cap: f.cap,
             })
         }
+        Parsed::ServerSample(s) => {
+            runs.run(run_id);
+            Record::ServerSample(s)
+        }
         Parsed::Run(r) => {
             let seen = runs.run(run_id);
             if seen.has_run {

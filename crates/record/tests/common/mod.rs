@@ -31,6 +31,7 @@ pub fn read(path: &Path) -> Log {
             Record::Span(s) => log.spans.push(s),
             Record::Sample(s) => log.samples.push(s),
             Record::End(e) => log.ends.push(e),
+            Record::ServerSample(_) => {}
         }
     }
     log.warnings = reader.warnings().to_vec();

@@ -38,10 +38,10 @@ fn secs(d: Duration) -> f64 {
     d.as_secs_f64()
 }
 
-const TIME_LABEL: &str = "time since run start (s)";
+pub(super) const TIME_LABEL: &str = "time since run start (s)";
 
 /// The end of the time axis: the latest instant any run shows.
-fn time_extent(runs: &[Series<'_>]) -> f64 {
+pub(super) fn time_extent(runs: &[Series<'_>]) -> f64 {
     runs.iter()
         .map(|s| {
             let d = s.detail;
@@ -52,7 +52,7 @@ fn time_extent(runs: &[Series<'_>]) -> f64 {
 }
 
 /// A step series ending at `end`: each point holds until the next.
-fn steps_with_end(pts: Vec<(f64, f64)>, end: f64) -> Vec<(f64, f64)> {
+pub(super) fn steps_with_end(pts: Vec<(f64, f64)>, end: f64) -> Vec<(f64, f64)> {
     let mut pts = pts;
     if let Some(&(_, y)) = pts.last() {
         pts.push((end, y));
@@ -123,7 +123,10 @@ fn gap_bands(ch: &mut Chart, s: &Series<'_>) {
     }
 }
 
-fn step_values(steps: &[OccupancyStep], f: impl Fn(&OccupancyStep) -> u32) -> Vec<(f64, f64)> {
+pub(super) fn step_values(
+    steps: &[OccupancyStep],
+    f: impl Fn(&OccupancyStep) -> u32,
+) -> Vec<(f64, f64)> {
     steps
         .iter()
         .map(|s| (secs(s.at), f64::from(f(s))))
@@ -596,7 +599,7 @@ pub fn scatter(id: &str, runs: &[Series<'_>]) -> String {
     out
 }
 
-fn figure(svg: String, keys: &[(String, String)]) -> String {
+pub(super) fn figure(svg: String, keys: &[(String, String)]) -> String {
     let items: Vec<(&str, &str)> = keys.iter().map(|(c, l)| (c.as_str(), l.as_str())).collect();
     format!(
         "<div class=\"figure\">{svg}{}</div>\n",

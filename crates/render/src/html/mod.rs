@@ -5,6 +5,7 @@
 
 mod charts;
 mod page;
+mod server;
 mod svg;
 
 use tpscope_analysis::compare::Compared;
@@ -238,6 +239,7 @@ fn run_section(prefix: &str, r: &RunReport, d: Option<&Detail>, heading: &str) -
             s.push_str("<h2>Timeline</h2>\n");
             s.push_str(&charts::occupancy(&format!("{prefix}-occupancy"), &one));
             s.push_str(&charts::queue(&format!("{prefix}-queue"), &one));
+            s.push_str(&server::sections(prefix, r, &one));
             s.push_str("<h2>System TPS over time</h2>\n");
             s.push_str(&charts::tps(&format!("{prefix}-tps"), &one));
             s.push_str("<h2>Request waterfall</h2>\n");
@@ -248,7 +250,10 @@ fn run_section(prefix: &str, r: &RunReport, d: Option<&Detail>, heading: &str) -
             s.push_str("<h2>Stream TPS against output length</h2>\n");
             s.push_str(&charts::scatter(&format!("{prefix}-scatter"), &one));
         }
-        None => s.push_str("<p class=\"note\">No chart data for this run.</p>\n"),
+        None => {
+            s.push_str(&server::sections(prefix, r, &[]));
+            s.push_str("<p class=\"note\">No chart data for this run.</p>\n");
+        }
     }
     s.push_str("<h2>Distribution tables</h2>\n");
     s.push_str(&distribution_tables(r));

@@ -59,6 +59,9 @@ path.line.base{stroke-width:3.6;opacity:.5}
 path.line.cand{stroke-width:1.5}
 path.line.base.dashed{stroke-dasharray:10 5}
 path.line.cand.dashed{stroke-dasharray:3 3}
+.srun{stroke:var(--steady);fill:var(--steady)}
+.swait{stroke:var(--gap);fill:var(--gap)}
+.skv{stroke:var(--window);fill:var(--window)}
 g.gap path{fill:var(--gap);opacity:.2}
 g.gap.base path{fill:var(--base);opacity:.13}
 g.gap.cand path{fill:var(--cand);opacity:.13}

@@ -1,0 +1,158 @@
+//! The diagnosis on hand-made runs: each state, the precedence, the client-only
+//! reading and the client-lag intervals.
+
+use super::*;
+use crate::test_support::{capped_run, ts};
+use tpscope_model::{ServerSampleRecord, Status};
+
+use crate::input::SpanFacts;
+
+fn span(q: i64, a: i64, r: i64) -> SpanFacts {
+    SpanFacts {
+        status: Status::Ok,
+        error_cause: None,
+        queued_at: ts(q),
+        admitted_at: Some(ts(a)),
+        first_token_at: Some(ts(a + 1)),
+        last_token_at: Some(ts(r - 1)),
+        released_at: ts(r),
+        output_tokens: 10,
+        input_tokens: None,
+        retry_count: 0,
+        retry_causes: vec![],
+        wasted_tokens: 0,
+        chunks: None,
+        client: Default::default(),
+    }
+}
+
+fn server(at: i64, waiting: f64, kv: f64, preemptions: f64) -> ServerSampleRecord {
+    ServerSampleRecord {
+        run_id: "r".into(),
+        at: ts(at),
+        waiting: Some(waiting),
+        running: Some(1.0),
+        kv_cache_usage: Some(kv),
+        preemptions_total: Some(preemptions),
+        ..ServerSampleRecord::default()
+    }
+}
+
+fn run(spans: Vec<SpanFacts>, servers: Vec<ServerSampleRecord>) -> RunInput {
+    let mut i = capped_run(1);
+    for s in spans {
+        i.push_span(s, None);
+    }
+    i.server_samples = servers;
+    i
+}
+
+fn shares(d: &Diagnosis) -> Vec<(State, u128)> {
+    d.states
+        .iter()
+        .map(|s| (s.state, s.time.as_millis()))
+        .collect()
+}
+
+fn diag(i: &RunInput, lag: Vec<(Timestamp, Timestamp)>) -> Diagnosis {
+    diagnose(i, &Sweep::new(i), (ts(0), ts(1000)), lag)
+}
+
+/// cap 1: A holds the slot 0..600, B waits 0..600 (at cap) and runs 600..800, then
+/// nothing until 1000 (demand-bound tail).
+fn two_spans() -> Vec<SpanFacts> {
+    vec![span(0, 0, 600), span(0, 600, 800)]
+}
+
+#[test]
+fn the_server_splits_time_at_the_cap_into_server_queue_kv_and_client_cap() {
+    // Server: waiting 0..200, KV full 200..400, preempting 400..500 (the counter
+    // rose by the next scrape), room from 500 on.
+    let i = run(
+        two_spans(),
+        vec![
+            server(0, 3.0, 0.79, 0.0),
+            server(200, 0.0, 0.97, 0.0),
+            server(400, 0.0, 0.5, 0.0),
+            server(500, 0.0, 0.5, 1.0),
+        ],
+    );
+    let d = diag(&i, vec![]);
+    assert!(d.with_server);
+    assert_eq!(
+        shares(&d),
+        [
+            (State::KvBound, 300),
+            (State::ServerQueue, 200),
+            (State::DemandBound, 400),
+            (State::ClientCap, 100),
+        ]
+    );
+    assert_eq!(d.limit, Some(State::DemandBound));
+    assert!(
+        d.sentence.starts_with("Demand was the limit"),
+        "{}",
+        d.sentence
+    );
+}
+
+#[test]
+fn work_waiting_beside_a_mostly_full_cache_is_kv_bound() {
+    let i = run(two_spans(), vec![server(0, 3.0, 0.8, 0.0)]);
+    let d = diag(&i, vec![]);
+    // 800..1000 holds no request at all: demand-bound whatever the server says.
+    assert_eq!(
+        shares(&d),
+        [(State::KvBound, 800), (State::DemandBound, 200)]
+    );
+}
+
+#[test]
+fn without_server_samples_time_at_the_cap_is_at_cap_and_said_so() {
+    let i = run(two_spans(), vec![]);
+    let d = diag(&i, vec![]);
+    assert!(!d.with_server);
+    assert_eq!(shares(&d), [(State::DemandBound, 400), (State::AtCap, 600)]);
+    assert_eq!(d.limit, Some(State::AtCap));
+    assert!(d.notes[0].contains("client side alone"));
+}
+
+#[test]
+fn a_free_slot_with_work_waiting_is_a_pipeline_gap_and_lag_comes_first() {
+    // A 0..300; B waits 0..500 (gap 300..500), runs 500..900.
+    let i = run(vec![span(0, 0, 300), span(0, 500, 900)], vec![]);
+    let d = diag(&i, vec![(ts(350), ts(450)), (ts(400), ts(420))]);
+    assert_eq!(
+        shares(&d),
+        [
+            (State::ClientBound, 100),
+            (State::DemandBound, 500),
+            (State::PipelineGap, 100),
+            (State::AtCap, 300),
+        ]
+    );
+    let total: f64 = d.states.iter().map(|s| s.share).sum();
+    assert!((total - 1.0).abs() < 1e-9);
+}
+
+#[test]
+fn client_lag_is_read_from_late_samples() {
+    let at = |ms: i64| SampleFacts {
+        at: ts(ms),
+        in_flight: 0,
+        queue_depth: 0,
+        cap: None,
+    };
+    let samples = [at(0), at(10), at(20), at(200), at(210)];
+    let lag = client_lag_from_samples(&samples, Some(Duration::from_millis(10)));
+    assert_eq!(lag, [(ts(30), ts(200))]);
+    assert!(client_lag_from_samples(&samples, None).is_empty());
+}
+
+#[test]
+fn the_states_table_is_in_precedence_order() {
+    for (i, w) in STATES.iter().enumerate() {
+        assert_eq!(w.state as usize, i, "{}", w.name);
+        assert!(w.limit.contains("{p} %"), "{}", w.name);
+    }
+}
