@@ -24,6 +24,7 @@ pub mod stats;
 pub mod sweep;
 #[cfg(test)]
 mod test_support;
+mod window_text;
 
 pub use analyze::{Options, Prices, WindowSpec, analyze, steady_bounds};
 pub use collect::LENGTH_EDGES;
@@ -32,3 +33,4 @@ pub use metrics::{METRICS, SpanMetric, SpanMetrics, SpanRow, span_metrics, span_
 pub use report::{CauseCounts, REPORT_SCHEMA, Report, RunReport, Window, WindowKind};
 pub use stats::{Summary, Tokens, TokensPerSecond};
 pub use sweep::{Segment, Sweep};
+pub use window_text::BadWindow;

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::bail;
 use clap::ValueEnum;
-use tpscope_analysis::{Options, REPORT_SCHEMA, Report, analyze};
+use tpscope_analysis::{Options, Report};
 use tpscope_log::{LogSet, ReadOptions, Reader, read_paths};
 use tpscope_render::RenderError;
 
@@ -115,12 +115,7 @@ pub fn load(files: &[PathBuf], read: ReadOptions) -> anyhow::Result<LogSet> {
 
 /// Analyses every run of a log set into one report.
 pub fn build_report(set: &LogSet, opts: &Options) -> Report {
-    Report {
-        schema: REPORT_SCHEMA,
-        runs: set.runs.iter().map(|r| analyze(&r.input, opts)).collect(),
-        skipped: set.skipped.clone(),
-        warnings: set.warnings.clone(),
-    }
+    tpscope_log::report(set, opts)
 }
 
 /// Renders a report in a format (CSV needs the log set's spans and ids).
