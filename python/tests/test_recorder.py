@@ -82,7 +82,8 @@ def test_rust_errors_become_tpscope_errors_with_the_rust_message(tmp_path):
     with pytest.raises(tpscope.TpscopeError, match="sample_interval"):
         tpscope.Recorder(tmp_path / "v.jsonl", sample_interval="soon")
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"kind":"run","run_id":"r","schema":"tpscope.spans/1"}\n{"kind":"span", "run_id":\n{}\n')
+    lines = path.read_text().splitlines(keepends=True)
+    bad.write_text(lines[0] + '{"kind":"span","run_id":5}\n' + "".join(lines[1:]))
     with pytest.raises(tpscope.TpscopeError, match="bad.jsonl:2"):
         tpscope.analyze(bad)
     with pytest.raises(tpscope.TpscopeError, match="window: `most`"):

@@ -128,11 +128,13 @@ def _whole(reply: Any, scope: _Scope, own: bool, dialect: Dialect) -> None:
     _succeeded(scope, own, tally)
 
 
-def wrap(create: Callable, rec: Any, dialect: Dialect) -> Callable:
-    """`create` stamped on `rec` (unchanged if it is already wrapped)."""
+def wrap(resource: Any, rec: Any, dialect: Dialect) -> None:
+    """Replaces `resource.create` with one stamped on `rec` (once)."""
+    create = resource.create
     if getattr(create, _MARK, False):
-        return create
-    if inspect.iscoroutinefunction(create):
+        return
+    # The SDKs' async `create` is wrapped by a sync decorator: ask the class.
+    if inspect.iscoroutinefunction(create) or type(resource).__name__.startswith("Async"):
 
         @functools.wraps(create)
         async def async_create(*args: Any, **kwargs: Any) -> Any:
@@ -151,7 +153,8 @@ def wrap(create: Callable, rec: Any, dialect: Dialect) -> Callable:
             return reply
 
         setattr(async_create, _MARK, True)
-        return async_create
+        resource.create = async_create
+        return
 
     @functools.wraps(create)
     def sync_create(*args: Any, **kwargs: Any) -> Any:
@@ -170,4 +173,4 @@ def wrap(create: Callable, rec: Any, dialect: Dialect) -> Callable:
         return reply
 
     setattr(sync_create, _MARK, True)
-    return sync_create
+    resource.create = sync_create

@@ -53,6 +53,5 @@ _DIALECT = AnthropicDialect()
 def instrument(client: C, rec: Any) -> C:
     """Stamps `client.messages.create` on `rec` (a tpscope.Recorder); returns the
     same client. Instrumenting twice does nothing more."""
-    messages = client.messages  # type: ignore[attr-defined]
-    messages.create = wrap(messages.create, rec, _DIALECT)
+    wrap(client.messages, rec, _DIALECT)  # type: ignore[attr-defined]
     return client

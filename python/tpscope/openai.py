@@ -69,5 +69,5 @@ def instrument(client: C, rec: Any) -> C:
     """Stamps `client`'s chat and text completions on `rec` (a tpscope.Recorder);
     returns the same client. Instrumenting twice does nothing more."""
     for resource in (client.chat.completions, client.completions):  # type: ignore[attr-defined]
-        resource.create = wrap(resource.create, rec, _DIALECT)
+        wrap(resource, rec, _DIALECT)
     return client
