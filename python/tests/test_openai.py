@@ -75,15 +75,16 @@ def test_streams_keep_what_the_caller_sees_and_record_usage(tmp_path, start_sim)
         assert ts_ns(s["first_token_at"]) <= ts_ns(s["last_token_at"]) <= ts_ns(s["released_at"])
 
 
-def test_first_token_times_and_tokens_agree_with_the_sims_truth_log(tmp_path, start_sim):
-    truth_path = tmp_path / "truth.jsonl"
-    sim = start_sim("--truth-log", str(truth_path))
+def first_token_errors_ms(tmp_path, sim, truth_path, requests=32, concurrency=4):
+    """Runs `requests` streamed chats through an instrumented AsyncOpenAI, `concurrency`
+    at a time, each in its own unnamed request block; returns each span's first-token
+    time minus the simulator's truth (ms), after checking its tokens are exact."""
     path = tmp_path / "t.jsonl"
 
     async def main():
-        rec = tpscope.Recorder(path, cap=4)
+        rec = tpscope.Recorder(path, cap=concurrency)
         c = client(sim, rec, openai.AsyncOpenAI)
-        sem = asyncio.Semaphore(4)
+        sem = asyncio.Semaphore(concurrency)
 
         async def one(i):
             async with rec.request() as r:  # named by the response id
@@ -93,7 +94,7 @@ def test_first_token_times_and_tokens_agree_with_the_sims_truth_log(tmp_path, st
                     async for _ in stream:
                         pass
 
-        await asyncio.gather(*(one(i) for i in range(32)))
+        await asyncio.gather(*(one(i) for i in range(requests)))
         rec.close()
         await c.close()
 
@@ -107,18 +108,21 @@ def test_first_token_times_and_tokens_agree_with_the_sims_truth_log(tmp_path, st
     for s in records(path, "span"):
         t = truth[s["request_id"]]
         assert s["output_tokens"] == t["tokens"], s["request_id"]
-        err = (ts_ns(s["first_token_at"]) - ts_ns(t["first_token_at"])) / 1e6
-        errors_ms.append(err)
-    assert len(errors_ms) == 32
-    errors_ms.sort()
-    print("first-token error vs truth, ms: median %.3f, p90 %.3f, max %.3f"
-          % (errors_ms[16], errors_ms[28], errors_ms[-1]))
+        errors_ms.append((ts_ns(s["first_token_at"]) - ts_ns(t["first_token_at"])) / 1e6)
+    assert len(errors_ms) == requests
+    return sorted(errors_ms)
+
+
+def test_first_token_times_and_tokens_agree_with_the_sims_truth_log(tmp_path, start_sim):
+    truth_path = tmp_path / "truth.jsonl"
+    sim = start_sim("--truth-log", str(truth_path))
+    errors_ms = first_token_errors_ms(tmp_path, sim, truth_path)
     # The client cannot see a token before the simulator sent it (1 ms for the two
-    # processes' clock anchors), and typically sees it within 2 ms, Python's
-    # scheduling included (a loaded machine delays a few: the median is asserted,
-    # python/bench/first_token.py measures the distribution).
+    # processes' clock anchors). How soon after is a figure, not a test: a loaded
+    # machine delays Python by milliseconds, so only a stamp taken at the wrong place
+    # (the stream's end, say) fails here; python/bench/first_token.py measures it.
     assert errors_ms[0] > -1.0
-    assert errors_ms[16] < 2.0
+    assert errors_ms[len(errors_ms) // 2] < 20.0
 
 
 def free_port():

@@ -74,9 +74,21 @@ mod tests {
                 to: Duration::from_secs(70)
             })
         );
-        assert!(matches!("most".parse::<WindowSpec>(), Err(BadWindow::Form(_))));
-        assert!(matches!("a..3".parse::<WindowSpec>(), Err(BadWindow::NotANumber(_))));
-        assert!(matches!("-1..3".parse::<WindowSpec>(), Err(BadWindow::Negative(_))));
-        assert!(matches!("5..5".parse::<WindowSpec>(), Err(BadWindow::Empty { .. })));
+        assert!(matches!(
+            "most".parse::<WindowSpec>(),
+            Err(BadWindow::Form(_))
+        ));
+        assert!(matches!(
+            "a..3".parse::<WindowSpec>(),
+            Err(BadWindow::NotANumber(_))
+        ));
+        assert!(matches!(
+            "-1..3".parse::<WindowSpec>(),
+            Err(BadWindow::Negative(_))
+        ));
+        assert!(matches!(
+            "5..5".parse::<WindowSpec>(),
+            Err(BadWindow::Empty { .. })
+        ));
     }
 }

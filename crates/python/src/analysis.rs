@@ -108,9 +108,10 @@ fn side(
     let chosen = tpscope_log::choose_run(&set, run).map_err(|e| match e {
         ChooseRun::NotFound { .. } => err(format!("{arg}: {} {e}", path.display())),
         ChooseRun::Empty => err(format!("{}: {e} (the {side})", path.display())),
-        ChooseRun::Several { .. } => {
-            err(format!("{}: {e}; choose the {side} with {arg}", path.display()))
-        }
+        ChooseRun::Several { .. } => err(format!(
+            "{}: {e}; choose the {side} with {arg}",
+            path.display()
+        )),
     })?;
     let source = match run {
         Some(id) => format!("{}#{id}", path.display()),
@@ -181,10 +182,20 @@ pub fn compare_json(
         (price_per_hour, price_per_mtok_in, price_per_mtok_out),
     )?;
     py.detach(|| {
-        let (b, bsource, mut warnings) =
-            side(&baseline, baseline_run, "baseline", "baseline_run", read_opts)?;
-        let (c, csource, cwarnings) =
-            side(&candidate, candidate_run, "candidate", "candidate_run", read_opts)?;
+        let (b, bsource, mut warnings) = side(
+            &baseline,
+            baseline_run,
+            "baseline",
+            "baseline_run",
+            read_opts,
+        )?;
+        let (c, csource, cwarnings) = side(
+            &candidate,
+            candidate_run,
+            "candidate",
+            "candidate_run",
+            read_opts,
+        )?;
         let mut compared = compare(
             RunRef {
                 input: &b.input,

@@ -31,10 +31,7 @@ fn _tpscope(m: &Bound<'_, PyModule>) -> PyResult<()> {
             .collect::<Vec<_>>(),
     )?;
     m.add("REPORT_SCHEMA", tpscope_analysis::REPORT_SCHEMA)?;
-    m.add(
-        "COMPARE_SCHEMA",
-        tpscope_analysis::compare::COMPARE_SCHEMA,
-    )?;
+    m.add("COMPARE_SCHEMA", tpscope_analysis::compare::COMPARE_SCHEMA)?;
     m.add_class::<recorder::PyRecorder>()?;
     m.add_class::<recorder::PyRequest>()?;
     m.add_function(wrap_pyfunction!(analysis::analyze_json, m)?)?;

@@ -113,7 +113,10 @@ mod tests {
         let mut c = CompareConfig::default();
         c.thresholds.min_tps_gain = f64::NAN;
         let e = c.check().unwrap_err();
-        assert_eq!((e.setting.flag(), e.setting.key()), ("--min-tps-gain", "min_tps_gain"));
+        assert_eq!(
+            (e.setting.flag(), e.setting.key()),
+            ("--min-tps-gain", "min_tps_gain")
+        );
         let mut c = CompareConfig::default();
         c.thresholds.max_retry_rise = -0.5;
         assert_eq!(c.check().unwrap_err().setting, Setting::MaxRetryRise);
