@@ -10,17 +10,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 venv="$root/.venv-py"
 
-if [ ! -x "$venv/bin/python" ]; then
-  if ! python3 -m venv "$venv" >/dev/null 2>&1; then
-    # Debian splits ensurepip out of the interpreter.
-    if command -v apt-get >/dev/null 2>&1; then
-      apt-get update -qq
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
-    fi
-    rm -rf "$venv"
-    python3 -m venv "$venv"
-  fi
-fi
+bash "$root/scripts/make-venv.sh" "$venv"
 py="$venv/bin/python"
 pip=("$py" -m pip install --quiet --disable-pip-version-check)
 "${pip[@]}" "openai>=1.40,<4" pytest

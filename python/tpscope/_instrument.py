@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from . import _current, _Scope
 from ._causes import cause_of, message_of
