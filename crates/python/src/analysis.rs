@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use pyo3::prelude::*;
-use tpscope_analysis::compare::{CompareConfig, RunRef, Thresholds, compare};
+use tpscope_analysis::compare::{CompareConfig, RunRef, Setting, Thresholds, compare};
 use tpscope_analysis::stats::bootstrap::BootstrapConfig;
 use tpscope_analysis::{Options, Prices, WindowSpec};
 use tpscope_log::{ChooseRun, LogSet, ReadOptions, TimeUnit, read_paths};
@@ -165,12 +165,12 @@ pub fn compare_json(
     };
     cfg.check().map_err(|e| {
         let value = match e.setting {
-            tpscope_analysis::compare::Setting::Resamples => resamples.to_string(),
-            tpscope_analysis::compare::Setting::Confidence => confidence.to_string(),
-            tpscope_analysis::compare::Setting::MinTpsGain => min_tps_gain.to_string(),
-            tpscope_analysis::compare::Setting::MaxSuccessDrop => max_success_drop.to_string(),
-            tpscope_analysis::compare::Setting::MinGapDrop => min_gap_drop.to_string(),
-            tpscope_analysis::compare::Setting::MaxRetryRise => max_retry_rise.to_string(),
+            Setting::Resamples => resamples.to_string(),
+            Setting::Confidence => confidence.to_string(),
+            Setting::MinTpsGain => min_tps_gain.to_string(),
+            Setting::MaxSuccessDrop => max_success_drop.to_string(),
+            Setting::MinGapDrop => min_gap_drop.to_string(),
+            Setting::MaxRetryRise => max_retry_rise.to_string(),
         };
         err(format!("{}: {value} {e}", e.setting.key()))
     })?;
