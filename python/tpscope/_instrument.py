@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from . import _current, _Scope
 from ._causes import cause_of, message_of
@@ -128,6 +128,28 @@ def _whole(reply: Any, scope: _Scope, own: bool, dialect: Dialect) -> None:
     _succeeded(scope, own, tally)
 
 
+class _Call:
+    """One call's stamping, around the SDK's own `create` (sync or async)."""
+
+    __slots__ = ("scope", "own", "dialect", "streamed", "hide")
+
+    def __init__(self, rec: Any, dialect: Dialect, kwargs: dict) -> None:
+        self.scope, self.own = _begin(rec)
+        self.dialect = dialect
+        self.streamed = kwargs.get("stream") is True
+        self.hide = dialect.prepare(kwargs) if self.streamed else False
+
+    def failed(self, exc: BaseException) -> None:
+        _failed(self.scope, self.own, exc)
+
+    def replied(self, reply: Any, stream: Callable) -> Any:
+        if self.streamed:
+            reply._iterator = stream(reply._iterator, self.scope, self.own, self.dialect, self.hide)
+        else:
+            _whole(reply, self.scope, self.own, self.dialect)
+        return reply
+
+
 def wrap(resource: Any, rec: Any, dialect: Dialect) -> None:
     """Replaces `resource.create` with one stamped on `rec` (once)."""
     create = resource.create
@@ -138,19 +160,13 @@ def wrap(resource: Any, rec: Any, dialect: Dialect) -> None:
 
         @functools.wraps(create)
         async def async_create(*args: Any, **kwargs: Any) -> Any:
-            scope, own = _begin(rec)
-            streamed = kwargs.get("stream") is True
-            hide = dialect.prepare(kwargs) if streamed else False
+            call = _Call(rec, dialect, kwargs)
             try:
                 reply = await create(*args, **kwargs)
             except BaseException as e:
-                _failed(scope, own, e)
+                call.failed(e)
                 raise
-            if streamed:
-                reply._iterator = _async_stream(reply._iterator, scope, own, dialect, hide)
-            else:
-                _whole(reply, scope, own, dialect)
-            return reply
+            return call.replied(reply, _async_stream)
 
         setattr(async_create, _MARK, True)
         resource.create = async_create
@@ -158,19 +174,13 @@ def wrap(resource: Any, rec: Any, dialect: Dialect) -> None:
 
     @functools.wraps(create)
     def sync_create(*args: Any, **kwargs: Any) -> Any:
-        scope, own = _begin(rec)
-        streamed = kwargs.get("stream") is True
-        hide = dialect.prepare(kwargs) if streamed else False
+        call = _Call(rec, dialect, kwargs)
         try:
             reply = create(*args, **kwargs)
         except BaseException as e:
-            _failed(scope, own, e)
+            call.failed(e)
             raise
-        if streamed:
-            reply._iterator = _sync_stream(reply._iterator, scope, own, dialect, hide)
-        else:
-            _whole(reply, scope, own, dialect)
-        return reply
+        return call.replied(reply, _sync_stream)
 
     setattr(sync_create, _MARK, True)
     resource.create = sync_create
