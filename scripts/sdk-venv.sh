@@ -12,14 +12,6 @@ if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import openai" >/dev/null
   exit 0
 fi
 
-if ! python3 -m venv "$venv" >/dev/null 2>&1; then
-  # Debian splits ensurepip out of the interpreter.
-  if command -v apt-get >/dev/null 2>&1; then
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
-  fi
-  rm -rf "$venv"
-  python3 -m venv "$venv"
-fi
+bash "$root/scripts/make-venv.sh" "$venv"
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "openai>=1.40,<3"
 "$venv/bin/python" -c "import openai; print('openai', openai.__version__, 'installed in $venv')"

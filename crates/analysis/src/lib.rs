@@ -30,6 +30,7 @@ pub mod stats;
 pub mod sweep;
 #[cfg(test)]
 mod test_support;
+mod window_text;
 
 pub use analyze::{DEFAULT_SLO_SHARE, Options, Prices, WindowSpec, analyze, steady_bounds};
 pub use collect::LENGTH_EDGES;
@@ -41,3 +42,4 @@ pub use quality::{MeasurementQuality, measurement_quality};
 pub use report::{CauseCounts, REPORT_SCHEMA, Report, RunReport, Window, WindowKind};
 pub use stats::{Summary, Tokens, TokensPerSecond};
 pub use sweep::{Segment, Sweep};
+pub use window_text::BadWindow;

@@ -115,29 +115,8 @@ impl Default for AnalysisFlags {
 }
 
 fn parse_window(text: &str) -> anyhow::Result<WindowSpec> {
-    match text {
-        "full" => Ok(WindowSpec::Full),
-        "steady" => Ok(WindowSpec::Steady),
-        _ => {
-            let (a, b) = text.split_once("..").with_context(|| {
-                format!("--window: `{text}` is not full, steady or FROM..TO (seconds from the run's start, e.g. 10..70)")
-            })?;
-            let secs = |s: &str| -> anyhow::Result<Duration> {
-                let v: f64 = s
-                    .trim()
-                    .parse()
-                    .with_context(|| format!("--window: `{s}` is not a number of seconds"))?;
-                Duration::try_from_secs_f64(v).map_err(|_| {
-                    anyhow::anyhow!("--window: `{s}` is not a non-negative number of seconds")
-                })
-            };
-            let (from, to) = (secs(a)?, secs(b)?);
-            if to <= from {
-                bail!("--window: the end ({b}) must be after the start ({a})");
-            }
-            Ok(WindowSpec::Range { from, to })
-        }
-    }
+    text.parse()
+        .map_err(|e: tpscope_analysis::BadWindow| anyhow::anyhow!("--window: {e}"))
 }
 
 /// Refuses a negative or non-finite price, naming the flag.

@@ -8,10 +8,10 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::ValueEnum;
-use tpscope_analysis::compare::{CompareConfig, RunRef, Thresholds, compare};
+use tpscope_analysis::compare::{CompareConfig, RunRef, Setting, Thresholds, compare};
 use tpscope_analysis::detail::compare_details;
 use tpscope_analysis::stats::bootstrap::BootstrapConfig;
-use tpscope_log::{LoadedRun, LogSet, ReadOptions};
+use tpscope_log::{ChooseRun, LoadedRun, LogSet, ReadOptions};
 
 use crate::analysis_flags::{AnalysisFlags, write_out};
 use crate::report_cmd;
@@ -114,65 +114,34 @@ fn share(flag: &str, text: &str) -> anyhow::Result<f64> {
 
 /// The comparison settings of a command line, validated.
 fn config(a: &CompareArgs) -> anyhow::Result<CompareConfig> {
-    let level = share("--confidence", &a.confidence)?;
-    if !(level > 0.0 && level < 1.0) {
-        bail!(
-            "--confidence: {} is not between 0 and 100% (exclusive)",
-            a.confidence
-        );
-    }
-    if a.resamples == 0 || a.resamples > 1_000_000 {
-        bail!("--resamples: {} is not between 1 and 1000000", a.resamples);
-    }
-    let min_tps_gain = share("--min-tps-gain", &a.min_tps_gain)?;
-    if min_tps_gain <= -1.0 {
-        bail!(
-            "--min-tps-gain: {} would accept any loss (must be above -100%)",
-            a.min_tps_gain
-        );
-    }
-    let max_success_drop = share("--max-success-drop", &a.max_success_drop)?;
-    if !(0.0..=1.0).contains(&max_success_drop) {
-        bail!(
-            "--max-success-drop: {} is not between 0 and 100%",
-            a.max_success_drop
-        );
-    }
-    let min_gap_drop = share("--min-gap-drop", &a.min_gap_drop)?;
-    if !(-1.0..=1.0).contains(&min_gap_drop) {
-        bail!(
-            "--min-gap-drop: {} is not between -100% and 100%",
-            a.min_gap_drop
-        );
-    }
-    if !a.max_retry_rise.is_finite() || a.max_retry_rise < 0.0 {
-        bail!(
-            "--max-retry-rise: {} is not a non-negative number of retries per span",
-            a.max_retry_rise
-        );
-    }
-    let max_goodput_drop = share("--max-goodput-drop", &a.max_goodput_drop)?;
-    if !(0.0..1.0).contains(&max_goodput_drop) {
-        bail!(
-            "--max-goodput-drop: {} is not between 0 and 100% (exclusive)",
-            a.max_goodput_drop
-        );
-    }
-    Ok(CompareConfig {
+    let cfg = CompareConfig {
         thresholds: Thresholds {
-            max_goodput_drop,
-            min_tps_gain,
-            max_success_drop,
-            min_gap_drop,
+            min_tps_gain: share("--min-tps-gain", &a.min_tps_gain)?,
+            max_success_drop: share("--max-success-drop", &a.max_success_drop)?,
+            min_gap_drop: share("--min-gap-drop", &a.min_gap_drop)?,
+            max_goodput_drop: share("--max-goodput-drop", &a.max_goodput_drop)?,
             max_retry_rise: a.max_retry_rise,
         },
         bootstrap: BootstrapConfig {
             resamples: a.resamples,
             seed: a.seed,
-            level,
+            level: share("--confidence", &a.confidence)?,
         },
         allow_mismatch: a.allow_mismatch,
-    })
+    };
+    cfg.check().map_err(|e| {
+        let text = match e.setting {
+            Setting::Confidence => a.confidence.clone(),
+            Setting::Resamples => a.resamples.to_string(),
+            Setting::MinTpsGain => a.min_tps_gain.clone(),
+            Setting::MaxSuccessDrop => a.max_success_drop.clone(),
+            Setting::MinGapDrop => a.min_gap_drop.clone(),
+            Setting::MaxRetryRise => a.max_retry_rise.to_string(),
+            Setting::MaxGoodputDrop => a.max_goodput_drop.clone(),
+        };
+        anyhow::anyhow!("{}: {text} {e}", e.setting.flag())
+    })?;
+    Ok(cfg)
 }
 
 /// One side's run, taken out of its file's log set.
@@ -182,14 +151,6 @@ struct Chosen {
     warnings: Vec<String>,
 }
 
-fn run_ids(set: &LogSet) -> String {
-    set.runs
-        .iter()
-        .map(|r| r.input.run_id.as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 fn choose(
     set: &LogSet,
     file: &Path,
@@ -197,49 +158,13 @@ fn choose(
     side: &str,
     flag: &str,
 ) -> anyhow::Result<Chosen> {
-    let found = match run {
-        Some(id) => set
-            .runs
-            .iter()
-            .find(|r| r.input.run_id == id)
-            .with_context(|| {
-                format!(
-                    "{flag}: {} has no run `{id}` (its runs: {})",
-                    file.display(),
-                    if set.runs.is_empty() {
-                        "none".to_string()
-                    } else {
-                        run_ids(set)
-                    }
-                )
-            })?,
-        None => match set.runs.as_slice() {
-            [one] => one,
-            [] => bail!("{}: no runs in the file (the {side})", file.display()),
-            _ => bail!(
-                "{}: the file holds {} runs ({}); choose the {side} with {flag}",
-                file.display(),
-                set.runs.len(),
-                run_ids(set)
-            ),
-        },
-    };
-    let mut warnings: Vec<String> = set
-        .warnings
-        .iter()
-        .map(|w| format!("{side}: {w}"))
-        .collect();
-    if !set.skipped.is_empty() {
-        let list: Vec<String> = set
-            .skipped
-            .iter()
-            .map(|(k, v)| format!("{v} {k}"))
-            .collect();
-        warnings.push(format!(
-            "{side}: skipped invalid records: {}",
-            list.join(", ")
-        ));
-    }
+    let found = tpscope_log::choose_run(set, run).map_err(|e| match e {
+        ChooseRun::NotFound { .. } => anyhow::anyhow!("{flag}: {} {e}", file.display()),
+        ChooseRun::Empty => anyhow::anyhow!("{}: {e} (the {side})", file.display()),
+        ChooseRun::Several { .. } => {
+            anyhow::anyhow!("{}: {e}; choose the {side} with {flag}", file.display())
+        }
+    })?;
     let source = match run {
         Some(id) => format!("{}#{id}", file.display()),
         None => file.display().to_string(),
@@ -247,7 +172,7 @@ fn choose(
     Ok(Chosen {
         run: found.clone(),
         source,
-        warnings,
+        warnings: tpscope_log::side_warnings(set, side),
     })
 }
 

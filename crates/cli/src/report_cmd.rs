@@ -5,8 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::bail;
 use clap::ValueEnum;
-use tpscope_analysis::levels::sweep_tables;
-use tpscope_analysis::{Options, REPORT_SCHEMA, Report, analyze};
+use tpscope_analysis::{Options, Report};
 use tpscope_log::{LogSet, ReadOptions, Reader, read_paths};
 use tpscope_render::RenderError;
 
@@ -117,16 +116,7 @@ pub fn load(files: &[PathBuf], read: ReadOptions) -> anyhow::Result<LogSet> {
 /// Analyses every run of a log set into one report, with the table of each load
 /// sweep among them (`bench` prints those same tables at the end of a sweep).
 pub fn build_report(set: &LogSet, opts: &Options) -> Report {
-    let runs: Vec<_> = set.runs.iter().map(|r| analyze(&r.input, opts)).collect();
-    let pairs: Vec<_> = set.runs.iter().map(|r| &r.input).zip(&runs).collect();
-    let sweeps = sweep_tables(&pairs, opts.slo_share);
-    Report {
-        schema: REPORT_SCHEMA,
-        runs,
-        skipped: set.skipped.clone(),
-        warnings: set.warnings.clone(),
-        sweeps,
-    }
+    tpscope_log::report(set, opts)
 }
 
 /// Renders a report in a format (CSV needs the log set's spans and ids).

@@ -7,11 +7,13 @@
 mod fast;
 mod json;
 pub mod reader;
+pub mod report;
 pub mod scalar;
 pub mod writer;
 
 pub use reader::{
     LineRecord, LoadedRun, LogError, LogSet, ReadOptions, Reader, RecordReader, read_paths,
 };
+pub use report::{ChooseRun, choose_run, report, side_warnings};
 pub use scalar::{BadTimeUnit, TimeUnit};
 pub use writer::LogWriter;

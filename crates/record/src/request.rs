@@ -53,6 +53,7 @@ impl Queued {
             first_token_at: Cell::new(None),
             last_token_at: Cell::new(None),
             tokens: Cell::new(0),
+            response_id: RefCell::new(None),
             retried: RefCell::new(Vec::new()),
             done: false,
         }
@@ -92,11 +93,18 @@ pub struct Request {
     first_token_at: Cell<Option<Timestamp>>,
     last_token_at: Cell<Option<Timestamp>>,
     tokens: Cell<u64>,
+    response_id: RefCell<Option<String>>,
     retried: RefCell<Vec<Outcome>>,
     done: bool,
 }
 
 impl Request {
+    /// The server's id for the current attempt's response (`chatcmpl-…`): the span's
+    /// `request_id` when the request was queued without a name of its own.
+    pub fn response_id(&self, id: impl Into<String>) {
+        *self.response_id.borrow_mut() = Some(id.into());
+    }
+
     /// When it took its slot.
     pub fn admitted_at(&self) -> Timestamp {
         self.admitted_at
@@ -130,6 +138,7 @@ impl Request {
         let failed = self.outcome(now, Some(cause), None, None);
         self.retried.borrow_mut().push(failed);
         self.attempt_start.set(now);
+        self.response_id.borrow_mut().take();
         self.first_token_at.set(None);
         self.last_token_at.set(None);
         self.tokens.set(0);
@@ -198,7 +207,7 @@ impl Request {
             chunks: None,
             retry_after: None,
             error_message,
-            response_id: None,
+            response_id: self.response_id.borrow().clone(),
         }
     }
 

@@ -30,10 +30,12 @@ mod criteria;
 mod headline;
 mod identity;
 mod prepare;
+mod settings;
 
 pub use criteria::{CRITERIA, CriterionDef, Direction, Resample};
 pub use identity::check_mismatch;
 pub use prepare::{MIN_UNITS, bootstrap_bucket};
+pub use settings::{BadSetting, Setting};
 
 use prepare::{Prepared, prepare};
 

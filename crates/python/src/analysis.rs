@@ -1,0 +1,237 @@
+//! `tpscope.analyze` and `tpscope.compare`: the same reading, analysis and JSON
+//! rendering as `tpscope report --format json` and `tpscope compare --format json`
+//! (the functions the CLI calls), returned as text for the Python side to parse.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use tpscope_analysis::compare::{CompareConfig, RunRef, Setting, Thresholds, compare};
+use tpscope_analysis::stats::bootstrap::BootstrapConfig;
+use tpscope_analysis::{Options, Prices, WindowSpec, parse_goals};
+use tpscope_log::{ChooseRun, LogSet, ReadOptions, TimeUnit, read_paths};
+
+use crate::err;
+
+fn read_options(time_unit: Option<&str>, skip_invalid: bool) -> PyResult<ReadOptions> {
+    let time_unit = time_unit
+        .map(|u| {
+            u.parse::<TimeUnit>()
+                .map_err(|e| err(format!("time_unit: {e}")))
+        })
+        .transpose()?;
+    Ok(ReadOptions {
+        time_unit,
+        skip_invalid,
+        keep_span_ids: false,
+    })
+}
+
+fn price(name: &str, v: Option<f64>) -> PyResult<Option<f64>> {
+    match v {
+        Some(p) if !p.is_finite() || p < 0.0 => {
+            Err(err(format!("{name}: {p} is not a non-negative price")))
+        }
+        _ => Ok(v),
+    }
+}
+
+fn options(
+    window: &str,
+    bucket: Option<Duration>,
+    prices: (Option<f64>, Option<f64>, Option<f64>),
+    goodput: Option<&str>,
+) -> PyResult<Options> {
+    let goals = goodput
+        .map(|g| parse_goals(g).map_err(|e| err(format!("goodput: {e}"))))
+        .transpose()?;
+    Ok(Options {
+        goals,
+        window: window
+            .parse::<WindowSpec>()
+            .map_err(|e| err(format!("window: {e}")))?,
+        bucket,
+        prices: Prices {
+            per_hour: price("price_per_hour", prices.0)?,
+            per_mtok_in: price("price_per_mtok_in", prices.1)?,
+            per_mtok_out: price("price_per_mtok_out", prices.2)?,
+        },
+        ..Options::default()
+    })
+}
+
+fn read(paths: &[PathBuf], opts: ReadOptions) -> PyResult<LogSet> {
+    read_paths(paths, opts).map_err(err)
+}
+
+/// The `tpscope.report/1` document of the span logs `paths`, as JSON text.
+#[pyfunction]
+#[pyo3(signature = (paths, *, window="full", bucket="1s", time_unit=None, skip_invalid=false, price_per_hour=None, price_per_mtok_in=None, price_per_mtok_out=None, goodput=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn analyze_json(
+    py: Python<'_>,
+    paths: Vec<PathBuf>,
+    window: &str,
+    bucket: &str,
+    time_unit: Option<&str>,
+    skip_invalid: bool,
+    price_per_hour: Option<f64>,
+    price_per_mtok_in: Option<f64>,
+    price_per_mtok_out: Option<f64>,
+    goodput: Option<&str>,
+) -> PyResult<String> {
+    if paths.is_empty() {
+        return Err(err("analyze: no span log given"));
+    }
+    let bucket =
+        tpscope_model::units::parse_duration(bucket).map_err(|e| err(format!("bucket: {e}")))?;
+    if bucket.is_zero() {
+        return Err(err("bucket: the bucket must be longer than 0"));
+    }
+    let read_opts = read_options(time_unit, skip_invalid)?;
+    let opts = options(
+        window,
+        Some(bucket),
+        (price_per_hour, price_per_mtok_in, price_per_mtok_out),
+        goodput,
+    )?;
+    py.detach(|| {
+        let set = read(&paths, read_opts)?;
+        let report = tpscope_log::report(&set, &opts);
+        let bytes = tpscope_render::json(&report).map_err(err)?;
+        String::from_utf8(bytes).map_err(err)
+    })
+}
+
+/// One side of a comparison: its run, where it came from, and its reader warnings.
+fn side(
+    path: &PathBuf,
+    run: Option<&str>,
+    side: &str,
+    arg: &str,
+    read: ReadOptions,
+) -> PyResult<(tpscope_log::LoadedRun, String, Vec<String>)> {
+    let set = self::read(std::slice::from_ref(path), read)?;
+    let chosen = tpscope_log::choose_run(&set, run).map_err(|e| match e {
+        ChooseRun::NotFound { .. } => err(format!("{arg}: {} {e}", path.display())),
+        ChooseRun::Empty => err(format!("{}: {e} (the {side})", path.display())),
+        ChooseRun::Several { .. } => err(format!(
+            "{}: {e}; choose the {side} with {arg}",
+            path.display()
+        )),
+    })?;
+    let source = match run {
+        Some(id) => format!("{}#{id}", path.display()),
+        None => path.display().to_string(),
+    };
+    Ok((
+        chosen.clone(),
+        source,
+        tpscope_log::side_warnings(&set, side),
+    ))
+}
+
+/// The `tpscope.compare/1` document of a candidate run against a baseline, as JSON.
+#[pyfunction]
+#[pyo3(signature = (baseline, candidate, *, baseline_run=None, candidate_run=None, resamples=2000, seed=1, confidence=0.95, min_tps_gain=0.0, max_success_drop=0.01, min_gap_drop=0.0, max_retry_rise=0.01, max_goodput_drop=0.01, allow_mismatch=false, window="full", time_unit=None, skip_invalid=false, price_per_hour=None, price_per_mtok_in=None, price_per_mtok_out=None, goodput=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn compare_json(
+    py: Python<'_>,
+    baseline: PathBuf,
+    candidate: PathBuf,
+    baseline_run: Option<&str>,
+    candidate_run: Option<&str>,
+    resamples: usize,
+    seed: u64,
+    confidence: f64,
+    min_tps_gain: f64,
+    max_success_drop: f64,
+    min_gap_drop: f64,
+    max_retry_rise: f64,
+    max_goodput_drop: f64,
+    allow_mismatch: bool,
+    window: &str,
+    time_unit: Option<&str>,
+    skip_invalid: bool,
+    price_per_hour: Option<f64>,
+    price_per_mtok_in: Option<f64>,
+    price_per_mtok_out: Option<f64>,
+    goodput: Option<&str>,
+) -> PyResult<String> {
+    let cfg = CompareConfig {
+        thresholds: Thresholds {
+            min_tps_gain,
+            max_success_drop,
+            min_gap_drop,
+            max_retry_rise,
+            max_goodput_drop,
+        },
+        bootstrap: BootstrapConfig {
+            resamples,
+            seed,
+            level: confidence,
+        },
+        allow_mismatch,
+    };
+    cfg.check().map_err(|e| {
+        let value = match e.setting {
+            Setting::Resamples => resamples.to_string(),
+            Setting::Confidence => confidence.to_string(),
+            Setting::MinTpsGain => min_tps_gain.to_string(),
+            Setting::MaxSuccessDrop => max_success_drop.to_string(),
+            Setting::MinGapDrop => min_gap_drop.to_string(),
+            Setting::MaxRetryRise => max_retry_rise.to_string(),
+            Setting::MaxGoodputDrop => max_goodput_drop.to_string(),
+        };
+        err(format!("{}: {value} {e}", e.setting.key()))
+    })?;
+    let read_opts = read_options(time_unit, skip_invalid)?;
+    // The bootstrap chooses each run's bucket, as in the CLI.
+    let opts = options(
+        window,
+        None,
+        (price_per_hour, price_per_mtok_in, price_per_mtok_out),
+        goodput,
+    )?;
+    py.detach(|| {
+        let (b, bsource, mut warnings) = side(
+            &baseline,
+            baseline_run,
+            "baseline",
+            "baseline_run",
+            read_opts,
+        )?;
+        let (c, csource, cwarnings) = side(
+            &candidate,
+            candidate_run,
+            "candidate",
+            "candidate_run",
+            read_opts,
+        )?;
+        let mut compared = compare(
+            RunRef {
+                input: &b.input,
+                source: &bsource,
+            },
+            RunRef {
+                input: &c.input,
+                source: &csource,
+            },
+            &opts,
+            &cfg,
+        )
+        .map_err(|e| {
+            let hint = if allow_mismatch {
+                String::new()
+            } else {
+                " (pass allow_mismatch=True to compare them anyway)".into()
+            };
+            err(format!("comparing {bsource} with {csource}: {e}{hint}"))
+        })?;
+        warnings.extend(cwarnings);
+        warnings.append(&mut compared.comparison.warnings);
+        compared.comparison.warnings = warnings;
+        let bytes = tpscope_render::compare::json(&compared.comparison).map_err(err)?;
+        String::from_utf8(bytes).map_err(err)
+    })
+}

@@ -1,0 +1,258 @@
+//! `tpscope.Recorder` and its per-request handle: thin wrappers whose methods stamp
+//! on the Rust recorder's run clock (no Python clock, no GIL release: a stamp is a
+//! clock read and a few stores).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use tpscope_model::Cause;
+use tpscope_record::{OpenMode, Queued, Recorder, Request, RunInfo, Usage};
+
+use crate::err;
+
+/// Records one run of your own requests into a span log (`tpscope.spans/1`).
+#[pyclass(name = "Recorder", module = "tpscope._tpscope", subclass, frozen)]
+pub struct PyRecorder {
+    inner: Recorder,
+}
+
+fn open_mode(mode: &str) -> PyResult<OpenMode> {
+    match mode {
+        "new" => Ok(OpenMode::New),
+        "append" => Ok(OpenMode::Append),
+        "overwrite" => Ok(OpenMode::Overwrite),
+        _ => Err(err(format!(
+            "mode: `{mode}` is not new, append or overwrite"
+        ))),
+    }
+}
+
+/// A cadence given as seconds (a number) or in the duration grammar (`"10ms"`).
+fn interval(v: &Bound<'_, PyAny>) -> PyResult<Duration> {
+    let d = if let Ok(text) = v.extract::<String>() {
+        tpscope_model::units::parse_duration(&text)
+            .map_err(|e| err(format!("sample_interval: {e}")))?
+    } else {
+        let secs: f64 = v.extract()?;
+        Duration::try_from_secs_f64(secs).map_err(|_| {
+            err(format!(
+                "sample_interval: {secs} is not a non-negative number of seconds"
+            ))
+        })?
+    };
+    if d.is_zero() {
+        return Err(err("sample_interval: must be longer than 0"));
+    }
+    Ok(d)
+}
+
+#[pymethods]
+impl PyRecorder {
+    #[new]
+    #[pyo3(signature = (path, *, cap=None, labels=None, sample_interval=None, mode="new", model=None, url=None, api=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        path: PathBuf,
+        cap: Option<u32>,
+        labels: Option<BTreeMap<String, String>>,
+        sample_interval: Option<&Bound<'_, PyAny>>,
+        mode: &str,
+        model: Option<String>,
+        url: Option<String>,
+        api: Option<String>,
+    ) -> PyResult<Self> {
+        let mut info = RunInfo::new();
+        info.cap = cap;
+        info.labels = labels.unwrap_or_default();
+        if let Some(v) = sample_interval {
+            info.sample_interval = Some(interval(v)?);
+        }
+        if let Some(m) = model {
+            info = info.model(m);
+        }
+        if let Some(u) = url {
+            info = info.url(&u);
+        }
+        if let Some(a) = api {
+            info = info.api(a);
+        }
+        let inner = Recorder::open(path, info, open_mode(mode)?).map_err(err)?;
+        Ok(PyRecorder { inner })
+    }
+
+    /// A request became ready: stamps `queued_at` and returns its handle. `id` is
+    /// written as the span's `request_id`; empty: the server's response id, if any.
+    #[pyo3(signature = (id=String::new()))]
+    fn queued(&self, id: String) -> PyRequest {
+        PyRequest {
+            stage: Mutex::new(Stage::Queued(self.inner.queued(id))),
+        }
+    }
+
+    /// Changes the in-flight cap from now on (recorded as a sample).
+    fn set_cap(&self, cap: u32) {
+        self.inner.set_cap(cap);
+    }
+
+    /// The run's id.
+    #[getter]
+    fn run_id(&self) -> &str {
+        self.inner.run_id()
+    }
+
+    /// The file being written.
+    #[getter]
+    fn path(&self) -> PathBuf {
+        self.inner.path().to_path_buf()
+    }
+
+    /// Now on the run's clock, in nanoseconds since the Unix epoch.
+    fn now_ns(&self) -> i64 {
+        self.inner.now().unix_nanos()
+    }
+
+    /// Waits until every span finished so far is written and flushed.
+    fn flush(&self, py: Python<'_>) {
+        py.detach(|| self.inner.flush());
+    }
+
+    /// Ends the run (writes the `end` record); returns what was written:
+    /// `spans`, `ok`, `error`, `cancelled`, `samples`, `unfinished`.
+    fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let closed = py.detach(|| self.inner.close()).map_err(err)?;
+        let d = PyDict::new(py);
+        let c = closed.counts;
+        d.set_item("spans", c.spans)?;
+        d.set_item("ok", c.ok)?;
+        d.set_item("error", c.error)?;
+        d.set_item("cancelled", c.cancelled)?;
+        d.set_item("samples", c.samples)?;
+        d.set_item("unfinished", closed.unfinished)?;
+        Ok(d)
+    }
+}
+
+enum Stage {
+    Queued(Queued),
+    Admitted(Request),
+    Done,
+}
+
+/// One request: queued, then admitted (holding a slot), then finished. Dropped
+/// unfinished, it is written as cancelled.
+#[pyclass(name = "Request", module = "tpscope._tpscope", frozen)]
+pub struct PyRequest {
+    stage: Mutex<Stage>,
+}
+
+fn cause(name: &str) -> PyResult<Cause> {
+    name.parse().map_err(|e| err(format!("cause: {e}")))
+}
+
+impl PyRequest {
+    fn lock(&self) -> MutexGuard<'_, Stage> {
+        self.stage.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The admitted handle, admitting it now if it was still queued.
+    fn with<R>(&self, f: impl FnOnce(&Request) -> R) -> PyResult<R> {
+        let mut stage = self.lock();
+        if let Stage::Queued(_) = &*stage {
+            let Stage::Queued(q) = std::mem::replace(&mut *stage, Stage::Done) else {
+                unreachable!()
+            };
+            *stage = Stage::Admitted(q.admitted());
+        }
+        match &*stage {
+            Stage::Admitted(r) => Ok(f(r)),
+            _ => Err(err("the request is already finished")),
+        }
+    }
+
+    /// Takes the admitted handle out to finish it (admitting a queued one now).
+    fn take(&self) -> PyResult<Request> {
+        self.with(|_| ())?;
+        match std::mem::replace(&mut *self.lock(), Stage::Done) {
+            Stage::Admitted(r) => Ok(r),
+            _ => Err(err("the request is already finished")),
+        }
+    }
+}
+
+#[pymethods]
+impl PyRequest {
+    /// It took a slot (`admitted_at` is now). A no-op once admitted.
+    fn admitted(&self) -> PyResult<()> {
+        self.with(|_| ())
+    }
+
+    /// The first output arrived (a no-op after the first).
+    fn first_token(&self) -> PyResult<()> {
+        self.with(|r| r.first_token())
+    }
+
+    /// `n` output tokens (or chunks) arrived now; the first call stamps the first token.
+    #[pyo3(signature = (n=1))]
+    fn tokens(&self, n: u64) -> PyResult<()> {
+        self.with(|r| r.tokens(n))
+    }
+
+    /// The server's id for this response (the span's `request_id` when unnamed).
+    fn response_id(&self, id: String) -> PyResult<()> {
+        self.with(|r| r.response_id(id))
+    }
+
+    /// The current attempt failed with `cause`; a new attempt starts now.
+    fn retry(&self, cause: &str) -> PyResult<()> {
+        let c = self::cause(cause)?;
+        self.with(|r| r.retry(c))
+    }
+
+    /// It succeeded; with `output_tokens` (the server's usage) the span counts those,
+    /// otherwise the tokens given to `tokens()`.
+    #[pyo3(signature = (output_tokens=None, input_tokens=None))]
+    fn finish_ok(&self, output_tokens: Option<u64>, input_tokens: Option<u64>) -> PyResult<()> {
+        let usage = output_tokens.map(|o| Usage {
+            completion_tokens: o,
+            prompt_tokens: input_tokens,
+        });
+        self.take()?.finish_ok(usage);
+        Ok(())
+    }
+
+    /// It failed for good with `cause` (one of `tpscope.CAUSES`) and a message.
+    #[pyo3(signature = (cause, message=String::new()))]
+    fn finish_err(&self, cause: &str, message: String) -> PyResult<()> {
+        let c = self::cause(cause)?;
+        if c == Cause::Cancelled {
+            return self.cancel(message);
+        }
+        self.take()?.finish_err(c, message);
+        Ok(())
+    }
+
+    /// It was abandoned (a cancelled span), in the queue or holding a slot.
+    #[pyo3(signature = (why=String::from("cancelled")))]
+    fn cancel(&self, why: String) -> PyResult<()> {
+        match std::mem::replace(&mut *self.lock(), Stage::Done) {
+            Stage::Queued(q) => q.cancel(why),
+            Stage::Admitted(r) => r.cancel(why),
+            Stage::Done => return Err(err("the request is already finished")),
+        }
+        Ok(())
+    }
+
+    /// `queued`, `admitted` or `finished`.
+    #[getter]
+    fn state(&self) -> &'static str {
+        match &*self.lock() {
+            Stage::Queued(_) => "queued",
+            Stage::Admitted(_) => "admitted",
+            Stage::Done => "finished",
+        }
+    }
+}
