@@ -325,7 +325,7 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         ));
     }
 
-    RunReport {
+    let mut report = RunReport {
         run_id: input.run_id.clone(),
         tool: input
             .run
@@ -381,5 +381,39 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         cost,
         time_series,
         warnings,
+    };
+    if queue_unmeasured(input) {
+        forget_queue(&mut report);
     }
+    report
+}
+
+/// The run label an importer sets when the producer recorded no queue or schedule
+/// times: its spans' `queued_at` is then the send time, not a measurement.
+pub const QUEUE_LABEL: &str = "queue_times";
+/// The value of [`QUEUE_LABEL`] that says so.
+pub const QUEUE_UNKNOWN: &str = "unmeasured";
+
+fn queue_unmeasured(input: &RunInput) -> bool {
+    input
+        .run
+        .as_ref()
+        .and_then(|r| r.labels.get(QUEUE_LABEL))
+        .is_some_and(|v| v == QUEUE_UNKNOWN)
+}
+
+/// Without queue times, queue time, the user's TTFT and the gap figures cannot be
+/// known: absent, never 0 (DESIGN.md §3).
+fn forget_queue(r: &mut RunReport) {
+    r.gap_fraction = None;
+    r.gap_fraction_sampled = None;
+    r.gap_fraction_of_backlog = None;
+    r.mean_queue_depth = None;
+    r.distributions.t_queue = Default::default();
+    r.distributions.ttft_user = Default::default();
+    r.warnings.push(
+        "the producer recorded no queue or schedule times: queue time, the user's TTFT \
+         and the gap fraction are not known"
+            .into(),
+    );
 }

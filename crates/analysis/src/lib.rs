@@ -25,7 +25,9 @@ pub mod sweep;
 #[cfg(test)]
 mod test_support;
 
-pub use analyze::{Options, Prices, WindowSpec, analyze, steady_bounds};
+pub use analyze::{
+    Options, Prices, QUEUE_LABEL, QUEUE_UNKNOWN, WindowSpec, analyze, steady_bounds,
+};
 pub use collect::LENGTH_EDGES;
 pub use input::{RunInput, SampleFacts, SpanFacts};
 pub use metrics::{METRICS, SpanMetric, SpanMetrics, SpanRow, span_metrics, span_rows};

@@ -33,6 +33,9 @@ pub struct AnalysisFlags {
     /// Price per million output tokens (API pricing).
     #[arg(long, value_name = "PRICE")]
     pub price_per_mtok_out: Option<f64>,
+    /// The files are another tool's results, imported on the fly: auto, vllm, aiperf, guidellm, genai-bench, inference-perf, llmperf, otlp.
+    #[arg(long, value_name = "FORMAT")]
+    pub from: Option<String>,
 }
 
 impl Default for AnalysisFlags {
@@ -45,6 +48,7 @@ impl Default for AnalysisFlags {
             price_per_hour: None,
             price_per_mtok_in: None,
             price_per_mtok_out: None,
+            from: None,
         }
     }
 }
@@ -98,6 +102,14 @@ impl AnalysisFlags {
             skip_invalid: self.skip_invalid,
             keep_span_ids: false,
         })
+    }
+
+    /// Whether the files are imported (`Some`, with the format or `None` for auto).
+    pub fn import_from(&self) -> anyhow::Result<Option<Option<tpscope_log::import::Format>>> {
+        self.from
+            .as_deref()
+            .map(|f| crate::import_cmd::parse_from("--from", f))
+            .transpose()
     }
 
     /// How to analyse each run, with `bucket` as the time series' bucket.
