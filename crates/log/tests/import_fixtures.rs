@@ -214,8 +214,133 @@ fn auto_recognises_every_fixture() {
         ("vllm/vllm.json", Format::Vllm),
         ("aiperf/profile_export.jsonl", Format::Aiperf),
         ("otlp/traces.json", Format::Otlp),
+        ("guidellm/benchmarks.json", Format::Guidellm),
+        ("genai-bench/D64_32_text-to-text_num_concurrency_4_time_2s.json", Format::GenaiBench),
+        ("inference-perf/per_request_lifecycle_metrics.json", Format::InferencePerf),
     ] {
         let bytes = std::fs::read(data(rel)).unwrap();
         assert_eq!(Format::sniff(&bytes), Some(format), "{rel}");
     }
+}
+
+/// Asserts the tool's percentile, taken as one of the sample values (no
+/// interpolation), lies between the two values tpscope's type-7 interpolation reads.
+fn between_ranks(what: &str, mut values: Vec<f64>, q: f64, tool: f64) {
+    values.sort_by(f64::total_cmp);
+    let h = (values.len() - 1) as f64 * q;
+    let (lo, hi) = (values[h.floor() as usize], values[h.ceil() as usize]);
+    assert!(
+        lo - 1e-3 <= tool && tool <= hi + 1e-3,
+        "{what}: the tool's {tool} is not between {lo} and {hi}"
+    );
+}
+
+fn span_ms(imported: &Imported, f: impl Fn(&tpscope_model::Span) -> Option<Duration>) -> Vec<f64> {
+    imported
+        .spans
+        .iter()
+        .filter(|s| s.status == Status::Ok)
+        .filter_map(|s| f(s).map(|d| d.as_secs_f64() * 1e3))
+        .collect()
+}
+
+#[test]
+fn guidellm_figures_are_reproduced() {
+    let (imported, r) = load(Some(Format::Guidellm), "guidellm/benchmarks.json");
+    let doc = json("guidellm/benchmarks.json");
+    let b = &doc["benchmarks"][0];
+    let m = |name: &str| b["metrics"][name]["successful"].clone();
+    assert_eq!(r.counts.ok, 24);
+    assert_eq!(r.cap, Some(4));
+    let ttft = m("time_to_first_token_ms");
+    close("ttft mean", ms(r.distributions.t_first_token.mean), ttft["mean"].as_f64().unwrap(), 2);
+    let ttfts = span_ms(&imported, |s| s.first_token_at?.since(s.admitted_at?));
+    for (p, q) in [("p50", 0.5), ("p90", 0.9), ("p95", 0.95)] {
+        between_ranks(&format!("ttft {p}"), ttfts.clone(), q, ttft["percentiles"][p].as_f64().unwrap());
+    }
+    let lat = m("request_latency");
+    close("latency mean", ms(r.distributions.t_in_flight.mean) / 1e3, lat["mean"].as_f64().unwrap(), 4);
+    // GuideLLM's per-request ITL is (last − first token)/(tokens − 1): tpscope's tpot.
+    close("itl mean", ms(r.conventional.tpot.mean), m("inter_token_latency_ms")["mean"].as_f64().unwrap(), 2);
+    // Throughput over GuideLLM's window (first request sent to last ended); the
+    // run's own window also covers the time its requests waited in GuideLLM's queue.
+    let start = imported.spans.iter().filter_map(|s| s.admitted_at).min().unwrap();
+    let end = imported.spans.iter().map(|s| s.released_at).max().unwrap();
+    let origin = imported.run.started_at;
+    let input = RunInput::from_records(imported.run.clone(), &imported.spans, &[]);
+    let opts = Options {
+        window: tpscope_analysis::WindowSpec::Range {
+            from: start.since(origin).unwrap(),
+            to: end.since(origin).unwrap(),
+        },
+        ..Options::default()
+    };
+    let windowed = analyze(&input, &opts);
+    close(
+        "output tokens/s",
+        windowed.system_tps.unwrap().0,
+        m("output_tokens_per_second")["mean"].as_f64().unwrap(),
+        1,
+    );
+    // GuideLLM's queue times are kept: the gap fraction of its run is known.
+    assert!(r.gap_fraction.is_some());
+}
+
+#[test]
+fn guidellm_first_tokens_agree_with_the_simulators_truth() {
+    let (imported, _) = load(Some(Format::Guidellm), "guidellm/benchmarks.json");
+    let truth: std::collections::HashMap<_, _> = truth("guidellm/truth.jsonl").into_iter().collect();
+    // GuideLLM keeps the server's response id: match request by request.
+    for s in &imported.spans {
+        let id = s.request_id.as_deref().unwrap();
+        let d = s.first_token_at.unwrap().signed_nanos_since(truth[id]) as f64 / 1e6;
+        assert!(d.abs() < 25.0, "{id}: first token {d} ms from the simulator's");
+    }
+}
+
+#[test]
+fn genai_bench_figures_are_reproduced() {
+    let rel = "genai-bench/D64_32_text-to-text_num_concurrency_4_time_2s.json";
+    let (_, r) = load(Some(Format::GenaiBench), rel);
+    let doc = json(rel);
+    let st = &doc["aggregated_metrics"]["stats"];
+    assert_eq!(r.counts.ok, doc["aggregated_metrics"]["num_completed_requests"].as_u64().unwrap());
+    assert_eq!(r.cap, Some(4));
+    // genai-bench keeps seconds with numpy's percentiles: tpscope's method.
+    for (name, ours) in [("ttft", &r.distributions.t_first_token), ("e2e_latency", &r.distributions.t_in_flight)] {
+        close(&format!("{name} mean"), ms(ours.mean), st[name]["mean"].as_f64().unwrap() * 1e3, 2);
+        for p in ["p50", "p90", "p99"] {
+            let o = match p { "p50" => ours.p50, "p90" => ours.p90, _ => ours.p99 };
+            close(&format!("{name} {p}"), ms(o), st[name][p].as_f64().unwrap() * 1e3, 2);
+        }
+    }
+    close("tpot mean", ms(r.conventional.tpot.mean), st["tpot"]["mean"].as_f64().unwrap() * 1e3, 2);
+    // No start times: the queue, and so the gap fraction, are absent.
+    assert_eq!(r.gap_fraction, None);
+}
+
+#[test]
+fn inference_perf_figures_are_reproduced() {
+    let (imported, r) = load(Some(Format::InferencePerf), "inference-perf/per_request_lifecycle_metrics.json");
+    let doc = json("inference-perf/summary_lifecycle_metrics.json");
+    let lat = &doc["successes"]["latency"];
+    assert_eq!(r.counts.ok, doc["successes"]["count"].as_u64().unwrap());
+    close("ttft mean", ms(r.distributions.t_first_token.mean), lat["time_to_first_token"]["mean"].as_f64().unwrap() * 1e3, 2);
+    close("ttft p90", ms(r.distributions.t_first_token.p90), lat["time_to_first_token"]["p90"].as_f64().unwrap() * 1e3, 2);
+    close("latency mean", ms(r.distributions.t_in_flight.mean), lat["request_latency"]["mean"].as_f64().unwrap() * 1e3, 2);
+    close("latency p90", ms(r.distributions.t_in_flight.p90), lat["request_latency"]["p90"].as_f64().unwrap() * 1e3, 2);
+    // Token counts are the server's usage.
+    assert!(imported.spans.iter().all(|s| s.token_source == Some(tpscope_model::TokenSource::Usage)));
+}
+
+#[test]
+fn inference_perf_first_tokens_agree_with_the_simulators_truth() {
+    let (imported, _) = load(Some(Format::InferencePerf), "inference-perf/per_request_lifecycle_metrics.json");
+    let ours = firsts(&imported);
+    let mut truth: Vec<_> = truth("inference-perf/truth.jsonl").into_iter().map(|t| t.1).collect();
+    truth.sort();
+    assert_eq!(ours.len(), truth.len());
+    let rel = |v: &[Timestamp], i: usize| v[i].signed_nanos_since(v[0]) as f64 / 1e6;
+    let worst = (0..ours.len()).map(|i| (rel(&ours, i) - rel(&truth, i)).abs()).fold(0.0, f64::max);
+    assert!(worst < 25.0, "worst first-token disagreement {worst} ms");
 }

@@ -82,7 +82,7 @@ impl Format {
             Some(Format::Guidellm)
         } else if has("\"aggregated_metrics\"") && has("\"individual_request_metrics\"") {
             Some(Format::GenaiBench)
-        } else if has("\"info\"") && has("\"scheduled_time\"") {
+        } else if has("\"start_time\"") && has("\"end_time\"") && has("\"response_metrics\"") {
             Some(Format::InferencePerf)
         } else if has("\"end_to_end_latency_s\"") && has("\"ttft_s\"") {
             Some(Format::Llmperf)
