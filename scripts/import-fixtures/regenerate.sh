@@ -10,7 +10,7 @@
 #   guidellm    guidellm 0.8.1
 #   genai-bench genai-bench 0.0.5
 #   inference-perf inference-perf 0.7.0 (Python 3.12)
-#   llmperf     ray-project/llmperf at its latest commit (Python 3.10; not on PyPI)
+#   llmperf     ray-project/llmperf f1d6bed from source (Python 3.10; not on PyPI), run without Ray
 #   otlp        openai + opentelemetry-sdk 1.45.2 + opentelemetry-instrumentation-openai-v2 2.4b0
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -82,6 +82,48 @@ otlp)
   sim 18001 7 "$D/otlp/truth.jsonl" --speed 10
   "$V/otel/bin/python" "$HERE/otlp_client.py" http://127.0.0.1:18001/v1 $MODEL 12 "$D/otlp/traces.json"
   stop ;;
-*) [ -f "$HERE/$t.sh" ] && . "$HERE/$t.sh" || echo "skipping $t (no recipe here)";;
+guidellm)
+  venv guidellm python3.11 guidellm==0.8.1
+  sim 18006 23 "$D/guidellm/truth.jsonl"
+  rm -rf "$RUN/guidellm-out"; mkdir -p "$RUN/guidellm-out"
+  "$V/guidellm/bin/guidellm" run --backend kind=openai_http,target=http://127.0.0.1:18006,model=$MODEL \
+    --profile kind=concurrent,streams=4 --constraint kind=max_requests,count=24 \
+    --data kind=synthetic_text,prompt_tokens=64,output_tokens=32 \
+    --tokenizer kind=hf_auto,model="$V/rs/model/hf" \
+    --output kind=json,path="$RUN/guidellm-out/benchmarks.json" --disable-progress >"$RUN/guidellm-stdout.txt" 2>&1
+  cp "$RUN/guidellm-out/benchmarks.json" "$D/guidellm/"
+  stop ;;
+genai-bench)
+  venv genai python3.11 genai-bench==0.0.5
+  sim 18004 17 "$D/genai-bench/truth.jsonl"
+  rm -rf "$RUN/genai-exp"
+  "$V/genai/bin/genai-bench" benchmark --api-backend openai --api-base http://127.0.0.1:18004 \
+    --api-key unused --api-model-name $MODEL --model-tokenizer "$V/rs/model/hf" --task text-to-text \
+    --num-concurrency 4 --traffic-scenario "D(64,32)" --max-time-per-run 1 --max-requests-per-run 24 \
+    --experiment-base-dir "$RUN/genai-exp" --experiment-folder-name exp --server-engine vLLM \
+    --warmup-ratio 0 --cooldown-ratio 0 >"$RUN/genai-stdout.txt" 2>&1
+  rm -f "$D"/genai-bench/D*.json
+  cp "$RUN"/genai-exp/exp/D*.json "$RUN/genai-exp/exp/experiment_metadata.json" "$D/genai-bench/"
+  stop ;;
+inference-perf)
+  venv infperf python3.12 inference-perf==0.7.0
+  sim 18005 19 "$D/inference-perf/truth.jsonl"
+  rm -rf "$RUN/infperf-out"
+  sed -e "s#TOKENIZER#$V/rs/model/hf#; s#OUTDIR#$RUN/infperf-out#" "$HERE/inference-perf.yml" >"$RUN/infperf.yml"
+  "$V/infperf/bin/inference-perf" -c "$RUN/infperf.yml" >"$RUN/infperf-stdout.txt" 2>&1
+  cp "$RUN/infperf-out/per_request_lifecycle_metrics.json" "$RUN/infperf-out/summary_lifecycle_metrics.json" "$D/inference-perf/"
+  stop ;;
+llmperf)
+  # Not on PyPI: its source (ray-project/llmperf) must be checked out at $V/src/llmperf.
+  venv llmperf python3.10 "$V/src/llmperf"
+  cp -f "$V/src/llmperf/src/llmperf/sonnet.txt" "$V"/llmperf/lib/python3.10/site-packages/llmperf/
+  sim 18007 29 "$D/llmperf/truth.jsonl"
+  rm -rf "$RUN/llmperf-out"
+  OPENAI_API_BASE=http://127.0.0.1:18007/v1 OPENAI_API_KEY=unused LLMPERF_TOKENIZER="$V/rs/model/hf" \
+    PYTHONPATH="$V/src/llmperf" "$V/llmperf/bin/python" "$HERE/llmperf_without_ray.py" $MODEL 24 4 "$RUN/llmperf-out" \
+    >"$RUN/llmperf-stdout.txt" 2>&1
+  cp "$RUN"/llmperf-out/*.json "$D/llmperf/"
+  stop ;;
+*) echo "unknown tool $t"; exit 2;;
 esac
 done

@@ -30,7 +30,7 @@ fn vllm(n: usize) -> String {
         let sep = if i == 0 { "" } else { "," };
         let _ = write!(cols[0], "{sep}{:.12}", 0.04 + (i % 97) as f64 * 1e-4);
         let _ = write!(cols[1], "{sep}[0.0061,0.0062,0.0059,0.0063,0.0060,0.0061,0.0064,0.0058]");
-        let _ = write!(cols[2], "{sep}{:.12}", 0.09 + (i % 89) as f64 * 1e-4);
+        let _ = write!(cols[2], "{sep}{:.12}", 0.1 + (i % 97) as f64 * 1e-4);
         let _ = write!(cols[3], "{sep}{start:.9}");
         let _ = write!(cols[4], "{sep}{:.12}", (i % 13) as f64 * 1e-4);
         let _ = write!(cols[5], "{sep}{}", 60 + i % 20);

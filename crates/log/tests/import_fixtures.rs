@@ -217,6 +217,7 @@ fn auto_recognises_every_fixture() {
         ("guidellm/benchmarks.json", Format::Guidellm),
         ("genai-bench/D64_32_text-to-text_num_concurrency_4_time_2s.json", Format::GenaiBench),
         ("inference-perf/per_request_lifecycle_metrics.json", Format::InferencePerf),
+        ("llmperf/sim-llama-3-1-8b_64_32_individual_responses.json", Format::Llmperf),
     ] {
         let bytes = std::fs::read(data(rel)).unwrap();
         assert_eq!(Format::sniff(&bytes), Some(format), "{rel}");
@@ -343,4 +344,32 @@ fn inference_perf_first_tokens_agree_with_the_simulators_truth() {
     let rel = |v: &[Timestamp], i: usize| v[i].signed_nanos_since(v[0]) as f64 / 1e6;
     let worst = (0..ours.len()).map(|i| (rel(&ours, i) - rel(&truth, i)).abs()).fold(0.0, f64::max);
     assert!(worst < 25.0, "worst first-token disagreement {worst} ms");
+}
+
+#[test]
+fn llmperf_figures_are_reproduced() {
+    // The concurrency comes from the *_summary.json beside the file (the CLI reads it).
+    let rel = "llmperf/sim-llama-3-1-8b_64_32_individual_responses.json";
+    let path = data(rel);
+    let bytes = std::fs::read(&path).unwrap();
+    let sum = json("llmperf/sim-llama-3-1-8b_64_32_summary.json");
+    let clients = sum["num_concurrent_requests"].as_u64().map(|c| c as u32);
+    let opts = ImportOptions { clients, ..ImportOptions::default() };
+    let imported = import(Some(Format::Llmperf), &path, &bytes, &opts).unwrap();
+    let input = RunInput::from_records(imported.run.clone(), &imported.spans, &[]);
+    let r = analyze(&input, &Options::default());
+    assert_eq!(r.counts.ok, sum["results_num_completed_requests"].as_u64().unwrap());
+    assert_eq!(r.cap, Some(4));
+    // LLMPerf's quantiles are pandas' (linear): tpscope's method. It prints full floats;
+    // to the microsecond.
+    for (name, ours) in [("ttft_s", &r.distributions.t_first_token), ("end_to_end_latency_s", &r.distributions.t_in_flight)] {
+        let key = |k: &str| sum[format!("results_{name}_{k}")].as_f64().unwrap() * 1e3;
+        close(&format!("{name} mean"), ms(ours.mean), key("mean"), 3);
+        close(&format!("{name} p50"), ms(ours.p50), key("quantiles_p50"), 3);
+        close(&format!("{name} p90"), ms(ours.p90), key("quantiles_p90"), 3);
+        close(&format!("{name} p99"), ms(ours.p99), key("quantiles_p99"), 3);
+    }
+    // Durations only: no queue, so no gap fraction (absent, never 0).
+    assert_eq!(r.gap_fraction, None);
+    assert!(r.warnings.iter().any(|w| w.contains("no queue")));
 }
