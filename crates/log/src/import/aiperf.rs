@@ -8,7 +8,6 @@
 //! counts come from AIPerf's tokenizer (`tokenizer:aiperf`).
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -24,9 +23,30 @@ struct Line<'a> {
     #[serde(borrow)]
     metadata: Option<Metadata<'a>>,
     #[serde(borrow, default)]
-    metrics: HashMap<Cow<'a, str>, Metric<'a>>,
+    metrics: Metrics<'a>,
     #[serde(borrow, default)]
     error: Option<ErrorDetails<'a>>,
+}
+
+/// The metrics read (a struct, not a map: unknown metrics are skipped unparsed).
+#[derive(Deserialize, Default)]
+struct Metrics<'a> {
+    #[serde(borrow)]
+    time_to_first_token: Option<Metric<'a>>,
+    #[serde(borrow)]
+    request_latency: Option<Metric<'a>>,
+    #[serde(borrow)]
+    output_token_count: Option<Metric<'a>>,
+    #[serde(borrow)]
+    output_sequence_length: Option<Metric<'a>>,
+    #[serde(borrow)]
+    usage_completion_tokens: Option<Metric<'a>>,
+    #[serde(borrow)]
+    usage_prompt_tokens: Option<Metric<'a>>,
+    #[serde(borrow)]
+    input_sequence_length: Option<Metric<'a>>,
+    #[serde(borrow)]
+    inter_chunk_latency: Option<Metric<'a>>,
 }
 
 #[derive(Deserialize)]
@@ -49,12 +69,59 @@ struct Metric<'a> {
     unit: Option<Cow<'a, str>>,
 }
 
-#[derive(Deserialize)]
-#[serde(untagged)]
+/// A metric's value: a number, a list of numbers, or anything else (ignored).
 enum MetricValue {
     Number(f64),
     List(Vec<f64>),
-    Other(IgnoredAny),
+    Other,
+}
+
+// By hand rather than `#[serde(untagged)]`, which buffers every value first (a third
+// of the import's time).
+impl<'de> Deserialize<'de> for MetricValue {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = MetricValue;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a metric value")
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<MetricValue, E> {
+                Ok(MetricValue::Number(v))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<MetricValue, E> {
+                Ok(MetricValue::Number(v as f64))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<MetricValue, E> {
+                Ok(MetricValue::Number(v as f64))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<MetricValue, E> {
+                Ok(MetricValue::Other)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<MetricValue, E> {
+                Ok(MetricValue::Other)
+            }
+            fn visit_unit<E>(self) -> Result<MetricValue, E> {
+                Ok(MetricValue::Other)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<MetricValue, A::Error> {
+                let mut out = Vec::new();
+                let mut numbers = true;
+                while let Some(v) = a.next_element::<MetricValue>()? {
+                    match v {
+                        MetricValue::Number(n) => out.push(n),
+                        _ => numbers = false,
+                    }
+                }
+                Ok(if numbers { MetricValue::List(out) } else { MetricValue::Other })
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<MetricValue, A::Error> {
+                while a.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(MetricValue::Other)
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 #[derive(Deserialize)]
@@ -122,13 +189,14 @@ fn line(cx: &Cx<'_>, record: &str, text: &str) -> Result<Raw, ImportError> {
     };
     let start = ns("metadata.request_start_ns", md.request_start_ns)?;
     let end = ns("metadata.request_end_ns", md.request_end_ns)?;
-    let metric = |name: &str| l.metrics.get(name);
-    let ttft = metric("time_to_first_token").and_then(Metric::duration);
-    let latency = metric("request_latency").and_then(Metric::duration);
-    let usage = metric("usage_completion_tokens").and_then(Metric::count);
+    let m = &l.metrics;
+    let ttft = m.time_to_first_token.as_ref().and_then(Metric::duration);
+    let latency = m.request_latency.as_ref().and_then(Metric::duration);
+    let usage = m.usage_completion_tokens.as_ref().and_then(Metric::count);
     let out = usage.or_else(|| {
-        metric("output_token_count")
-            .or_else(|| metric("output_sequence_length"))
+        m.output_token_count
+            .as_ref()
+            .or(m.output_sequence_length.as_ref())
             .and_then(Metric::count)
     });
     let token_source = Some(if usage.is_some() {
@@ -141,7 +209,7 @@ fn line(cx: &Cx<'_>, record: &str, text: &str) -> Result<Raw, ImportError> {
         (Some(f), Some(l)) => Some(start.after(l).max(f)),
         (f, _) => f,
     };
-    let chunks = match (first, metric("inter_chunk_latency")) {
+    let chunks = match (first, m.inter_chunk_latency.as_ref()) {
         (Some(_), Some(m)) => match (&m.value, unit_ns(m.unit.as_deref())) {
             (MetricValue::List(gaps), Some(per)) => {
                 let mut at = 0f64;
@@ -181,8 +249,10 @@ fn line(cx: &Cx<'_>, record: &str, text: &str) -> Result<Raw, ImportError> {
         last_token_at: last,
         ended_at: Some(end.max(last.unwrap_or(end))),
         output_tokens: Some(if ok { out.unwrap_or(0) } else { 0 }),
-        input_tokens: metric("usage_prompt_tokens")
-            .or_else(|| metric("input_sequence_length"))
+        input_tokens: m
+            .usage_prompt_tokens
+            .as_ref()
+            .or(m.input_sequence_length.as_ref())
             .and_then(Metric::count),
         token_source,
         error,
