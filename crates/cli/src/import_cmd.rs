@@ -142,7 +142,11 @@ pub fn run(args: ImportArgs) -> anyhow::Result<ExitCode> {
             stderr,
             "imported {} requests from {} as {} (run {}){}",
             r.spans.len(),
-            r.run.labels.get("source_file").map(String::as_str).unwrap_or("?"),
+            r.run
+                .labels
+                .get("source_file")
+                .map(String::as_str)
+                .unwrap_or("?"),
             r.format,
             r.run.run_id,
             if skipped > 0 {

@@ -29,7 +29,10 @@ fn vllm(n: usize) -> String {
         let start = 2066.0 + i as f64 * 0.002;
         let sep = if i == 0 { "" } else { "," };
         let _ = write!(cols[0], "{sep}{:.12}", 0.04 + (i % 97) as f64 * 1e-4);
-        let _ = write!(cols[1], "{sep}[0.0061,0.0062,0.0059,0.0063,0.0060,0.0061,0.0064,0.0058]");
+        let _ = write!(
+            cols[1],
+            "{sep}[0.0061,0.0062,0.0059,0.0063,0.0060,0.0061,0.0064,0.0058]"
+        );
         let _ = write!(cols[2], "{sep}{:.12}", 0.1 + (i % 97) as f64 * 1e-4);
         let _ = write!(cols[3], "{sep}{start:.9}");
         let _ = write!(cols[4], "{sep}{:.12}", (i % 13) as f64 * 1e-4);
@@ -41,14 +44,7 @@ fn vllm(n: usize) -> String {
         "{{\"date\":\"20261123-104432\",\"backend\":\"openai\",\"model_id\":\"m\",\"max_concurrency\":64,\
          \"ttfts\":[{}],\"itls\":[{}],\"latencies\":[{}],\"start_times\":[{}],\"queue_times\":[{}],\
          \"input_lens\":[{}],\"output_lens\":[{}],\"errors\":[{}]}}",
-        cols[0],
-        cols[1],
-        cols[2],
-        cols[3],
-        cols[4],
-        cols[5],
-        cols[7],
-        cols[6]
+        cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[7], cols[6]
     )
 }
 

@@ -104,7 +104,10 @@ impl<'de> Deserialize<'de> for MetricValue {
             fn visit_unit<E>(self) -> Result<MetricValue, E> {
                 Ok(MetricValue::Other)
             }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<MetricValue, A::Error> {
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<MetricValue, A::Error> {
                 let mut out = Vec::new();
                 let mut numbers = true;
                 while let Some(v) = a.next_element::<MetricValue>()? {
@@ -113,9 +116,16 @@ impl<'de> Deserialize<'de> for MetricValue {
                         _ => numbers = false,
                     }
                 }
-                Ok(if numbers { MetricValue::List(out) } else { MetricValue::Other })
+                Ok(if numbers {
+                    MetricValue::List(out)
+                } else {
+                    MetricValue::Other
+                })
             }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<MetricValue, A::Error> {
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<MetricValue, A::Error> {
                 while a.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
                 Ok(MetricValue::Other)
             }
@@ -178,14 +188,23 @@ fn cause_of(e: &ErrorDetails<'_>) -> Cause {
 
 fn line(cx: &Cx<'_>, record: &str, text: &str) -> Result<Raw, ImportError> {
     let l: Line<'_> = serde_json::from_str(text).map_err(|e| {
-        cx.bad(record, None, format!("{e} (expected an AIPerf record {{metadata, metrics, error}})"))
+        cx.bad(
+            record,
+            None,
+            format!("{e} (expected an AIPerf record {{metadata, metrics, error}})"),
+        )
     })?;
     let md = l
         .metadata
         .ok_or_else(|| cx.bad(record, Some("metadata"), "missing"))?;
     let ns = |field: &str, v: Option<i64>| {
-        v.map(Timestamp::from_unix_nanos)
-            .ok_or_else(|| cx.bad(record, Some(field), "missing (expected wall-clock nanoseconds)"))
+        v.map(Timestamp::from_unix_nanos).ok_or_else(|| {
+            cx.bad(
+                record,
+                Some(field),
+                "missing (expected wall-clock nanoseconds)",
+            )
+        })
     };
     let start = ns("metadata.request_start_ns", md.request_start_ns)?;
     let end = ns("metadata.request_end_ns", md.request_end_ns)?;
@@ -269,7 +288,8 @@ fn line(cx: &Cx<'_>, record: &str, text: &str) -> Result<Raw, ImportError> {
 }
 
 pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
-    let text = std::str::from_utf8(bytes).map_err(|e| cx.not_format(format!("not UTF-8 text: {e}")))?;
+    let text =
+        std::str::from_utf8(bytes).map_err(|e| cx.not_format(format!("not UTF-8 text: {e}")))?;
     cx.run.tool = "aiperf".into();
     cx.run.token_source = Some(TokenSource::Tokenizer("aiperf".into()));
     cx.queue_known = true;
@@ -296,8 +316,10 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
         }
     }
     if warmup > 0 {
-        cx.warnings
-            .push(format!("{}: {warmup} warmup records left out", cx.file.display()));
+        cx.warnings.push(format!(
+            "{}: {warmup} warmup records left out",
+            cx.file.display()
+        ));
     }
     Ok(())
 }

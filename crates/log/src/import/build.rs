@@ -105,7 +105,12 @@ impl<'a> Cx<'a> {
     }
 
     /// One record is wrong.
-    pub fn bad(&self, record: &str, field: Option<&str>, problem: impl Into<String>) -> ImportError {
+    pub fn bad(
+        &self,
+        record: &str,
+        field: Option<&str>,
+        problem: impl Into<String>,
+    ) -> ImportError {
         ImportError::Record {
             file: self.file.to_path_buf(),
             record: record.to_string(),
@@ -121,9 +126,7 @@ impl<'a> Cx<'a> {
             return Err(e);
         }
         let reason = match &e {
-            ImportError::Record {
-                field: Some(f), ..
-            } => format!("{}: bad `{f}`", self.format),
+            ImportError::Record { field: Some(f), .. } => format!("{}: bad `{f}`", self.format),
             _ => format!("{}: unreadable record", self.format),
         };
         *self.skipped.entry(reason).or_default() += 1;
@@ -220,7 +223,6 @@ impl<'a> Cx<'a> {
 pub fn secs(v: f64) -> Option<Duration> {
     Duration::try_from_secs_f64(v).ok()
 }
-
 
 /// Chunk marks from the gaps between successive chunks after the first (each chunk
 /// one token: the tools do not say how many a chunk carried).

@@ -21,8 +21,14 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
         .as_array()
         .ok_or_else(|| cx.not_format("no `individual_request_metrics` array"))?;
     let agg = &doc["aggregated_metrics"];
-    let per = if doc["_time_unit"].as_str() == Some("ms") { 1e-3 } else { 1.0 };
-    let clients = agg["num_concurrency"].as_u64().and_then(|c| u32::try_from(c).ok());
+    let per = if doc["_time_unit"].as_str() == Some("ms") {
+        1e-3
+    } else {
+        1.0
+    };
+    let clients = agg["num_concurrency"]
+        .as_u64()
+        .and_then(|c| u32::try_from(c).ok());
     cx.run.tool = "genai-bench".into();
     cx.run.cap = clients;
     cx.run.token_source = Some(TokenSource::Usage);
@@ -61,7 +67,9 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
             };
             let sent = lanes.place(e2e);
             let out = r["num_output_tokens"].as_u64().unwrap_or(0);
-            let first = secs("ttft")?.filter(|_| error.is_none() && out > 0).map(|d| sent.after(d));
+            let first = secs("ttft")?
+                .filter(|_| error.is_none() && out > 0)
+                .map(|d| sent.after(d));
             Ok(Raw {
                 sent_at: Some(sent),
                 first_token_at: first,
@@ -78,6 +86,7 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
             Err(e) => cx.reject(e)?,
         }
     }
-    cx.warnings.push(lanes::placed_warning(cx.file, "genai-bench", "start time"));
+    cx.warnings
+        .push(lanes::placed_warning(cx.file, "genai-bench", "start time"));
     Ok(())
 }

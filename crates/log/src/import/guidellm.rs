@@ -20,7 +20,11 @@ fn unix(v: &Value) -> Option<Timestamp> {
 fn request(cx: &Cx<'_>, record: &str, r: &Value, errored: bool) -> Result<Raw, ImportError> {
     let t = &r["info"]["timings"];
     if !t.is_object() {
-        return Err(cx.bad(record, Some("info.timings"), "missing (expected an object of Unix times)"));
+        return Err(cx.bad(
+            record,
+            Some("info.timings"),
+            "missing (expected an object of Unix times)",
+        ));
     }
     let start = unix(&t["request_start"]).or_else(|| unix(&r["request_start_time"]));
     let end = unix(&t["request_end"]).or_else(|| unix(&r["request_end_time"]));
@@ -50,7 +54,11 @@ fn request(cx: &Cx<'_>, record: &str, r: &Value, errored: bool) -> Result<Raw, I
         queued_at: unix(&t["queued"]),
         sent_at: start,
         first_token_at: if errored { None } else { first },
-        last_token_at: if errored { None } else { unix(&t["last_token_iteration"]).or(first) },
+        last_token_at: if errored {
+            None
+        } else {
+            unix(&t["last_token_iteration"]).or(first)
+        },
         ended_at: end,
         output_tokens: Some(if errored { 0 } else { out.unwrap_or(0) }),
         input_tokens: r["input_metrics"]["text_tokens"]
@@ -69,7 +77,10 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
         .ok_or_else(|| cx.not_format("no `benchmarks` array"))?;
     let index = cx.benchmark.unwrap_or(0);
     let b = benches.get(index).ok_or_else(|| {
-        cx.not_format(format!("no benchmark {index} (the file has {})", benches.len()))
+        cx.not_format(format!(
+            "no benchmark {index} (the file has {})",
+            benches.len()
+        ))
     })?;
     let version = doc["metadata"]["guidellm_version"].as_str().unwrap_or("?");
     cx.run.tool = format!("guidellm {version}");
@@ -87,20 +98,31 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
     cx.queue_known = true;
     let reqs = &b["requests"];
     if !reqs.is_object() {
-        return Err(cx.not_format(format!("benchmark {index} has no `requests` (save per-request data)")));
+        return Err(cx.not_format(format!(
+            "benchmark {index} has no `requests` (save per-request data)"
+        )));
     }
-    for (kind, errored) in [("successful", false), ("errored", true), ("incomplete", true)] {
+    for (kind, errored) in [
+        ("successful", false),
+        ("errored", true),
+        ("incomplete", true),
+    ] {
         for (i, r) in reqs[kind].as_array().into_iter().flatten().enumerate() {
             let record = format!("benchmarks[{index}].requests.{kind}[{i}]");
             match request(cx, &record, r, errored) {
                 Ok(mut raw) => {
                     if kind == "incomplete" {
-                        raw.error = Some((Cause::Cancelled, "incomplete when the benchmark ended".into()));
+                        raw.error = Some((
+                            Cause::Cancelled,
+                            "incomplete when the benchmark ended".into(),
+                        ));
                     }
                     if cx.run.target.model.is_none() {
-                        cx.run.target.model = serde_json::from_str::<Value>(r["request_args"].as_str().unwrap_or("{}"))
-                            .ok()
-                            .and_then(|a| a["body"]["model"].as_str().map(str::to_string));
+                        cx.run.target.model = serde_json::from_str::<Value>(
+                            r["request_args"].as_str().unwrap_or("{}"),
+                        )
+                        .ok()
+                        .and_then(|a| a["body"]["model"].as_str().map(str::to_string));
                     }
                     cx.push(&record, raw)?
                 }

@@ -16,9 +16,8 @@ use super::build::{Cx, Raw, cause_of_status};
 use super::lanes::DEFAULT_ANCHOR;
 
 pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
-    let doc: Value = serde_json::from_slice(bytes).map_err(|e| {
-        cx.not_format(format!("{e} (expected per_request_lifecycle_metrics.json)"))
-    })?;
+    let doc: Value = serde_json::from_slice(bytes)
+        .map_err(|e| cx.not_format(format!("{e} (expected per_request_lifecycle_metrics.json)")))?;
     let reqs = doc
         .as_array()
         .ok_or_else(|| cx.not_format("expected a JSON array of per-request lifecycle entries"))?;
@@ -33,17 +32,22 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
         .reduce(f64::min)
         .unwrap_or(0.0);
     let at = |s: f64| -> Option<Timestamp> {
-        Duration::try_from_secs_f64(s - origin).ok().map(|d| DEFAULT_ANCHOR.after(d))
+        Duration::try_from_secs_f64(s - origin)
+            .ok()
+            .map(|d| DEFAULT_ANCHOR.after(d))
     };
     cx.queue_known = !reqs.is_empty() && reqs.iter().all(|r| r["scheduled_time"].is_number());
     for (i, r) in reqs.iter().enumerate() {
         let record = format!("request {i}");
         let raw = (|| -> Result<Raw, ImportError> {
             let time = |field: &str| {
-                r[field]
-                    .as_f64()
-                    .and_then(at)
-                    .ok_or_else(|| cx.bad(&record, Some(field), "missing (expected seconds of the client's clock)"))
+                r[field].as_f64().and_then(at).ok_or_else(|| {
+                    cx.bad(
+                        &record,
+                        Some(field),
+                        "missing (expected seconds of the client's clock)",
+                    )
+                })
             };
             let start = time("start_time")?;
             let end = time("end_time")?;

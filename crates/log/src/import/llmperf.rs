@@ -8,9 +8,9 @@
 use serde::Deserialize;
 use tpscope_model::{Cause, Target, TokenSource};
 
+use super::ImportError;
 use super::build::{Cx, Raw, cause_of_status, secs};
 use super::lanes::{self, DEFAULT_ANCHOR, Lanes};
-use super::ImportError;
 
 #[derive(Deserialize)]
 struct Response {
@@ -24,9 +24,15 @@ struct Response {
     number_input_tokens: Option<u64>,
 }
 
-pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8], clients: Option<u32>) -> Result<(), ImportError> {
+pub(super) fn import(
+    cx: &mut Cx<'_>,
+    bytes: &[u8],
+    clients: Option<u32>,
+) -> Result<(), ImportError> {
     let items: Vec<serde_json::Value> = serde_json::from_slice(bytes).map_err(|e| {
-        cx.not_format(format!("{e} (expected the JSON array of *_individual_responses.json)"))
+        cx.not_format(format!(
+            "{e} (expected the JSON array of *_individual_responses.json)"
+        ))
     })?;
     cx.run.tool = "llmperf".into();
     cx.run.target = Target {
@@ -40,11 +46,21 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8], clients: Option<u32>) -> Res
     for (i, item) in items.into_iter().enumerate() {
         let record = format!("request {i}");
         let raw = (|| -> Result<Raw, ImportError> {
-            let r: Response = serde_json::from_value(item)
-                .map_err(|e| cx.bad(&record, None, format!("{e} (expected an object of per-request metrics)")))?;
+            let r: Response = serde_json::from_value(item).map_err(|e| {
+                cx.bad(
+                    &record,
+                    None,
+                    format!("{e} (expected an object of per-request metrics)"),
+                )
+            })?;
             let dur = |field: &str, v: Option<f64>| {
-                v.and_then(secs)
-                    .ok_or_else(|| cx.bad(&record, Some(field), "expected a non-negative number of seconds"))
+                v.and_then(secs).ok_or_else(|| {
+                    cx.bad(
+                        &record,
+                        Some(field),
+                        "expected a non-negative number of seconds",
+                    )
+                })
             };
             let e2e = dur("end_to_end_latency_s", r.end_to_end_latency_s)?;
             let error = match r.error_code {
@@ -62,7 +78,10 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8], clients: Option<u32>) -> Res
             let streamed = error.is_none() && out > 0 && !ttft.is_zero();
             let first = streamed.then(|| sent.after(ttft));
             // inter_token_latency_s × tokens is the time from sending to the last chunk.
-            let last = match (first, r.inter_token_latency_s.and_then(|v| secs(v * out as f64))) {
+            let last = match (
+                first,
+                r.inter_token_latency_s.and_then(|v| secs(v * out as f64)),
+            ) {
                 (Some(f), Some(to_last)) => Some(sent.after(to_last.min(e2e)).max(f)),
                 (f, _) => f,
             };
@@ -82,7 +101,8 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8], clients: Option<u32>) -> Res
             Err(e) => cx.reject(e)?,
         }
     }
-    cx.warnings.push(lanes::placed_warning(cx.file, "llmperf", "start time"));
+    cx.warnings
+        .push(lanes::placed_warning(cx.file, "llmperf", "start time"));
     if clients.is_none() {
         cx.warnings.push(format!(
             "{}: the concurrency is unknown (no *_summary.json beside it): requests were placed on one client",

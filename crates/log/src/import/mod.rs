@@ -3,8 +3,8 @@
 //! (bytes in, records out, no I/O); [`Format::sniff`] guesses the format from the
 //! content. Each importer maps what the tool measured and leaves absent what it lacks.
 
-mod build;
 pub mod aiperf;
+mod build;
 pub mod genai_bench;
 pub mod guidellm;
 pub mod inference_perf;
@@ -100,7 +100,9 @@ impl fmt::Display for Format {
 
 /// A `--from` value that names no format.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown format `{0}` (expected auto, vllm, aiperf, guidellm, genai-bench, inference-perf, llmperf or otlp)")]
+#[error(
+    "unknown format `{0}` (expected auto, vllm, aiperf, guidellm, genai-bench, inference-perf, llmperf or otlp)"
+)]
 pub struct UnknownFormat(pub String);
 
 impl FromStr for Format {
@@ -151,7 +153,9 @@ pub enum ImportError {
         problem: String,
     },
     /// `auto` found no format that fits.
-    #[error("{file}: cannot tell which tool wrote this file; name it with --from (vllm, aiperf, guidellm, genai-bench, inference-perf, llmperf, otlp)")]
+    #[error(
+        "{file}: cannot tell which tool wrote this file; name it with --from (vllm, aiperf, guidellm, genai-bench, inference-perf, llmperf, otlp)"
+    )]
     Unrecognised {
         /// The file.
         file: PathBuf,

@@ -95,7 +95,10 @@ fn int(v: &Value) -> Option<i64> {
 
 impl OSpan {
     fn attr(&self, key: &str) -> Option<&AnyValue> {
-        self.attributes.iter().find(|kv| kv.key == key).map(|kv| &kv.value)
+        self.attributes
+            .iter()
+            .find(|kv| kv.key == key)
+            .map(|kv| &kv.value)
     }
     fn int_attr(&self, keys: &[&str]) -> Option<u64> {
         keys.iter().find_map(|k| {
@@ -118,7 +121,10 @@ impl OSpan {
     }
 }
 
-const OUTPUT: &[&str] = &["gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"];
+const OUTPUT: &[&str] = &[
+    "gen_ai.usage.output_tokens",
+    "gen_ai.usage.completion_tokens",
+];
 const INPUT: &[&str] = &["gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"];
 
 fn cause_of(s: &OSpan) -> Cause {
@@ -131,7 +137,10 @@ fn cause_of(s: &OSpan) -> Cause {
         Cause::Connect
     } else if kind.contains("internalserver") {
         Cause::Http5xx
-    } else if kind.contains("badrequest") || kind.contains("notfound") || kind.contains("authentication") {
+    } else if kind.contains("badrequest")
+        || kind.contains("notfound")
+        || kind.contains("authentication")
+    {
         Cause::Http4xx
     } else {
         Cause::Disconnect
@@ -213,7 +222,11 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
         Err(whole) => {
             let text = std::str::from_utf8(bytes).map_err(|_| cx.not_format(format!("{whole}")))?;
             let mut docs = Vec::new();
-            for (i, l) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+            for (i, l) in text
+                .lines()
+                .enumerate()
+                .filter(|(_, l)| !l.trim().is_empty())
+            {
                 let d = serde_json::from_str(l).map_err(|e| {
                     cx.not_format(format!("line {}: {e} (expected an OTLP/JSON ExportTraceServiceRequest with `resourceSpans`)", i + 1))
                 })?;
@@ -238,10 +251,15 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
     }
     let start = |s: &&OSpan| s.start_time_unix_nano.as_ref().and_then(int).unwrap_or(0);
     spans.sort_by_key(start);
-    if let Some(m) = spans.iter().find_map(|s| s.str_attr("gen_ai.request.model")) {
+    if let Some(m) = spans
+        .iter()
+        .find_map(|s| s.str_attr("gen_ai.request.model"))
+    {
         cx.run.target = Target {
             model: Some(m.to_string()),
-            api: spans[0].str_attr("gen_ai.operation.name").map(str::to_string),
+            api: spans[0]
+                .str_attr("gen_ai.operation.name")
+                .map(str::to_string),
             ..Target::default()
         };
     }

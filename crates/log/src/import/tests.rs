@@ -45,15 +45,25 @@ fn vllm_columns_become_spans_with_the_queue_and_errors() {
 #[test]
 fn a_column_of_the_wrong_length_names_it() {
     let text = VLLM.replace(r#""latencies":[0.2,0.05]"#, r#""latencies":[0.2]"#);
-    let e = run(Some(Format::Vllm), &text, false).unwrap_err().to_string();
-    assert!(e.contains("results/x.json") && e.contains("`latencies` has 1 entries"), "{e}");
+    let e = run(Some(Format::Vllm), &text, false)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("results/x.json") && e.contains("`latencies` has 1 entries"),
+        "{e}"
+    );
 }
 
 #[test]
 fn a_bad_value_names_the_file_record_and_field() {
     let text = VLLM.replace(r#""ttfts":[0.1,0.0]"#, r#""ttfts":[0.1,-1]"#);
-    let e = run(Some(Format::Vllm), &text, false).unwrap_err().to_string();
-    assert!(e.starts_with("results/x.json: request 1: field `ttfts`"), "{e}");
+    let e = run(Some(Format::Vllm), &text, false)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("results/x.json: request 1: field `ttfts`"),
+        "{e}"
+    );
     let skipped = run(Some(Format::Vllm), &text, true).unwrap();
     assert_eq!(skipped.spans.len(), 1);
     assert_eq!(skipped.skipped.values().sum::<u64>(), 1);
@@ -61,10 +71,20 @@ fn a_bad_value_names_the_file_record_and_field() {
 
 #[test]
 fn the_wrong_format_says_what_was_expected() {
-    let e = run(Some(Format::Vllm), "[1,2]", false).unwrap_err().to_string();
-    assert!(e.contains("not vllm output") && e.contains("--save-result"), "{e}");
-    let e = run(Some(Format::Llmperf), r#"{"ttfts":[]}"#, false).unwrap_err().to_string();
-    assert!(e.contains("not llmperf output") && e.contains("individual_responses"), "{e}");
+    let e = run(Some(Format::Vllm), "[1,2]", false)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("not vllm output") && e.contains("--save-result"),
+        "{e}"
+    );
+    let e = run(Some(Format::Llmperf), r#"{"ttfts":[]}"#, false)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("not llmperf output") && e.contains("individual_responses"),
+        "{e}"
+    );
     let e = run(None, "hello", false).unwrap_err().to_string();
     assert!(e.contains("cannot tell which tool"), "{e}");
 }
@@ -93,7 +113,10 @@ fn llmperf_durations_are_placed_and_the_queue_is_absent() {
     let secs = |x: tpscope_model::Timestamp, y| x.since(y).unwrap().as_secs_f64();
     // inter_token_latency_s × tokens is the time to the last chunk.
     assert!((secs(a.last_token_at.unwrap(), a.admitted_at.unwrap()) - 1.0).abs() < 1e-9);
-    assert_eq!(i.run.token_source, Some(tpscope_model::TokenSource::Tokenizer("llmperf".into())));
+    assert_eq!(
+        i.run.token_source,
+        Some(tpscope_model::TokenSource::Tokenizer("llmperf".into()))
+    );
     assert_eq!(i.spans[1].error.as_ref().unwrap().cause, Cause::Http429);
     // Two clients: both start at the anchor.
     assert_eq!(i.spans[0].admitted_at, i.spans[1].admitted_at);
@@ -110,13 +133,21 @@ fn aiperf_lines_name_their_line_number() {
     let good = r#"{"metadata":{"session_num":0,"credit_issued_ns":1795431533325561945,"request_start_ns":1795431533334569429,"request_end_ns":1795431533567385207,"benchmark_phase":"profiling"},"metrics":{"time_to_first_token":{"value":29.4,"unit":"ms"},"request_latency":{"value":232.8,"unit":"ms"},"output_token_count":{"value":32,"unit":"tokens"},"inter_chunk_latency":{"value":[1.0,2.0],"unit":"ms"}},"error":null}"#;
     let bad = good.replace(r#""request_start_ns":1795431533334569429,"#, "");
     let text = format!("{good}\n{bad}\n");
-    let e = run(Some(Format::Aiperf), &text, false).unwrap_err().to_string();
-    assert!(e.contains("line 2: field `metadata.request_start_ns`"), "{e}");
+    let e = run(Some(Format::Aiperf), &text, false)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("line 2: field `metadata.request_start_ns`"),
+        "{e}"
+    );
     let i = run(Some(Format::Aiperf), &text, true).unwrap();
     assert_eq!(i.spans.len(), 1);
     let s = &i.spans[0];
     assert!(s.queued_at < s.admitted_at.unwrap());
-    assert_eq!(s.token_source, Some(tpscope_model::TokenSource::Tokenizer("aiperf".into())));
+    assert_eq!(
+        s.token_source,
+        Some(tpscope_model::TokenSource::Tokenizer("aiperf".into()))
+    );
     assert_eq!(Format::sniff(text.as_bytes()), Some(Format::Aiperf));
 }
 
@@ -137,14 +168,28 @@ fn otlp_spans_without_genai_attributes_are_not_requests() {
     ]}]}]}"#;
     let i = run(Some(Format::Otlp), doc, false).unwrap();
     assert_eq!(i.spans.len(), 2);
-    let a = i.spans.iter().find(|s| s.request_id.as_deref() == Some("a1")).unwrap();
+    let a = i
+        .spans
+        .iter()
+        .find(|s| s.request_id.as_deref() == Some("a1"))
+        .unwrap();
     assert_eq!((a.output_tokens, a.input_tokens), (24, Some(15)));
-    let ttft = a.first_token_at.unwrap().since(a.admitted_at.unwrap()).unwrap();
+    let ttft = a
+        .first_token_at
+        .unwrap()
+        .since(a.admitted_at.unwrap())
+        .unwrap();
     assert_eq!(ttft.as_millis(), 50);
-    let c = i.spans.iter().find(|s| s.request_id.as_deref() == Some("c3")).unwrap();
+    let c = i
+        .spans
+        .iter()
+        .find(|s| s.request_id.as_deref() == Some("c3"))
+        .unwrap();
     assert_eq!(c.error.as_ref().unwrap().cause, Cause::Http429);
     let none = r#"{"resourceSpans":[]}"#;
-    let e = run(Some(Format::Otlp), none, false).unwrap_err().to_string();
+    let e = run(Some(Format::Otlp), none, false)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("gen_ai.operation.name"), "{e}");
 }
 
@@ -153,5 +198,11 @@ fn format_names_round_trip_and_unknown_ones_are_refused() {
     for f in Format::ALL {
         assert_eq!(f.name().parse::<Format>().unwrap(), f);
     }
-    assert!("locust".parse::<Format>().unwrap_err().to_string().contains("unknown format `locust`"));
+    assert!(
+        "locust"
+            .parse::<Format>()
+            .unwrap_err()
+            .to_string()
+            .contains("unknown format `locust`")
+    );
 }

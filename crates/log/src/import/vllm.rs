@@ -67,7 +67,13 @@ fn cause_of(text: &str) -> Cause {
 /// Parses vLLM's `date` (`%Y%m%d-%H%M%S`).
 fn date(s: &str) -> Option<Timestamp> {
     let b = s.as_bytes();
-    if b.len() != 15 || b[8] != b'-' || !s[..8].bytes().chain(s[9..].bytes()).all(|c| c.is_ascii_digit()) {
+    if b.len() != 15
+        || b[8] != b'-'
+        || !s[..8]
+            .bytes()
+            .chain(s[9..].bytes())
+            .all(|c| c.is_ascii_digit())
+    {
         return None;
     }
     let text = format!(
@@ -94,9 +100,9 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
             None => Err(cx.not_format(format!(
                 "no `{name}`: save it with --save-result --save-detailed"
             ))),
-            Some(l) if l != n => Err(cx.not_format(format!(
-                "`{name}` has {l} entries but `ttfts` has {n}"
-            ))),
+            Some(l) if l != n => {
+                Err(cx.not_format(format!("`{name}` has {l} entries but `ttfts` has {n}")))
+            }
             _ => Ok(()),
         }
     };
@@ -191,7 +197,11 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
                 },
                 input_tokens: f.input_lens.as_ref().and_then(|l| l[i]),
                 error: error.map(|e| (cause_of(e), e.lines().last().unwrap_or(e).to_string())),
-                chunks: if streamed { chunks_from_gaps(gaps) } else { None },
+                chunks: if streamed {
+                    chunks_from_gaps(gaps)
+                } else {
+                    None
+                },
                 ..Raw::default()
             })
         })();
@@ -201,7 +211,8 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
         }
     }
     if starts.is_none() {
-        cx.warnings.push(lanes::placed_warning(cx.file, "vllm", "start_times"));
+        cx.warnings
+            .push(lanes::placed_warning(cx.file, "vllm", "start_times"));
     }
     Ok(())
 }
