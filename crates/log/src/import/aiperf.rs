@@ -276,7 +276,6 @@ fn line(cx: &Cx<'_>, record: &str, text: &str) -> Result<Raw, ImportError> {
         token_source,
         error,
         chunks: if ok { chunks } else { None },
-        ..Raw::default()
     })
     .map(|mut r| {
         // The warmup phase is not part of the measured run.

@@ -197,6 +197,10 @@ impl<'a> Cx<'a> {
         {
             self.run.started_at = t;
         }
+        // Renderers read a run without a URL as the built-in simulator's.
+        if self.run.target.url.is_none() {
+            self.run.target.url = Some(format!("(not recorded by {})", self.format));
+        }
         if !self.queue_known {
             self.run
                 .labels

@@ -255,12 +255,19 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
         .iter()
         .find_map(|s| s.str_attr("gen_ai.request.model"))
     {
+        let server = spans.iter().find_map(|s| {
+            let host = s.str_attr("server.address")?;
+            Some(match s.int_attr(&["server.port"]) {
+                Some(p) => format!("{host}:{p}"),
+                None => host.to_string(),
+            })
+        });
         cx.run.target = Target {
+            url: server,
             model: Some(m.to_string()),
             api: spans[0]
                 .str_attr("gen_ai.operation.name")
                 .map(str::to_string),
-            ..Target::default()
         };
     }
     let mut no_first = 0;
