@@ -361,7 +361,7 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
     if let Some(w) = &quality.warning {
         warnings.push(w.clone());
     }
-    RunReport {
+    let mut report = RunReport {
         run_id: input.run_id.clone(),
         tool: input
             .run
@@ -406,8 +406,8 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         mean_in_flight: ratio(integrals.in_flight_ns, win_ns as f64),
         mean_queue_depth: ratio(integrals.queue_ns, win_ns as f64),
         idle: Idle {
-            gap_time: integrals.gap(),
-            backlog_time: integrals.backlog(),
+            gap_time: Some(integrals.gap()),
+            backlog_time: Some(integrals.backlog()),
             samples: n_samples,
         },
         distributions: summaries.distributions,
@@ -423,7 +423,45 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         server,
         diagnosis,
         warnings,
+    };
+    if queue_unmeasured(input) {
+        forget_queue(&mut report);
     }
+    report
+}
+
+/// The run label an importer sets when the producer recorded no queue or schedule
+/// times: its spans' `queued_at` is then the send time, not a measurement.
+pub const QUEUE_LABEL: &str = "queue_times";
+/// The value of [`QUEUE_LABEL`] that says so.
+pub const QUEUE_UNKNOWN: &str = "unmeasured";
+
+fn queue_unmeasured(input: &RunInput) -> bool {
+    input
+        .run
+        .as_ref()
+        .and_then(|r| r.labels.get(QUEUE_LABEL))
+        .is_some_and(|v| v == QUEUE_UNKNOWN)
+}
+
+/// Without queue times, queue time, the user's TTFT and the gap figures cannot be
+/// known: absent, never 0 (DESIGN.md §3).
+fn forget_queue(r: &mut RunReport) {
+    r.gap_fraction = None;
+    r.gap_fraction_sampled = None;
+    r.gap_fraction_of_backlog = None;
+    r.mean_queue_depth = None;
+    r.distributions.t_queue = Default::default();
+    r.distributions.ttft_user = Default::default();
+    r.idle.gap_time = None;
+    r.idle.backlog_time = None;
+    // Every state of the diagnosis starts from whether work waited.
+    r.diagnosis = None;
+    r.warnings.push(
+        "the producer recorded no queue or schedule times: queue time, the user's TTFT \
+         and the gap fraction are not known"
+            .into(),
+    );
 }
 
 /// A run of the built-in simulator at another speed than real time (the run

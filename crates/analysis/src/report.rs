@@ -160,12 +160,13 @@ impl Serialize for CauseCounts {
 /// Idle time (DESIGN.md §3) over the window.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Idle {
-    /// Time when queue depth > 0 and in-flight < cap.
-    #[serde(rename = "gap_time_s", serialize_with = "secs")]
-    pub gap_time: Duration,
-    /// Time when queue depth > 0.
-    #[serde(rename = "backlog_time_s", serialize_with = "secs")]
-    pub backlog_time: Duration,
+    /// Time when queue depth > 0 and in-flight < cap (absent when the producer
+    /// recorded no queue times).
+    #[serde(rename = "gap_time_s", serialize_with = "opt_secs")]
+    pub gap_time: Option<Duration>,
+    /// Time when queue depth > 0 (absent as `gap_time`).
+    #[serde(rename = "backlog_time_s", serialize_with = "opt_secs")]
+    pub backlog_time: Option<Duration>,
     /// Samples in the window (the sampled estimate uses them).
     pub samples: u64,
 }

@@ -31,8 +31,8 @@ fn two_spans_behind_a_cap_of_one() {
     assert_eq!(r.success_rate, Some(1.0));
     assert_eq!(r.retry_rate, Some(0.0));
     // B waited 3 s while A held the only slot: backlog, but no gap.
-    assert_eq!(r.idle.backlog_time, Duration::from_secs(3));
-    assert_eq!(r.idle.gap_time, Duration::ZERO);
+    assert_eq!(r.idle.backlog_time, Some(Duration::from_secs(3)));
+    assert_eq!(r.idle.gap_time, Some(Duration::ZERO));
     assert_eq!(r.gap_fraction, Some(0.0));
     assert_eq!(r.gap_fraction_of_backlog, Some(0.0));
     // in flight: 1 over [0, 6] (A then B) → utilization 1.
@@ -70,8 +70,8 @@ fn free_slot_while_work_waits_is_a_gap() {
         ],
     );
     let r = analyze(&input, &Options::default());
-    assert_eq!(r.idle.gap_time, Duration::from_secs(2));
-    assert_eq!(r.idle.backlog_time, Duration::from_secs(2));
+    assert_eq!(r.idle.gap_time, Some(Duration::from_secs(2)));
+    assert_eq!(r.idle.backlog_time, Some(Duration::from_secs(2)));
     assert!(close(r.gap_fraction.unwrap(), 0.4));
     assert_eq!(r.gap_fraction_of_backlog, Some(1.0));
     // ∫in_flight = 4 + 2 = 6; ∫cap = 2 × 5 = 10.
@@ -103,7 +103,7 @@ fn never_admitted_span_waits_in_the_queue_until_released() {
         ],
     );
     let r = analyze(&input, &Options::default());
-    assert_eq!(r.idle.gap_time, Duration::from_secs(1));
+    assert_eq!(r.idle.gap_time, Some(Duration::from_secs(1)));
     assert!(close(r.gap_fraction.unwrap(), 0.5));
     assert_eq!(r.counts.cancelled, 1);
     // Never admitted: the backlog left at the end, not a failure (issue 16).
@@ -130,8 +130,8 @@ fn cap_change_from_samples_turns_waiting_into_a_gap() {
         sample(3000, 1, 1, None),
     ];
     let r = analyze(&inp, &Options::default());
-    assert_eq!(r.idle.gap_time, Duration::from_secs(2));
-    assert_eq!(r.idle.backlog_time, Duration::from_secs(4));
+    assert_eq!(r.idle.gap_time, Some(Duration::from_secs(2)));
+    assert_eq!(r.idle.backlog_time, Some(Duration::from_secs(4)));
     // samples: 0 s not a gap (cap 1), 2 s and 3 s gaps (cap 2) → 2/3.
     assert!(close(r.gap_fraction_sampled.unwrap(), 2.0 / 3.0));
     assert_eq!(r.idle.samples, 3);

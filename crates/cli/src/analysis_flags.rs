@@ -37,6 +37,9 @@ pub struct AnalysisFlags {
     /// Goodput goals.
     #[command(flatten)]
     pub goodput: GoodputFlags,
+    /// The files are another tool's results, imported on the fly: auto, vllm, aiperf, guidellm, genai-bench, inference-perf, llmperf, otlp.
+    #[arg(long, value_name = "FORMAT")]
+    pub from: Option<String>,
 }
 
 /// The goodput flags of `report`, `compare` and `bench` (DESIGN.md §15).
@@ -110,6 +113,7 @@ impl Default for AnalysisFlags {
             price_per_mtok_in: None,
             price_per_mtok_out: None,
             goodput: GoodputFlags::default(),
+            from: None,
         }
     }
 }
@@ -143,6 +147,14 @@ impl AnalysisFlags {
             skip_invalid: self.skip_invalid,
             keep_span_ids: false,
         })
+    }
+
+    /// Whether the files are imported (`Some`, with the format or `None` for auto).
+    pub fn import_from(&self) -> anyhow::Result<Option<Option<tpscope_log::import::Format>>> {
+        self.from
+            .as_deref()
+            .map(|f| crate::import_cmd::parse_from("--from", f))
+            .transpose()
     }
 
     /// How to analyse each run, with `bucket` as the time series' bucket.

@@ -187,7 +187,7 @@ fn load_sides(a: &CompareArgs, read: ReadOptions) -> anyhow::Result<(Chosen, Cho
             if b == c {
                 bail!("--baseline-run and --candidate-run name the same run `{b}`");
             }
-            let set = report_cmd::load(std::slice::from_ref(one), read)?;
+            let set = report_cmd::load(std::slice::from_ref(one), read, a.analysis.import_from()?)?;
             Ok((
                 choose(&set, one, Some(b), "baseline", "--baseline-run")?,
                 choose(&set, one, Some(c), "candidate", "--candidate-run")?,
@@ -195,8 +195,8 @@ fn load_sides(a: &CompareArgs, read: ReadOptions) -> anyhow::Result<(Chosen, Cho
         }
         [bf, cf] => {
             // Read apart: a run id that appears in both files is two runs here.
-            let bs = report_cmd::load(std::slice::from_ref(bf), read)?;
-            let cs = report_cmd::load(std::slice::from_ref(cf), read)?;
+            let bs = report_cmd::load(std::slice::from_ref(bf), read, a.analysis.import_from()?)?;
+            let cs = report_cmd::load(std::slice::from_ref(cf), read, a.analysis.import_from()?)?;
             Ok((
                 choose(
                     &bs,

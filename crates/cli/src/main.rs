@@ -11,6 +11,7 @@ mod bench_sim_flags;
 mod bench_sweep;
 mod compare_cmd;
 mod exit;
+mod import_cmd;
 mod progress;
 mod report_cmd;
 mod signals;
@@ -44,6 +45,8 @@ enum Command {
     Compare(Box<compare_cmd::CompareArgs>),
     /// Serve a simulated continuous-batching inference engine (OpenAI-compatible).
     Sim(Box<sim_cmd::SimArgs>),
+    /// Turn other tools' results (vLLM, AIPerf, GuideLLM, genai-bench, inference-perf, LLMPerf, OTLP traces) into a span log.
+    Import(Box<import_cmd::ImportArgs>),
 }
 
 /// Whether an error chain is a broken pipe (e.g. `tpscope report … | head`), which
@@ -62,6 +65,7 @@ fn main() -> ExitCode {
         Command::Report(a) => report_cmd::run(*a),
         Command::Compare(a) => compare_cmd::run(*a),
         Command::Sim(a) => sim_cmd::run(*a),
+        Command::Import(a) => import_cmd::run(*a),
     };
     match result {
         Ok(code) => code,

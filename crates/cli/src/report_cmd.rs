@@ -93,8 +93,16 @@ impl ReportConfig {
 }
 
 /// Reads span logs (with the reader's own file/line/field errors); `-` reads
-/// standard input, which is named `<stdin>` in messages.
-pub fn load(files: &[PathBuf], read: ReadOptions) -> anyhow::Result<LogSet> {
+/// standard input, which is named `<stdin>` in messages. With `from`, the files are
+/// other tools' results, imported first.
+pub fn load(
+    files: &[PathBuf],
+    read: ReadOptions,
+    from: Option<Option<tpscope_log::import::Format>>,
+) -> anyhow::Result<LogSet> {
+    if let Some(format) = from {
+        return crate::import_cmd::load_imported(format, files, read);
+    }
     let stdin = Path::new("-");
     if !files.iter().any(|f| f == stdin) {
         return Ok(read_paths(files, read)?);
@@ -139,7 +147,7 @@ pub fn render(report: &Report, set: &LogSet, format: Format) -> Result<Vec<u8>, 
 /// Runs `tpscope report`.
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let cfg = ReportConfig::from_args(&args)?;
-    let set = load(&args.files, cfg.read)?;
+    let set = load(&args.files, cfg.read, args.analysis.import_from()?)?;
     let report = build_report(&set, &cfg.analysis);
     let bytes = render(&report, &set, args.format).failure()?;
     if let Some(path) = &args.html {

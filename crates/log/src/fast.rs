@@ -208,10 +208,7 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
 /// One attempt object; returns the tokens it wasted (those of an attempt that did
 /// not end ok), when it started and its client facts. Fields the analysis does
 /// not use are only validated.
-fn attempt(
-    c: &mut Cursor<'_>,
-    hours: &mut HourCache,
-) -> Option<(u64, Timestamp, ClientFacts)> {
+fn attempt(c: &mut Cursor<'_>, hours: &mut HourCache) -> Option<(u64, Timestamp, ClientFacts)> {
     // `{"started_at":`: the first key follows the brace, not a value.
     c.need(b"{")?;
     c.need(&attempt_key::started_at[1..])?;

@@ -2,9 +2,10 @@
 //! that turns JSON Lines into per-run analysis inputs with errors naming the file,
 //! line and field ([`Reader`], [`read_paths`]); a record-level reader that gives
 //! whole records with their line ([`RecordReader`]), checked the same way; and a
-//! writer ([`LogWriter`]).
+//! writer ([`LogWriter`]); importers of other tools' outputs ([`import`]).
 
 mod fast;
+pub mod import;
 mod json;
 pub mod reader;
 pub mod report;

@@ -46,7 +46,7 @@ fn golden_file_gives_the_hand_computed_report() {
     assert_eq!(r.counts.wasted_tokens, 3);
     assert_eq!(r.counts.retries_by_cause["http_429"], 1);
     assert_eq!(r.counts.errors_by_cause["disconnect"], 1);
-    assert_eq!(r.idle.backlog_time, Duration::from_secs(3));
+    assert_eq!(r.idle.backlog_time, Some(Duration::from_secs(3)));
     assert_eq!(r.gap_fraction, Some(0.0));
     assert_eq!(r.gap_fraction_sampled, Some(0.0));
     assert_eq!(r.labels["case"], "two spans behind a cap of one");

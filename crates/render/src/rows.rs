@@ -133,12 +133,12 @@ pub fn headline_rows(r: &RunReport) -> Vec<(&'static str, String, &'static str)>
         ),
         (
             "gap_time",
-            secs(r.idle.gap_time),
+            or_dash(r.idle.gap_time.map(secs)),
             "time work waited beside a free slot",
         ),
         (
             "backlog_time",
-            secs(r.idle.backlog_time),
+            or_dash(r.idle.backlog_time.map(secs)),
             "time work waited at all",
         ),
         (

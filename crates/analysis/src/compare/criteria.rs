@@ -183,10 +183,11 @@ pub const CRITERIA: [CriterionDef; 5] = [
         // Judged where either run had a backlog (DESIGN §5): a rise from a baseline
         // of 0 is a failure, not a skip.
         skip: |b, c, _| {
-            if b.idle.backlog_time.is_zero() && c.idle.backlog_time.is_zero() {
+            let zero = |d: Option<std::time::Duration>| d.is_none_or(|d| d.is_zero());
+            if zero(b.idle.backlog_time) && zero(c.idle.backlog_time) {
                 return Some("neither run had a backlog (nothing waited for a slot): not judged");
             }
-            if b.idle.gap_time.is_zero() && c.idle.gap_time.is_zero() {
+            if zero(b.idle.gap_time) && zero(c.idle.gap_time) {
                 return Some("neither run had gap time: nothing to drop");
             }
             None

@@ -1,0 +1,324 @@
+//! NVIDIA AIPerf `profile_export.jsonl` (AIPerf 0.3 to 0.13): one JSON object per
+//! request with `metadata` (wall-clock nanosecond stamps: `credit_issued_ns` — when
+//! the timing manager released the request, its schedule —, `request_start_ns`,
+//! `request_end_ns`, `was_cancelled`, `x_request_id`), `metrics` (each
+//! `{value, unit}`: `time_to_first_token`, `request_latency` — to the last response
+//! —, `output_token_count` or `output_sequence_length`, `input_sequence_length`,
+//! `inter_chunk_latency`) and `error` (`{code, type, message}` or null). Token
+//! counts come from AIPerf's tokenizer (`tokenizer:aiperf`).
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use tpscope_model::{Cause, Timestamp, TokenSource};
+
+use super::ImportError;
+use super::build::{Cx, Raw, cause_of_status};
+use tpscope_model::ChunkMark;
+
+#[derive(Deserialize)]
+struct Line<'a> {
+    #[serde(borrow)]
+    metadata: Option<Metadata<'a>>,
+    #[serde(borrow, default)]
+    metrics: Metrics<'a>,
+    #[serde(borrow, default)]
+    error: Option<ErrorDetails<'a>>,
+}
+
+/// The metrics read (a struct, not a map: unknown metrics are skipped unparsed).
+#[derive(Deserialize, Default)]
+struct Metrics<'a> {
+    #[serde(borrow)]
+    time_to_first_token: Option<Metric<'a>>,
+    #[serde(borrow)]
+    request_latency: Option<Metric<'a>>,
+    #[serde(borrow)]
+    output_token_count: Option<Metric<'a>>,
+    #[serde(borrow)]
+    output_sequence_length: Option<Metric<'a>>,
+    #[serde(borrow)]
+    usage_completion_tokens: Option<Metric<'a>>,
+    #[serde(borrow)]
+    usage_prompt_tokens: Option<Metric<'a>>,
+    #[serde(borrow)]
+    input_sequence_length: Option<Metric<'a>>,
+    #[serde(borrow)]
+    inter_chunk_latency: Option<Metric<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Metadata<'a> {
+    #[serde(borrow, default)]
+    x_request_id: Option<Cow<'a, str>>,
+    credit_issued_ns: Option<i64>,
+    request_start_ns: Option<i64>,
+    request_end_ns: Option<i64>,
+    #[serde(default)]
+    was_cancelled: bool,
+    #[serde(borrow, default)]
+    benchmark_phase: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct Metric<'a> {
+    value: MetricValue,
+    #[serde(borrow, default)]
+    unit: Option<Cow<'a, str>>,
+}
+
+/// A metric's value: a number, a list of numbers, or anything else (ignored).
+enum MetricValue {
+    Number(f64),
+    List(Vec<f64>),
+    Other,
+}
+
+// By hand rather than `#[serde(untagged)]`, which buffers every value first (a third
+// of the import's time).
+impl<'de> Deserialize<'de> for MetricValue {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = MetricValue;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a metric value")
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<MetricValue, E> {
+                Ok(MetricValue::Number(v))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<MetricValue, E> {
+                Ok(MetricValue::Number(v as f64))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<MetricValue, E> {
+                Ok(MetricValue::Number(v as f64))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<MetricValue, E> {
+                Ok(MetricValue::Other)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<MetricValue, E> {
+                Ok(MetricValue::Other)
+            }
+            fn visit_unit<E>(self) -> Result<MetricValue, E> {
+                Ok(MetricValue::Other)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<MetricValue, A::Error> {
+                let mut out = Vec::new();
+                let mut numbers = true;
+                while let Some(v) = a.next_element::<MetricValue>()? {
+                    match v {
+                        MetricValue::Number(n) => out.push(n),
+                        _ => numbers = false,
+                    }
+                }
+                Ok(if numbers {
+                    MetricValue::List(out)
+                } else {
+                    MetricValue::Other
+                })
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<MetricValue, A::Error> {
+                while a.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(MetricValue::Other)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[derive(Deserialize)]
+struct ErrorDetails<'a> {
+    code: Option<u64>,
+    #[serde(borrow, default, rename = "type")]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    message: Option<Cow<'a, str>>,
+}
+
+/// Nanoseconds per unit of a duration metric.
+fn unit_ns(unit: Option<&str>) -> Option<f64> {
+    match unit.unwrap_or("ms") {
+        "ns" => Some(1.0),
+        "us" | "µs" => Some(1e3),
+        "ms" => Some(1e6),
+        "s" | "sec" => Some(1e9),
+        _ => None,
+    }
+}
+
+impl Metric<'_> {
+    fn duration(&self) -> Option<Duration> {
+        let per = unit_ns(self.unit.as_deref())?;
+        match self.value {
+            MetricValue::Number(v) if v.is_finite() && v >= 0.0 => {
+                Some(Duration::from_nanos((v * per).round() as u64))
+            }
+            _ => None,
+        }
+    }
+    fn count(&self) -> Option<u64> {
+        match self.value {
+            MetricValue::Number(v) if v.is_finite() && v >= 0.0 => Some(v.round() as u64),
+            _ => None,
+        }
+    }
+}
+
+fn cause_of(e: &ErrorDetails<'_>) -> Cause {
+    let kind = e.kind.as_deref().unwrap_or("").to_ascii_lowercase();
+    let fallback = if kind.contains("timeout") {
+        Cause::TimeoutTotal
+    } else if kind.contains("connect") {
+        Cause::Connect
+    } else if kind.contains("cancel") {
+        Cause::Cancelled
+    } else {
+        Cause::Disconnect
+    };
+    cause_of_status(e.code, fallback)
+}
+
+fn line(cx: &Cx<'_>, record: &str, text: &str) -> Result<Raw, ImportError> {
+    let l: Line<'_> = serde_json::from_str(text).map_err(|e| {
+        cx.bad(
+            record,
+            None,
+            format!("{e} (expected an AIPerf record {{metadata, metrics, error}})"),
+        )
+    })?;
+    let md = l
+        .metadata
+        .ok_or_else(|| cx.bad(record, Some("metadata"), "missing"))?;
+    let ns = |field: &str, v: Option<i64>| {
+        v.map(Timestamp::from_unix_nanos).ok_or_else(|| {
+            cx.bad(
+                record,
+                Some(field),
+                "missing (expected wall-clock nanoseconds)",
+            )
+        })
+    };
+    let start = ns("metadata.request_start_ns", md.request_start_ns)?;
+    let end = ns("metadata.request_end_ns", md.request_end_ns)?;
+    let m = &l.metrics;
+    let ttft = m.time_to_first_token.as_ref().and_then(Metric::duration);
+    let latency = m.request_latency.as_ref().and_then(Metric::duration);
+    let usage = m.usage_completion_tokens.as_ref().and_then(Metric::count);
+    let out = usage.or_else(|| {
+        m.output_token_count
+            .as_ref()
+            .or(m.output_sequence_length.as_ref())
+            .and_then(Metric::count)
+    });
+    let token_source = Some(if usage.is_some() {
+        TokenSource::Usage
+    } else {
+        TokenSource::Tokenizer("aiperf".into())
+    });
+    let first = ttft.map(|d| start.after(d));
+    let last = match (first, latency) {
+        (Some(f), Some(l)) => Some(start.after(l).max(f)),
+        (f, _) => f,
+    };
+    let chunks = match (first, m.inter_chunk_latency.as_ref()) {
+        (Some(_), Some(m)) => match (&m.value, unit_ns(m.unit.as_deref())) {
+            (MetricValue::List(gaps), Some(per)) => {
+                let mut at = 0f64;
+                let mut marks = vec![ChunkMark {
+                    offset: Duration::ZERO,
+                    tokens: 1,
+                }];
+                for g in gaps {
+                    at += g * per;
+                    marks.push(ChunkMark {
+                        offset: Duration::from_nanos(at.max(0.0) as u64),
+                        tokens: 1,
+                    });
+                }
+                Some(marks)
+            }
+            _ => None,
+        },
+        _ => None,
+    };
+    let error = if md.was_cancelled {
+        Some((Cause::Cancelled, "cancelled by AIPerf".to_string()))
+    } else {
+        l.error.as_ref().map(|e| {
+            (
+                cause_of(e),
+                e.message.as_deref().unwrap_or_default().to_string(),
+            )
+        })
+    };
+    let ok = error.is_none();
+    Ok(Raw {
+        request_id: md.x_request_id.map(Cow::into_owned),
+        queued_at: md.credit_issued_ns.map(Timestamp::from_unix_nanos),
+        sent_at: Some(start),
+        first_token_at: first,
+        last_token_at: last,
+        ended_at: Some(end.max(last.unwrap_or(end))),
+        output_tokens: Some(if ok { out.unwrap_or(0) } else { 0 }),
+        input_tokens: m
+            .usage_prompt_tokens
+            .as_ref()
+            .or(m.input_sequence_length.as_ref())
+            .and_then(Metric::count),
+        token_source,
+        error,
+        chunks: if ok { chunks } else { None },
+    })
+    .map(|mut r| {
+        // The warmup phase is not part of the measured run.
+        if md.benchmark_phase.as_deref() == Some("warmup") {
+            r.sent_at = None;
+        }
+        r
+    })
+}
+
+pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
+    let text =
+        std::str::from_utf8(bytes).map_err(|e| cx.not_format(format!("not UTF-8 text: {e}")))?;
+    cx.run.tool = "aiperf".into();
+    cx.run.token_source = Some(TokenSource::Tokenizer("aiperf".into()));
+    cx.queue_known = true;
+    let mut any = false;
+    let mut warmup = 0u64;
+    for (i, l) in text.lines().enumerate() {
+        if l.trim().is_empty() {
+            continue;
+        }
+        let record = format!("line {}", i + 1);
+        match line(cx, &record, l) {
+            Ok(raw) if raw.sent_at.is_none() => warmup += 1,
+            Ok(raw) => {
+                if raw.queued_at.is_none() {
+                    cx.queue_known = false;
+                }
+                any = true;
+                cx.push(&record, raw)?
+            }
+            Err(e) if !any && i == 0 => {
+                return Err(cx.not_format(format!("{e}")));
+            }
+            Err(e) => cx.reject(e)?,
+        }
+    }
+    if warmup > 0 {
+        cx.warnings.push(format!(
+            "{}: {warmup} warmup records left out",
+            cx.file.display()
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,234 @@
+//! Importers (DESIGN.md §16): other benchmark tools' per-request outputs and OTLP/JSON
+//! traces turned into tpscope's `run` and `span` records. One pure module per format
+//! (bytes in, records out, no I/O); [`Format::sniff`] guesses the format from the
+//! content. Each importer maps what the tool measured and leaves absent what it lacks.
+
+pub mod aiperf;
+mod build;
+pub mod genai_bench;
+pub mod guidellm;
+pub mod inference_perf;
+mod lanes;
+pub mod llmperf;
+pub mod otlp;
+pub mod vllm;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use tpscope_model::{EndRecord, Record, RunRecord, Span, Status};
+
+pub use build::{QUEUE_LABEL, QUEUE_UNKNOWN};
+
+/// A foreign format tpscope can import.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// `vllm bench serve --save-result --save-detailed` JSON.
+    Vllm,
+    /// NVIDIA AIPerf `profile_export.jsonl`.
+    Aiperf,
+    /// GuideLLM benchmarks JSON.
+    Guidellm,
+    /// genai-bench experiment JSON.
+    GenaiBench,
+    /// inference-perf per-request lifecycle JSON.
+    InferencePerf,
+    /// LLMPerf `*_individual_responses.json`.
+    Llmperf,
+    /// OTLP/JSON trace export with `gen_ai.*` attributes.
+    Otlp,
+}
+
+impl Format {
+    /// Every format, in the order the docs list them.
+    pub const ALL: [Format; 7] = [
+        Format::Vllm,
+        Format::Aiperf,
+        Format::Guidellm,
+        Format::GenaiBench,
+        Format::InferencePerf,
+        Format::Llmperf,
+        Format::Otlp,
+    ];
+
+    /// The name `--from` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Vllm => "vllm",
+            Format::Aiperf => "aiperf",
+            Format::Guidellm => "guidellm",
+            Format::GenaiBench => "genai-bench",
+            Format::InferencePerf => "inference-perf",
+            Format::Llmperf => "llmperf",
+            Format::Otlp => "otlp",
+        }
+    }
+
+    /// Guesses the format of a file from its first bytes (`None`: none matched).
+    pub fn sniff(bytes: &[u8]) -> Option<Format> {
+        let head = &bytes[..bytes.len().min(64 * 1024)];
+        let has = |needle: &str| memchr::memmem::find(head, needle.as_bytes()).is_some();
+        if has("\"resourceSpans\"") {
+            Some(Format::Otlp)
+        } else if has("\"ttfts\"") && has("\"itls\"") {
+            Some(Format::Vllm)
+        } else if has("\"credit_issued_ns\"")
+            || (has("\"metadata\"") && has("\"request_start_ns\""))
+        {
+            Some(Format::Aiperf)
+        } else if has("\"benchmarks\"") && (has("\"guidellm") || has("\"requests\"")) {
+            Some(Format::Guidellm)
+        } else if has("\"aggregated_metrics\"") && has("\"individual_request_metrics\"") {
+            Some(Format::GenaiBench)
+        } else if has("\"start_time\"") && has("\"end_time\"") && has("\"response_metrics\"") {
+            Some(Format::InferencePerf)
+        } else if has("\"end_to_end_latency_s\"") && has("\"ttft_s\"") {
+            Some(Format::Llmperf)
+        } else {
+            None
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A `--from` value that names no format.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown format `{0}` (expected auto, vllm, aiperf, guidellm, genai-bench, inference-perf, llmperf or otlp)"
+)]
+pub struct UnknownFormat(pub String);
+
+impl FromStr for Format {
+    type Err = UnknownFormat;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Format::ALL
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| UnknownFormat(s.to_string()))
+    }
+}
+
+/// How to import.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ImportOptions {
+    /// Skip records that cannot be mapped (counted by reason) instead of failing.
+    pub skip_invalid: bool,
+    /// The run id to give the imported run (default: `FORMAT:FILE-NAME`).
+    pub run_id: Option<String>,
+    /// Concurrent clients, for formats whose per-request file does not say (LLMPerf
+    /// keeps it in the `*_summary.json` beside it).
+    pub clients: Option<u32>,
+}
+
+/// An error importing a file.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// The file is not what the format expects at the top level.
+    #[error("{file}: not {format} output: {problem}")]
+    NotFormat {
+        /// The file.
+        file: PathBuf,
+        /// The format asked for.
+        format: Format,
+        /// What was expected and what was found.
+        problem: String,
+    },
+    /// One record of the file cannot be mapped.
+    #[error("{file}: {record}: {}{problem}", field.as_ref().map(|f| format!("field `{f}`: ")).unwrap_or_default())]
+    Record {
+        /// The file.
+        file: PathBuf,
+        /// Which record: `line 12`, `request 3`, `span 7`.
+        record: String,
+        /// The field expected or at fault, when one is.
+        field: Option<String>,
+        /// What was wrong and what was expected.
+        problem: String,
+    },
+    /// `auto` found no format that fits.
+    #[error(
+        "{file}: cannot tell which tool wrote this file; name it with --from (vllm, aiperf, guidellm, genai-bench, inference-perf, llmperf, otlp)"
+    )]
+    Unrecognised {
+        /// The file.
+        file: PathBuf,
+    },
+}
+
+/// What one file imports into.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Imported {
+    /// The format it was read as.
+    pub format: Format,
+    /// The run record (tool, target, cap, token source, load settings, labels).
+    pub run: RunRecord,
+    /// One span per request record, in the file's order.
+    pub spans: Vec<Span>,
+    /// Records skipped (with `skip_invalid`), by reason.
+    pub skipped: BTreeMap<String, u64>,
+    /// What the reader should know (placement assumptions, missing fields).
+    pub warnings: Vec<String>,
+}
+
+impl Imported {
+    /// The run as span-log records: `run`, the spans, `end`.
+    pub fn records(&self) -> impl Iterator<Item = Record> + '_ {
+        let count = |st: Status| self.spans.iter().filter(|s| s.status == st).count() as u64;
+        let ended_at = self
+            .spans
+            .iter()
+            .map(|s| s.released_at)
+            .max()
+            .unwrap_or(self.run.started_at);
+        let end = EndRecord {
+            run_id: self.run.run_id.clone(),
+            ended_at,
+            spans: self.spans.len() as u64,
+            ok: count(Status::Ok),
+            error: count(Status::Error),
+            cancelled: count(Status::Cancelled),
+            samples: 0,
+            schedule_late_max: None,
+        };
+        std::iter::once(Record::Run(self.run.clone()))
+            .chain(self.spans.iter().cloned().map(Record::Span))
+            .chain(std::iter::once(Record::End(end)))
+    }
+}
+
+/// Imports one file's bytes as `format` (`None`: sniffed). `file` names it in errors
+/// and in the default run id.
+pub fn import(
+    format: Option<Format>,
+    file: &Path,
+    bytes: &[u8],
+    opts: &ImportOptions,
+) -> Result<Imported, ImportError> {
+    let format = match format {
+        Some(f) => f,
+        None => Format::sniff(bytes).ok_or_else(|| ImportError::Unrecognised {
+            file: file.to_path_buf(),
+        })?,
+    };
+    let mut cx = build::Cx::new(format, file, opts);
+    match format {
+        Format::Vllm => vllm::import(&mut cx, bytes),
+        Format::Aiperf => aiperf::import(&mut cx, bytes),
+        Format::Guidellm => guidellm::import(&mut cx, bytes),
+        Format::GenaiBench => genai_bench::import(&mut cx, bytes),
+        Format::InferencePerf => inference_perf::import(&mut cx, bytes),
+        Format::Llmperf => llmperf::import(&mut cx, bytes, opts.clients),
+        Format::Otlp => otlp::import(&mut cx, bytes),
+    }?;
+    Ok(cx.finish())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,218 @@
+//! `vllm bench serve --save-result --save-detailed` JSON (vLLM 0.6 to 0.32; the
+//! per-request `start_times` and `queue_times` arrays came in later versions and are
+//! used when present). Columns of per-request values: `ttfts`, `itls`, `latencies`,
+//! `input_lens`, `output_lens`, `errors`, `start_times` (the client's
+//! `perf_counter`, so relative), `queue_times` (time waiting for the
+//! `--max-concurrency` semaphore). The run is anchored at the file's `date` (whole
+//! seconds; the tool writes local time, read as UTC).
+
+use serde::Deserialize;
+use tpscope_model::{Cause, Target, Timestamp, TokenSource};
+
+use super::build::{Cx, Raw, chunks_from_gaps, secs};
+use super::{ImportError, lanes};
+
+#[derive(Deserialize)]
+struct File {
+    date: Option<String>,
+    backend: Option<String>,
+    model_id: Option<String>,
+    tokenizer_id: Option<String>,
+    num_prompts: Option<u64>,
+    request_rate: Option<serde_json::Value>,
+    burstiness: Option<f64>,
+    max_concurrency: Option<u32>,
+    duration: Option<f64>,
+    input_lens: Option<Vec<Option<u64>>>,
+    output_lens: Option<Vec<Option<u64>>>,
+    ttfts: Option<Vec<Option<f64>>>,
+    itls: Option<Vec<Option<Vec<f64>>>>,
+    latencies: Option<Vec<Option<f64>>>,
+    start_times: Option<Vec<Option<f64>>>,
+    queue_times: Option<Vec<Option<f64>>>,
+    errors: Option<Vec<Option<String>>>,
+}
+
+/// The failure cause of one of vLLM's error texts: an HTTP reason phrase or a
+/// Python traceback.
+fn cause_of(text: &str) -> Cause {
+    let t = text.to_ascii_lowercase();
+    let has = |s: &str| t.contains(s);
+    if has("too many requests") || has("429") {
+        Cause::Http429
+    } else if has("internal server error")
+        || has("service unavailable")
+        || has("bad gateway")
+        || has("gateway timeout")
+    {
+        Cause::Http5xx
+    } else if has("bad request")
+        || has("not found")
+        || has("unauthorized")
+        || has("forbidden")
+        || has("unprocessable")
+    {
+        Cause::Http4xx
+    } else if has("timeout") {
+        Cause::TimeoutTotal
+    } else if has("connectorerror") || has("connection refused") || has("cannot connect") {
+        Cause::Connect
+    } else if has("jsondecodeerror") {
+        Cause::Malformed
+    } else {
+        Cause::Disconnect
+    }
+}
+
+/// Parses vLLM's `date` (`%Y%m%d-%H%M%S`).
+fn date(s: &str) -> Option<Timestamp> {
+    let b = s.as_bytes();
+    if b.len() != 15
+        || b[8] != b'-'
+        || !s[..8]
+            .bytes()
+            .chain(s[9..].bytes())
+            .all(|c| c.is_ascii_digit())
+    {
+        return None;
+    }
+    let text = format!(
+        "{}-{}-{}T{}:{}:{}Z",
+        &s[0..4],
+        &s[4..6],
+        &s[6..8],
+        &s[9..11],
+        &s[11..13],
+        &s[13..15]
+    );
+    Timestamp::parse_rfc3339(&text).ok()
+}
+
+pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
+    let f: File = serde_json::from_slice(bytes)
+        .map_err(|e| cx.not_format(format!("{e} (expected the JSON object of --save-result)")))?;
+    let ttfts = f
+        .ttfts
+        .ok_or_else(|| cx.not_format("no `ttfts`: save it with --save-result --save-detailed"))?;
+    let n = ttfts.len();
+    let need = |name: &str, len: Option<usize>| -> Result<(), ImportError> {
+        match len {
+            None => Err(cx.not_format(format!(
+                "no `{name}`: save it with --save-result --save-detailed"
+            ))),
+            Some(l) if l != n => {
+                Err(cx.not_format(format!("`{name}` has {l} entries but `ttfts` has {n}")))
+            }
+            _ => Ok(()),
+        }
+    };
+    need("itls", f.itls.as_ref().map(Vec::len))?;
+    need("latencies", f.latencies.as_ref().map(Vec::len))?;
+    need("output_lens", f.output_lens.as_ref().map(Vec::len))?;
+    let (itls, latencies, output_lens) = (
+        f.itls.unwrap_or_default(),
+        f.latencies.unwrap_or_default(),
+        f.output_lens.unwrap_or_default(),
+    );
+    for (name, col) in [
+        ("input_lens", f.input_lens.as_ref().map(Vec::len)),
+        ("errors", f.errors.as_ref().map(Vec::len)),
+        ("start_times", f.start_times.as_ref().map(Vec::len)),
+        ("queue_times", f.queue_times.as_ref().map(Vec::len)),
+    ] {
+        if col.is_some() {
+            need(name, col)?;
+        }
+    }
+
+    let anchor = f
+        .date
+        .as_deref()
+        .and_then(date)
+        .unwrap_or(lanes::DEFAULT_ANCHOR);
+    let version = f.backend.as_deref().unwrap_or("openai");
+    cx.run.tool = format!("vllm bench serve (backend {version})");
+    cx.run.target = Target {
+        url: None,
+        model: f.model_id.clone(),
+        api: Some(format!("vllm-bench:{version}")),
+    };
+    cx.run.cap = f.max_concurrency;
+    cx.run.token_source = Some(TokenSource::Usage);
+    cx.run.tokenizer = f.tokenizer_id.clone();
+    cx.run.load = serde_json::json!({
+        "num_prompts": f.num_prompts,
+        "request_rate": f.request_rate,
+        "burstiness": f.burstiness,
+        "max_concurrency": f.max_concurrency,
+        "duration_s": f.duration,
+    });
+    cx.queue_known = f.queue_times.is_some() && f.start_times.is_some();
+
+    let starts = f.start_times.as_deref();
+    let origin = starts
+        .and_then(|s| s.iter().flatten().copied().reduce(f64::min))
+        .unwrap_or(0.0);
+    let mut placer = lanes::Lanes::new(f.max_concurrency.unwrap_or(1), anchor);
+    for i in 0..n {
+        let record = format!("request {i}");
+        let at = |field: &str, v: Option<f64>| -> Result<f64, ImportError> {
+            v.filter(|x| x.is_finite() && *x >= 0.0)
+                .ok_or_else(|| cx.bad(&record, Some(field), "expected a non-negative number"))
+        };
+        let error = f
+            .errors
+            .as_ref()
+            .and_then(|e| e[i].as_deref())
+            .filter(|e| !e.is_empty());
+        let raw = (|| -> Result<Raw, ImportError> {
+            let latency = at("latencies", latencies[i])?;
+            let sent = match starts {
+                Some(s) => {
+                    let rel = at("start_times", s[i])? - origin;
+                    anchor.after(secs(rel).unwrap_or_default())
+                }
+                None => placer.place(secs(latency).unwrap_or_default()),
+            };
+            let queued = match f.queue_times.as_ref().filter(|_| starts.is_some()) {
+                Some(q) => Some(sent.before(secs(at("queue_times", q[i])?).unwrap_or_default())),
+                None => None,
+            };
+            let ended = sent.after(secs(latency).unwrap_or_default());
+            let gaps = itls[i].clone().unwrap_or_default();
+            let ttft = at("ttfts", ttfts[i])?;
+            let streamed = error.is_none() && (ttft > 0.0 || !gaps.is_empty());
+            let first = streamed.then(|| sent.after(secs(ttft).unwrap_or_default()));
+            let last = first.map(|t| t.after(secs(gaps.iter().sum()).unwrap_or_default()));
+            Ok(Raw {
+                queued_at: queued,
+                sent_at: Some(sent),
+                first_token_at: first,
+                last_token_at: last,
+                ended_at: Some(ended),
+                output_tokens: if error.is_some() {
+                    Some(0)
+                } else {
+                    output_lens[i]
+                },
+                input_tokens: f.input_lens.as_ref().and_then(|l| l[i]),
+                error: error.map(|e| (cause_of(e), e.lines().last().unwrap_or(e).to_string())),
+                chunks: if streamed {
+                    chunks_from_gaps(gaps)
+                } else {
+                    None
+                },
+                ..Raw::default()
+            })
+        })();
+        match raw {
+            Ok(raw) => cx.push(&record, raw)?,
+            Err(e) => cx.reject(e)?,
+        }
+    }
+    if starts.is_none() {
+        cx.warnings
+            .push(lanes::placed_warning(cx.file, "vllm", "start_times"));
+    }
+    Ok(())
+}
