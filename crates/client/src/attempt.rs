@@ -90,7 +90,7 @@ impl Client {
         *req.headers_mut() = inner.post_headers.clone();
 
         let start = Instant::now();
-        let mut rec = Recorder::new(clock, start, cfg);
+        let mut rec = Recorder::new(clock, start, cfg, inner.endpoint.api.dialect());
         if cancel.is_cancelled() {
             return rec.finish(
                 Some(Cause::Cancelled),

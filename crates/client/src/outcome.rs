@@ -5,8 +5,7 @@ use std::time::{Duration, Instant};
 
 use hyper::StatusCode;
 use tpscope_model::{Attempt, Cause, ChunkMark, RunClock, Timestamp};
-use tpscope_stream::openai::{self, StreamState};
-use tpscope_stream::{StreamEnd, Usage};
+use tpscope_stream::{AnyStream, Dialect, StreamEnd, Usage};
 
 use crate::config::ClientConfig;
 use crate::connector::ConnInfo;
@@ -84,7 +83,8 @@ impl AttemptOutcome {
 pub(crate) struct Recorder<'c> {
     clock: &'c RunClock,
     pub attempt: Attempt,
-    pub stream: StreamState,
+    pub stream: AnyStream,
+    dialect: Dialect,
     pub retry_after: Option<Duration>,
     pub bytes_received: u64,
     pub connection_id: Option<u64>,
@@ -92,7 +92,7 @@ pub(crate) struct Recorder<'c> {
 }
 
 impl<'c> Recorder<'c> {
-    pub fn new(clock: &'c RunClock, start: Instant, cfg: &ClientConfig) -> Self {
+    pub fn new(clock: &'c RunClock, start: Instant, cfg: &ClientConfig, dialect: Dialect) -> Self {
         let t = clock.at(start);
         Recorder {
             clock,
@@ -108,7 +108,8 @@ impl<'c> Recorder<'c> {
                 connect_time: None,
                 backoff: None,
             },
-            stream: StreamState::new(cfg.keep_text, cfg.record_chunks),
+            stream: dialect.account(cfg.keep_text, cfg.record_chunks),
+            dialect,
             retry_after: None,
             bytes_received: 0,
             connection_id: None,
@@ -142,20 +143,9 @@ impl<'c> Recorder<'c> {
 
     /// A complete non-streaming answer.
     pub fn whole_answer(mut self, body: &[u8], now: Instant) -> AttemptOutcome {
-        match openai::parse_response(body) {
-            Err(e) => self.finish(
-                Some(Cause::Malformed),
-                now,
-                Some(format!("response does not parse: {}", e.0)),
-            ),
-            Ok(c) => {
-                if let Some(err) = c.server_error() {
-                    return self.finish(Some(err.cause), now, Some(err.message));
-                }
-                self.stream.events += 1;
-                openai::absorb(&mut self.stream, &c, now);
-                self.finish(None, now, None)
-            }
+        match self.dialect.absorb_answer(&mut self.stream, body, now) {
+            Err((cause, message)) => self.finish(Some(cause), now, Some(message)),
+            Ok(()) => self.finish(None, now, None),
         }
     }
 
