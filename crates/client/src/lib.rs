@@ -7,6 +7,7 @@ mod attempt;
 mod client;
 pub mod config;
 mod connector;
+mod forward;
 mod outcome;
 mod request;
 mod rx;
@@ -16,6 +17,7 @@ pub use config::{
     Api, BadApi, BadRxTimestamps, ClientConfig, Endpoint, Message, Prompt, RequestSpec,
     RxTimestamps, Timeouts,
 };
+pub use forward::{ForwardBody, Forwarder};
 pub use outcome::AttemptOutcome;
 pub use request::{parse_retry_after, request_body};
 /// In [`AttemptOutcome::usage`]; owned by `tpscope-stream`.
