@@ -11,6 +11,7 @@ mod bench_sweep;
 mod compare_cmd;
 mod exit;
 mod progress;
+mod proxy_cmd;
 mod report_cmd;
 mod signals;
 mod sim_cmd;
@@ -43,6 +44,8 @@ enum Command {
     Compare(Box<compare_cmd::CompareArgs>),
     /// Serve a simulated continuous-batching inference engine (OpenAI-compatible).
     Sim(Box<sim_cmd::SimArgs>),
+    /// Forward to an inference server, recording every completion as a span (cap, queue, Prometheus metrics).
+    Proxy(Box<proxy_cmd::ProxyArgs>),
 }
 
 /// Whether an error chain is a broken pipe (e.g. `tpscope report … | head`), which
@@ -61,6 +64,7 @@ fn main() -> ExitCode {
         Command::Report(a) => report_cmd::run(*a),
         Command::Compare(a) => compare_cmd::run(*a),
         Command::Sim(a) => sim_cmd::run(*a),
+        Command::Proxy(a) => proxy_cmd::run(*a),
     };
     match result {
         Ok(code) => code,

@@ -37,7 +37,7 @@ use tpscope_record::{RunCounts, RunInfo};
 
 pub use headers::{QUEUED_AT, completion_dialect, queued_at, strip_hop_by_hop};
 pub use metrics::Metrics;
-pub use rotate::{Rotate, rotated_path};
+pub use rotate::{Rotate, parse_size, rotated_path};
 
 /// Everything `tpscope proxy` is told.
 #[derive(Clone, Debug)]
@@ -313,9 +313,16 @@ pub async fn start(cfg: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
     let state = Arc::new(service::State {
         upstream,
         forwarder,
-        gate: cfg
-            .cap
-            .map(|c| gate::Gate::new(c, cfg.queue_limit, cfg.dispatch)),
+        gate: cfg.cap.map(|c| {
+            let (a, u) = (rec.clone(), rec.clone());
+            gate::Gate::new(
+                c,
+                cfg.queue_limit,
+                cfg.dispatch,
+                Box::new(move |at| a.admit_at(at)),
+                Box::new(move || u.unadmit()),
+            )
+        }),
         rec,
         cfg: cfg.clone(),
     });

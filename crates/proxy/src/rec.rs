@@ -39,6 +39,19 @@ impl Rec {
         ((occ >> 32) as u32, occ as u32)
     }
 
+    /// A queued request takes a slot (at `at`, else now): the occupancy moves,
+    /// and the instant.
+    pub fn admit_at(&self, at: Option<tpscope_model::Timestamp>) -> tpscope_model::Timestamp {
+        self.occupancy.fetch_add(ADMIT, Relaxed);
+        at.unwrap_or_else(|| self.clock.now())
+    }
+
+    /// A request admitted by the gate but never used goes back to queued (it is
+    /// leaving the queue).
+    pub fn unadmit(&self) {
+        self.occupancy.fetch_sub(ADMIT, Relaxed);
+    }
+
     /// Hands a finished request to the writer thread and counts it.
     pub fn finished(&self, f: Finished) {
         self.metrics.finished(&f);

@@ -27,37 +27,39 @@ impl std::str::FromStr for Rotate {
 
     /// `1GiB`, `500MB`, `64KiB`, `1000` (bytes), or a duration (`1h`, `30m`).
     fn from_str(s: &str) -> Result<Rotate, String> {
-        let t = s.trim();
-        let units: [(&str, u64); 7] = [
-            ("GiB", 1 << 30),
-            ("MiB", 1 << 20),
-            ("KiB", 1 << 10),
-            ("GB", 1_000_000_000),
-            ("MB", 1_000_000),
-            ("KB", 1_000),
-            ("B", 1),
-        ];
-        for (suffix, mul) in units {
-            if let Some(n) = t.strip_suffix(suffix) {
-                return match n.trim().parse::<u64>() {
-                    Ok(n) if n > 0 => Ok(Rotate::Size(n.saturating_mul(mul))),
-                    _ => Err(format!("`{s}`: expected a positive size such as 1GiB")),
-                };
-            }
+        if let Ok(n) = parse_size(s) {
+            return Ok(Rotate::Size(n));
         }
-        if let Ok(n) = t.parse::<u64>() {
-            return if n > 0 {
-                Ok(Rotate::Size(n))
-            } else {
-                Err(format!("`{s}`: a size must be positive"))
-            };
-        }
-        match tpscope_model::parse_duration(t) {
+        match tpscope_model::parse_duration(s.trim()) {
             Ok(d) if !d.is_zero() => Ok(Rotate::Age(d)),
             _ => Err(format!(
                 "`{s}`: expected a size (1GiB, 500MB) or a duration (1h, 30m)"
             )),
         }
+    }
+}
+
+/// A positive byte size: `32MiB`, `1GiB`, `500MB`, `64KB`, `1000B` or `1000`.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let units: [(&str, u64); 7] = [
+        ("GiB", 1 << 30),
+        ("MiB", 1 << 20),
+        ("KiB", 1 << 10),
+        ("GB", 1_000_000_000),
+        ("MB", 1_000_000),
+        ("KB", 1_000),
+        ("B", 1),
+    ];
+    let (num, mul) = units
+        .iter()
+        .find_map(|(suffix, mul)| t.strip_suffix(suffix).map(|n| (n.trim(), *mul)))
+        .unwrap_or((t, 1));
+    match num.parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n.saturating_mul(mul)),
+        _ => Err(format!(
+            "`{s}`: expected a positive size such as 32MiB or 1GiB"
+        )),
     }
 }
 

@@ -85,10 +85,13 @@ pub(crate) async fn handle(
         })
         .unwrap_or(now);
     let mut track = Track::queued(st.rec.clone(), dialect, queued);
-    let permit = match &st.gate {
-        None => None,
+    let (permit, at) = match &st.gate {
+        None => (None, None),
         Some(g) => match g.enqueue() {
-            Ok(ticket) => Some(ticket.admitted().await),
+            Ok(ticket) => {
+                let (p, at) = ticket.admitted().await;
+                (Some(p), at)
+            }
             Err(_) => {
                 // Refused before it was queued: not a span, counted in metrics.
                 track.forget();
@@ -97,7 +100,7 @@ pub(crate) async fn handle(
             }
         },
     };
-    track.admitted(permit);
+    track.admitted(permit, at);
     Ok(forward(&st, req, Some(track)).await)
 }
 

@@ -84,11 +84,17 @@ impl Track {
         }
     }
 
-    /// It took a slot and is being forwarded now.
-    pub fn admitted(&mut self, permit: Option<Permit>) {
-        self.admitted_at = Some(self.rec.clock.now());
+    /// It took a slot: now (no cap), or at `at` when the gate handed one over
+    /// (the gate has moved the occupancy then).
+    pub fn admitted(&mut self, permit: Option<Permit>, at: Option<Timestamp>) {
+        match at {
+            Some(t) => self.admitted_at = Some(t),
+            None => {
+                self.admitted_at = Some(self.rec.clock.now());
+                self.rec.occupancy.fetch_add(ADMIT, Relaxed);
+            }
+        }
         self.permit = permit;
-        self.rec.occupancy.fetch_add(ADMIT, Relaxed);
     }
 
     /// The response head arrived at `now`.
@@ -214,6 +220,11 @@ impl Track {
             }
             Some(admitted_at) => {
                 rec.occupancy.fetch_sub(SLOT, Relaxed);
+                // The slot changes hands at the release instant: the next in
+                // line is admitted as of then.
+                if let Some(p) = self.permit.take() {
+                    p.release_at(released_at);
+                }
                 let usage = st.usage.and_then(|u| {
                     u.completion_tokens.map(|c| Usage {
                         prompt_tokens: u.prompt_tokens,
@@ -259,8 +270,6 @@ impl Track {
             planned_input_tokens: None,
             cancelled,
         });
-        // The slot goes to the next in line only now that the span is out.
-        self.permit = None;
     }
 }
 
