@@ -30,7 +30,7 @@ pub struct ProxyArgs {
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// Rotate the span log by size (1GiB) or age (1h): files FILE-0000, -0001, …
-    /// each start with the run record; `tpscope report FILE-*` reads them as one run.
+    /// each start with the run record and read on their own.
     #[arg(long, value_name = "SIZE|DURATION", value_parser = parse_rotate, requires = "out")]
     pub rotate: Option<Rotate>,
     /// Serve Prometheus metrics on this address (`/metrics`).

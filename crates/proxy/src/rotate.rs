@@ -1,9 +1,10 @@
 //! Span-log rotation (`--rotate 1GiB` or `--rotate 1h`): a `Write` under the
 //! recording seam's writer thread that, once the current file is too large or
 //! too old, moves to the next file at a line boundary and starts it with the
-//! run's `run` record, so every file reads on its own and
-//! `tpscope report FILE…` reads them together as one run. Files are
-//! `STEM-0000.EXT`, `STEM-0001.EXT`, … (they sort in order).
+//! run's `run` record (the same `run_id`), so every file reads on its own.
+//! Files are `STEM-0000.EXT`, `STEM-0001.EXT`, … (they sort in order). The log
+//! readers still refuse a repeated `run` record, so reading several files of one
+//! rotation together is not yet possible.
 
 use std::fs::File;
 use std::io::{self, Write};

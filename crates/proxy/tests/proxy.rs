@@ -414,3 +414,46 @@ async fn the_cap_queues_in_fifo_refuses_a_full_queue_and_a_client_leaving_the_qu
     assert!(m.contains("vllm:request_success_total"), "{m}");
     sim.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_rotated_log_is_files_that_each_read_on_their_own() {
+    let sim = sim(Speed::Max).await;
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("live.jsonl");
+    let mut cfg = config(sim.addr(), &base);
+    cfg.rotate = Some(tpscope_proxy::Rotate::Size(4000));
+    let p = proxy(cfg).await;
+    for _ in 0..12 {
+        let r = post(
+            p.addr(),
+            "/v1/chat/completions",
+            &chat(sim.model_name(), true, 4),
+        )
+        .await;
+        assert_eq!(r.status, 200);
+    }
+    p.shutdown().await.unwrap();
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    assert!(files.len() > 1, "{files:?}");
+    for f in &files {
+        let first = std::fs::read_to_string(f).unwrap();
+        assert!(first.starts_with("{\"kind\":\"run\""), "{}", f.display());
+    }
+    let mut spans = 0;
+    let mut run_ids = std::collections::BTreeSet::new();
+    for f in &files {
+        let set =
+            tpscope_log::read_paths(std::slice::from_ref(f), tpscope_log::ReadOptions::default())
+                .unwrap();
+        assert_eq!(set.runs.len(), 1, "{}", f.display());
+        spans += set.runs[0].input.spans.len();
+        run_ids.insert(set.runs[0].input.run_id.clone());
+    }
+    assert_eq!(spans, 12);
+    assert_eq!(run_ids.len(), 1, "one run, continued from file to file");
+    sim.shutdown().await.unwrap();
+}
