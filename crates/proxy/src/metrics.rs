@@ -263,3 +263,130 @@ impl Default for Metrics {
         Metrics::new()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tpscope_model::{Attempt, Timestamp};
+    use tpscope_record::{Outcome, Usage};
+
+    fn t(ms: i64) -> Timestamp {
+        Timestamp::from_unix_nanos(1_800_000_000_000_000_000 + ms * 1_000_000)
+    }
+
+    /// Every `tpscope_…` series the shipped rules and dashboard use.
+    fn names_in(text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut rest = text;
+        while let Some(i) = rest.find("tpscope_") {
+            let tail = &rest[i..];
+            let end = tail
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(tail.len());
+            out.push(tail[..end].to_string());
+            rest = &tail[end..];
+        }
+        out
+    }
+
+    #[test]
+    fn deploy_files_use_only_exported_names() {
+        let m = Metrics::new();
+        m.occupancy(std::time::Instant::now(), 1, 2, Some(4));
+        // A labelled family shows once it has a series.
+        m.finished(&Finished {
+            seq: 0,
+            queued_at: t(0),
+            admitted_at: None,
+            released_at: t(5),
+            outcomes: Vec::new(),
+            planned_input_tokens: None,
+            cancelled: Some("left the queue".into()),
+        });
+        let text = m.render();
+        for file in [
+            include_str!("../../../deploy/prometheus/rules.yml"),
+            include_str!("../../../deploy/grafana/tpscope.json"),
+        ] {
+            for name in names_in(file) {
+                // A family with no series yet shows only its TYPE line.
+                let base = ["_total", "_bucket", "_sum", "_count"]
+                    .iter()
+                    .find_map(|s| name.strip_suffix(s))
+                    .unwrap_or(&name);
+                assert!(
+                    text.lines().any(|l| l.starts_with(&format!("{name} "))
+                        || l.starts_with(&format!("{name}{{"))
+                        || l.starts_with(&format!("# TYPE {base} "))),
+                    "{name} is not exported:\n{text}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn gap_and_backlog_accumulate_between_samples_as_the_earlier_sample_says() {
+        let m = Metrics::new();
+        let t0 = std::time::Instant::now();
+        // Waiting with a free slot for 1 s, then at the cap for 1 s.
+        m.occupancy(t0, 1, 3, Some(2));
+        m.occupancy(t0 + std::time::Duration::from_secs(1), 2, 3, Some(2));
+        m.occupancy(t0 + std::time::Duration::from_secs(2), 2, 0, Some(2));
+        let text = m.render();
+        assert!(text.contains("tpscope_gap_seconds_total 1.0"), "{text}");
+        assert!(text.contains("tpscope_backlog_seconds_total 2.0"), "{text}");
+    }
+
+    #[test]
+    fn a_finished_completion_counts_tokens_status_and_its_metrics() {
+        let m = Metrics::new();
+        let f = Finished {
+            seq: 0,
+            queued_at: t(0),
+            admitted_at: Some(t(100)),
+            released_at: t(1100),
+            outcomes: vec![Outcome {
+                attempt: Attempt {
+                    started_at: t(100),
+                    first_byte_at: Some(t(150)),
+                    first_token_at: Some(t(200)),
+                    ended_at: t(1100),
+                    http_status: Some(200),
+                    cause: None,
+                    tokens: 11,
+                    connection_reused: None,
+                    connect_time: None,
+                    backoff: None,
+                },
+                last_token_at: Some(t(1100)),
+                usage: Some(Usage {
+                    prompt_tokens: Some(7),
+                    completion_tokens: 11,
+                }),
+                content_chunks: 11,
+                text: None,
+                chunks: None,
+                retry_after: None,
+                error_message: None,
+                response_id: None,
+            }],
+            planned_input_tokens: None,
+            cancelled: None,
+        };
+        m.finished(&f);
+        let text = m.render();
+        assert!(text.contains("tpscope_output_tokens_total 11"), "{text}");
+        assert!(text.contains("tpscope_input_tokens_total 7"), "{text}");
+        assert!(
+            text.contains("tpscope_requests_total{status=\"ok\",cause=\"\"} 1"),
+            "{text}"
+        );
+        // t_first_token 0.1 s, t_queue 0.1 s; stream_tps 11 tokens / 0.9 s.
+        assert!(
+            text.contains("tpscope_t_first_token_seconds_sum 0.1"),
+            "{text}"
+        );
+        assert!(text.contains("tpscope_t_queue_seconds_count 1"), "{text}");
+        assert!(text.contains("tpscope_stream_tps_sum 12.2"), "{text}");
+    }
+}
