@@ -7,6 +7,7 @@ use std::time::Duration;
 use tpscope_model::{Cause, Occupancy, Status, Timestamp};
 
 use crate::collect::Collected;
+use crate::goodput::{Goals, Tally};
 use crate::input::{RunInput, SpanFacts};
 use crate::report::*;
 use crate::series::{MAX_BUCKETS, time_series, tokens_in};
@@ -49,6 +50,9 @@ impl Prices {
     }
 }
 
+/// The share of a sweep level's requests that must meet the goals (`--slo-percentile 90`).
+pub const DEFAULT_SLO_SHARE: f64 = 0.9;
+
 /// How to analyse a run.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Options {
@@ -60,6 +64,11 @@ pub struct Options {
     pub prices: Prices,
     /// Warn when the exact and sampled gap fractions differ by more than this.
     pub gap_disagreement: f64,
+    /// Latency goals for goodput (DESIGN.md §15); `None`: no goodput section.
+    pub goals: Option<Goals>,
+    /// A sweep level meets the goals when at least this share of its requests
+    /// met them (`--slo-percentile 90` is 0.9).
+    pub slo_share: f64,
 }
 
 impl Default for Options {
@@ -69,6 +78,8 @@ impl Default for Options {
             bucket: None,
             prices: Prices::default(),
             gap_disagreement: 0.02,
+            goals: None,
+            slo_share: DEFAULT_SLO_SHARE,
         }
     }
 }
@@ -104,7 +115,7 @@ pub fn steady_bounds(sweep: &Sweep) -> Option<(Timestamp, Timestamp)> {
 
 /// Analyses one run.
 pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
-    let mut warnings = Vec::new();
+    let mut warnings: Vec<String> = scaled_time_warning(input).into_iter().collect();
     let sweep = Sweep::new(input);
     let first_queued = input.spans.iter().map(|s| s.queued_at).min();
     let last_released = input.spans.iter().map(|s| s.released_at).max();
@@ -164,6 +175,7 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
 
     let mut counts = Counts::default();
     let mut collected = Collected::new(input.spans.len());
+    let mut goodput = opts.goals.map(Tally::new);
     let mut window_tokens = 0.0;
     let (mut in_cost, mut out_cost_tokens) = (0u64, 0u64);
     for s in &input.spans {
@@ -174,6 +186,9 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
             continue;
         }
         counts.spans += 1;
+        if let Some(g) = &mut goodput {
+            g.add(s);
+        }
         counts.retries += u64::from(s.retry_count);
         counts.wasted_tokens += s.wasted_tokens;
         for c in &s.retry_causes {
@@ -198,6 +213,10 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
                     counts.error += 1;
                 } else {
                     counts.cancelled += 1;
+                }
+                if s.is_backlog_left() {
+                    counts.backlog_left += 1;
+                    continue;
                 }
                 let cause = s.error_cause.unwrap_or(if s.status == Status::Cancelled {
                     Cause::Cancelled
@@ -351,6 +370,7 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
             })
             .collect(),
         complete: input.end.is_some(),
+        error_messages: input.error_messages.top(crate::errors::SHOWN_PER_CAUSE),
         window,
         steady_window,
         success_rate: ratio(counts.ok as f64, (counts.ok + counts.error) as f64),
@@ -379,7 +399,34 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         output_length: summaries.output_length,
         stream_tps_by_output_length: summaries.by_length,
         cost,
+        goodput: goodput.map(|g| g.finish(win_s)),
+        closed_loop: input.closed_loop(),
         time_series,
         warnings,
+    }
+}
+
+/// A run of the built-in simulator at another speed than real time (the run
+/// record's `load.simulator.speed`) has scaled times: said, so its figures are
+/// not read as a GPU's (issue 16).
+fn scaled_time_warning(input: &RunInput) -> Option<String> {
+    let speed = input
+        .run
+        .as_ref()?
+        .load
+        .get("simulator")?
+        .get("speed")?
+        .as_str()?;
+    match speed {
+        "realtime" => None,
+        "max" => Some(
+            "times are not real: the built-in simulator ran as fast as it could (speed max), \
+             so durations and rates measure tpscope and the simulator, not its GPU model"
+                .into(),
+        ),
+        f => Some(format!(
+            "times are scaled: the built-in simulator ran {f}× faster than real time \
+             (--sim-speed {f}), so durations are 1/{f} and rates {f}× what its GPU model gives"
+        )),
     }
 }

@@ -8,6 +8,8 @@ use tpscope_model::{
     TokenSource,
 };
 
+use crate::errors::ErrorMessages;
+
 /// What the analysis needs of one span, without ids, text or attempt details
 /// (120 bytes, so a million spans fit in memory comfortably).
 #[derive(Clone, Debug, PartialEq)]
@@ -75,10 +77,28 @@ impl SpanFacts {
         }
     }
 
+    /// Whether the span is backlog left when the run stopped: cancelled before it
+    /// was ever admitted (never sent, so not a failure).
+    pub fn is_backlog_left(&self) -> bool {
+        self.status == Status::Cancelled && self.admitted_at.is_none()
+    }
+
     /// The instant the span left the queue: admission, or release if never admitted.
     pub fn dequeued_at(&self) -> Timestamp {
         self.admitted_at.unwrap_or(self.released_at)
     }
+}
+
+/// Strings of a span that the analysis does not use, kept by readers only when
+/// asked (per-span output: CSV), apart from [`SpanFacts`] so those stay small.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SpanText {
+    /// The server's response id, when recorded.
+    pub request_id: Option<Box<str>>,
+    /// The token source the span names (`None`: the run's default).
+    pub token_source: Option<Box<str>>,
+    /// The failure message of a non-ok span.
+    pub error_message: Option<Box<str>>,
 }
 
 /// One fixed-cadence sample.
@@ -124,6 +144,12 @@ pub struct RunInput {
     pub failed_token_sources: Vec<(Option<TokenSource>, u64)>,
     /// The samples, in log order.
     pub samples: Vec<SampleFacts>,
+    /// The failure messages of the non-ok spans, by cause (bounded).
+    pub error_messages: ErrorMessages,
+    /// For each span that made several attempts (few), its index in `spans` and
+    /// when its last attempt started: before that, its slot went to failed
+    /// attempts and back-off, not to waiting for the first token.
+    pub last_attempts: Vec<(usize, Timestamp)>,
 }
 
 impl RunInput {
@@ -135,7 +161,16 @@ impl RunInput {
             ..RunInput::default()
         };
         for s in spans {
-            input.push_span(SpanFacts::of(s), s.token_source.as_ref());
+            let facts = SpanFacts::of(s);
+            if let Some(e) = &s.error {
+                input.add_error_message(&facts, &e.message);
+            }
+            if let [_, .., last] = s.attempts.as_slice() {
+                input
+                    .last_attempts
+                    .push((input.spans.len(), last.started_at));
+            }
+            input.push_span(facts, s.token_source.as_ref());
         }
         input.samples = samples.iter().map(SampleFacts::from).collect();
         input
@@ -159,6 +194,16 @@ impl RunInput {
             }
         }
         self.spans.push(facts);
+    }
+
+    /// Counts the failure message of a non-ok span (the backlog left at the end is
+    /// not a failure and is not counted).
+    pub fn add_error_message(&mut self, facts: &SpanFacts, message: &str) {
+        if let Some(cause) = facts.error_cause
+            && !facts.is_backlog_left()
+        {
+            self.error_messages.add(cause, message);
+        }
     }
 
     /// Token sources with span counts, spans that named none counted under the run's
@@ -196,6 +241,17 @@ impl RunInput {
             .as_ref()
             .map(|r| r.started_at)
             .or_else(|| self.spans.iter().map(|s| s.queued_at).min())
+    }
+
+    /// Whether the run record says the run was a closed loop (every request ready
+    /// at the start, so its queue time is the client's own backlog).
+    pub fn closed_loop(&self) -> bool {
+        self.load_field("mode").and_then(|m| m.as_str()) == Some("closed_loop")
+    }
+
+    /// A field of the run record's free-form `load` settings.
+    pub fn load_field(&self, key: &str) -> Option<&serde_json::Value> {
+        self.run.as_ref().and_then(|r| r.load.get(key))
     }
 
     /// The sample cadence from the run record.

@@ -13,7 +13,8 @@ pub struct LevelPoint {
 }
 
 /// Where the knee is.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Knee {
     /// At this row: the lowest level reaching [`KNEE_SHARE`] of the best throughput;
     /// levels above it add latency for at most the remaining 10 %.

@@ -15,8 +15,11 @@ pub mod analyze;
 mod collect;
 pub mod compare;
 pub mod detail;
+pub mod errors;
+pub mod goodput;
 pub mod input;
 pub mod knee;
+pub mod levels;
 pub mod metrics;
 pub mod report;
 pub mod series;
@@ -25,9 +28,11 @@ pub mod sweep;
 #[cfg(test)]
 mod test_support;
 
-pub use analyze::{Options, Prices, WindowSpec, analyze, steady_bounds};
+pub use analyze::{DEFAULT_SLO_SHARE, Options, Prices, WindowSpec, analyze, steady_bounds};
 pub use collect::LENGTH_EDGES;
-pub use input::{RunInput, SampleFacts, SpanFacts};
+pub use errors::{CauseMessages, ErrorMessages, MessageCount};
+pub use goodput::{Goals, Goodput, parse_goals};
+pub use input::{RunInput, SampleFacts, SpanFacts, SpanText};
 pub use metrics::{METRICS, SpanMetric, SpanMetrics, SpanRow, span_metrics, span_rows};
 pub use report::{CauseCounts, REPORT_SCHEMA, Report, RunReport, Window, WindowKind};
 pub use stats::{Summary, Tokens, TokensPerSecond};

@@ -27,6 +27,8 @@ pub enum MetricUnit {
     PerSpan,
     /// Money, in the currency of the prices given.
     Money,
+    /// Requests per second.
+    RequestsPerSecond,
 }
 
 /// Which direction of change is an improvement.

@@ -8,6 +8,8 @@ use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use tpscope_model::{Cause, Target, Timestamp};
 
+use crate::goodput::Goodput;
+use crate::levels::SweepTable;
 use crate::stats::{Summary, Tokens, TokensPerSecond};
 
 /// The schema name of the JSON report.
@@ -37,6 +39,9 @@ pub struct Report {
     pub skipped: BTreeMap<String, u64>,
     /// Reader warnings (cut-off last lines, runs without `run` or `end` records).
     pub warnings: Vec<String>,
+    /// The table of each load sweep among the runs (one run per level).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sweeps: Vec<SweepTable>,
 }
 
 /// Which stretch of time a run's figures cover.
@@ -82,7 +87,11 @@ pub struct Counts {
     pub error: u64,
     /// Spans with status `cancelled` (kept apart from the success rate).
     pub cancelled: u64,
-    /// Non-ok spans by failure cause.
+    /// Of the cancelled spans, those never admitted: the backlog left when the
+    /// run stopped admitting (end of `--duration`, Ctrl-C). They were never sent,
+    /// so they are not failures and not in `errors_by_cause`.
+    pub backlog_left: u64,
+    /// Non-ok spans by failure cause (the backlog left at the end aside).
     pub errors_by_cause: CauseCounts,
     /// Σ retry_count.
     pub retries: u64,
@@ -294,6 +303,9 @@ pub struct RunReport {
     pub steady_window: Option<Window>,
     /// Span counts.
     pub counts: Counts,
+    /// The most frequent failure messages of each cause (over the whole run,
+    /// whatever the window).
+    pub error_messages: Vec<crate::errors::CauseMessages>,
     /// Σ output tokens of ok spans in the window / window length (tokens of spans
     /// that straddle an edge are counted pro rata, spread over their stream).
     pub system_tps: Option<TokensPerSecond>,
@@ -336,6 +348,11 @@ pub struct RunReport {
     pub stream_tps_by_output_length: Vec<LengthBucket>,
     /// Cost, when prices were given.
     pub cost: Option<Cost>,
+    /// Goodput, when goals were given (DESIGN.md §15).
+    pub goodput: Option<Goodput>,
+    /// Whether every request was ready at the start (a closed loop): `t_queue` and
+    /// `ttft_user` are then the client's own backlog, not what the server did.
+    pub closed_loop: bool,
     /// The time series, when a bucket was asked for.
     pub time_series: Option<TimeSeries>,
     /// Warnings about this run's data.

@@ -688,3 +688,56 @@ fn comparing_a_run_with_itself_warns() {
         c.warnings
     );
 }
+
+#[test]
+fn goodput_is_a_fifth_criterion_only_when_goals_are_given() {
+    let base = synth("b", Load::default());
+    let slower = synth(
+        "c",
+        Load {
+            stream_tps: 25.0,
+            seed: 2,
+            ..Load::default()
+        },
+    );
+    let judge = |cand: &RunInput, goals: Option<&str>| {
+        compare(
+            RunRef {
+                input: &base,
+                source: "b",
+            },
+            RunRef {
+                input: cand,
+                source: "c",
+            },
+            &Options {
+                goals: goals.map(|g| tpscope_analysis::parse_goals(g).unwrap()),
+                ..Options::default()
+            },
+            &cfg(5),
+        )
+        .unwrap()
+        .comparison
+    };
+    // Without goals: the four criteria and no other.
+    let c = judge(&slower, None);
+    assert_eq!(c.criteria.len(), 4);
+    assert!(c.criterion(Criterion::Goodput).is_none());
+    // With goals, a candidate whose requests take twice as long fails it.
+    let c = judge(&slower, Some("e2e:5s"));
+    let g = c.criterion(Criterion::Goodput).unwrap();
+    assert_eq!(c.criteria.len(), 5);
+    assert_eq!(g.verdict, Verdict::Fail, "{g:#?}");
+    assert!(g.baseline.unwrap() > g.candidate.unwrap());
+    assert!(g.interval.unwrap().contains(g.change.unwrap()));
+    // A like-for-like candidate is not failed by it.
+    let same = synth(
+        "c",
+        Load {
+            seed: 2,
+            ..Load::default()
+        },
+    );
+    let c = judge(&same, Some("e2e:5s"));
+    assert_ne!(verdict(&c, Criterion::Goodput), Verdict::Fail);
+}

@@ -1,13 +1,14 @@
 //! What `report` and `compare` share: the flags that choose how span logs are read
-//! and analysed (window, timestamp unit, invalid records, prices), validated into
-//! the reader's and the analysis' options, and writing the rendered bytes out.
+//! and analysed (window, timestamp unit, invalid records, prices, goodput goals),
+//! validated into the reader's and the analysis' options, and writing the rendered
+//! bytes out. `bench` reuses the goodput flags.
 
 use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use tpscope_analysis::{Options, Prices, WindowSpec};
+use tpscope_analysis::{DEFAULT_SLO_SHARE, Goals, Options, Prices, WindowSpec};
 use tpscope_log::{ReadOptions, TimeUnit};
 
 use crate::exit::ResultExt;
@@ -33,6 +34,69 @@ pub struct AnalysisFlags {
     /// Price per million output tokens (API pricing).
     #[arg(long, value_name = "PRICE")]
     pub price_per_mtok_out: Option<f64>,
+    /// Goodput goals.
+    #[command(flatten)]
+    pub goodput: GoodputFlags,
+}
+
+/// The goodput flags of `report`, `compare` and `bench` (DESIGN.md §15).
+#[derive(clap::Args, Debug, Clone)]
+pub struct GoodputFlags {
+    /// Latency goals for goodput, e.g. ttft:500ms,tpot:50ms,e2e:10s (TTFT from
+    /// admission; e2e from admission to release). vLLM's form is read too:
+    /// "ttft:500 tpot:50 e2el:10000" (bare numbers are milliseconds). Repeatable.
+    #[arg(long, value_name = "GOALS", value_parser = parse_goals_arg)]
+    pub goodput: Vec<Goals>,
+    /// A sweep level is within the goals when at least this percentage of its
+    /// requests met them (the sweep table names the highest such level).
+    #[arg(long, value_name = "P", default_value_t = 90.0, value_parser = parse_slo_percentile)]
+    pub slo_percentile: f64,
+}
+
+impl Default for GoodputFlags {
+    /// The flags as given when none is.
+    fn default() -> Self {
+        GoodputFlags {
+            goodput: Vec::new(),
+            slo_percentile: DEFAULT_SLO_SHARE * 100.0,
+        }
+    }
+}
+
+fn parse_goals_arg(s: &str) -> Result<Goals, String> {
+    s.parse::<Goals>().map_err(|e| e.to_string())
+}
+
+fn parse_slo_percentile(s: &str) -> Result<f64, String> {
+    match s.trim().trim_end_matches('%').trim().parse::<f64>() {
+        Ok(p) if p > 0.0 && p <= 100.0 => Ok(p),
+        _ => Err(format!(
+            "`{s}` is not a percentage in (0, 100] (e.g. 90 for 90 % of requests)"
+        )),
+    }
+}
+
+impl GoodputFlags {
+    /// The goals of every `--goodput` together (`None`: none given).
+    pub fn goals(&self) -> anyhow::Result<Option<Goals>> {
+        let mut all: Option<Goals> = None;
+        for g in &self.goodput {
+            all = Some(match all {
+                None => *g,
+                Some(a) => a
+                    .merged(*g)
+                    .map_err(|e| anyhow::anyhow!("--goodput: {e}"))?,
+            });
+        }
+        Ok(all)
+    }
+
+    /// Sets the goals and the sweep's SLO share in `opts`.
+    pub fn apply(&self, opts: &mut Options) -> anyhow::Result<()> {
+        opts.goals = self.goals()?;
+        opts.slo_share = self.slo_percentile / 100.0;
+        Ok(())
+    }
 }
 
 impl Default for AnalysisFlags {
@@ -45,6 +109,7 @@ impl Default for AnalysisFlags {
             price_per_hour: None,
             price_per_mtok_in: None,
             price_per_mtok_out: None,
+            goodput: GoodputFlags::default(),
         }
     }
 }
@@ -75,7 +140,8 @@ fn parse_window(text: &str) -> anyhow::Result<WindowSpec> {
     }
 }
 
-fn price(flag: &str, v: Option<f64>) -> anyhow::Result<Option<f64>> {
+/// Refuses a negative or non-finite price, naming the flag.
+pub fn price(flag: &str, v: Option<f64>) -> anyhow::Result<Option<f64>> {
     match v {
         Some(p) if !p.is_finite() || p < 0.0 => bail!("{flag}: {p} is not a non-negative price"),
         _ => Ok(v),
@@ -102,7 +168,7 @@ impl AnalysisFlags {
 
     /// How to analyse each run, with `bucket` as the time series' bucket.
     pub fn analysis_options(&self, bucket: Option<Duration>) -> anyhow::Result<Options> {
-        Ok(Options {
+        let mut opts = Options {
             window: parse_window(&self.window)?,
             bucket,
             prices: Prices {
@@ -111,7 +177,9 @@ impl AnalysisFlags {
                 per_mtok_out: price("--price-per-mtok-out", self.price_per_mtok_out)?,
             },
             ..Options::default()
-        })
+        };
+        self.goodput.apply(&mut opts)?;
+        Ok(opts)
     }
 }
 

@@ -118,6 +118,12 @@ pub struct BenchArgs {
     /// Seed of lengths, prompts, arrivals and retry jitter (same seed, same requests).
     #[arg(long, default_value_t = 0, value_parser = parse_count::<u64>, help_heading = "Workload")]
     pub seed: u64,
+    /// Send the same prompt text in every run with this --seed. By default the
+    /// text of synthetic prompts is salted by the run id (same lengths, other
+    /// words), so a repeated run does not find the last run's prompts in the
+    /// server's prefix cache. Prompts from a file are always sent as written.
+    #[arg(long, help_heading = "Workload")]
+    pub same_prompts: bool,
 
     /// The in-flight cap; a comma list (1,8,32,128) sweeps it, one run per level.
     /// Default 32 in closed loop; no cap in open loop or trace replay.
@@ -215,6 +221,13 @@ pub struct BenchArgs {
     /// No progress line and no report (the span log is still written).
     #[arg(long, short, help_heading = "Output")]
     pub quiet: bool,
+    /// Price of the deployment per hour: the report's cost per million output
+    /// tokens, and in a sweep the cost at the highest load within --goodput goals.
+    #[arg(long, value_name = "PRICE", help_heading = "Goodput and cost")]
+    pub price_per_hour: Option<f64>,
+    /// Goodput goals and the sweep's SLO percentile (as `tpscope report`'s).
+    #[command(flatten, next_help_heading = "Goodput and cost")]
+    pub goodput: crate::analysis_flags::GoodputFlags,
 
     /// The built-in simulator's flags.
     #[command(flatten)]
@@ -417,6 +430,7 @@ impl BenchArgs {
             trace: self.trace.clone(),
             time_scale: self.time_scale,
             seed: self.seed,
+            same_prompts: self.same_prompts,
             concurrency: self.concurrency.clone(),
             requests: self.requests,
             duration: self.duration,

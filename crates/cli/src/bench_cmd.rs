@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicI32, Ordering::Relaxed};
 use std::time::Duration;
 
 use anyhow::Context;
-use tpscope_client::{Client, Endpoint};
+use tpscope_client::{Client, Endpoint, LiveTokens};
 use tpscope_load::{BenchSpec, Control, RunSummary, execute};
 use tpscope_log::LogSet;
 use tpscope_model::{RunClock, Target};
@@ -43,6 +43,17 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     for note in &cfg.spec.notes {
         eprintln!("note: {note}");
     }
+    if let TargetConfig::Sim(sc) = &cfg.target {
+        match sc.speed.to_string().as_str() {
+            "realtime" => {}
+            "max" => eprintln!(
+                "note: the built-in simulator runs as fast as it can (--sim-speed max): times and rates are not a GPU's"
+            ),
+            f => eprintln!(
+                "note: the built-in simulator runs {f}× faster than real time (--sim-speed {f}): every time is scaled by 1/{f}"
+            ),
+        }
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("tpscope-bench")
@@ -60,7 +71,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let (log_name, log_stdout) = (log.name.clone(), log.stdout);
     let created = bench_out::CreatedGuard(log.created.clone());
     // The report's settings are `tpscope report`'s own defaults.
-    let report = ReportConfig::from_args(&ReportArgs::for_file(Path::new(&log_name)))?;
+    let mut report = ReportConfig::from_args(&ReportArgs::for_file(Path::new(&log_name)))?;
+    cfg.report.apply(&mut report.analysis)?;
     // The simulator gets a runtime (and threads) of its own, so its work does not
     // queue behind the client's and its CPU time can be told apart.
     let sim_rt = match &cfg.target {
@@ -128,6 +140,19 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         acc
     });
     let spec = &cfg.spec;
+    if interrupted.is_some() && summaries.is_empty() {
+        // Stopped before the measured run began (during the warm-up, or before
+        // it): there is nothing to report, and the user must not wait for one.
+        let when = if spec.warmup.is_some() {
+            "during the warm-up (--warmup)"
+        } else {
+            "before the run began"
+        };
+        eprintln!("stopped {when}: nothing was measured; {log_name} holds no run");
+        return Ok(ExitCode::from(signals::exit_status(
+            interrupted.unwrap_or(2),
+        )));
+    }
     if let Some(recorded) = recorded {
         // With the log on standard output, the report goes beside the progress line.
         let mut to: Box<dyn Write> = if log_stdout {
@@ -154,8 +179,17 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     if let Some(signo) = interrupted {
         return Ok(ExitCode::from(signals::exit_status(signo)));
     }
+    let reasons = failure_reasons(&summaries);
+    if total.error > 0 && total.ok > 0 {
+        // The server's own words (issue 15: "--model nope" said only "no request
+        // succeeded"; the reason was in the log).
+        eprintln!("most frequent failures: {}", reasons.join("; "));
+    }
     if total.ok == 0 && total.spans > 0 {
-        eprintln!("error: no request succeeded");
+        match reasons.first() {
+            Some(first) => eprintln!("error: no request succeeded; {first}"),
+            None => eprintln!("error: no request succeeded"),
+        }
         return Ok(ExitCode::from(EXIT_FAILURE));
     }
     if let Some(max) = spec.max_error_rate
@@ -175,13 +209,66 @@ fn print_report(
     names: (&str, &str),
     to: &mut dyn Write,
 ) -> anyhow::Result<()> {
+    let r = report_cmd::build_report(set, &report.analysis);
     if spec.levels.len() > 1 {
-        print_sweep_table(spec, set, names, to)?;
+        print_sweep_table(&r, names, to)?;
     } else {
-        let r = report_cmd::build_report(set, &report.analysis);
+        // What the server did first (issue 16: the default run's latency lines
+        // were mostly the client's own backlog), then the whole report.
+        if let Some(run) = r.runs.first() {
+            writeln!(to, "{}", tpscope_render::lead::text(run))?;
+        }
         to.write_all(&report_cmd::render(&r, set, report_cmd::Format::Text)?)?;
     }
+    to.write_all(next_steps(spec, names.1).as_bytes())?;
     Ok(to.flush()?)
+}
+
+/// The one or two commands worth running next.
+fn next_steps(spec: &BenchSpec, file: &str) -> String {
+    let mut steps = vec![(
+        format!("tpscope report {file} --html report.html"),
+        "charts: TPS over time, the request waterfall",
+    )];
+    if spec.levels.len() == 1 {
+        steps.push((
+            "tpscope bench --concurrency 1,4,16,64".into(),
+            "a sweep: where throughput stops growing",
+        ));
+    }
+    steps.push((
+        format!("tpscope compare {file} AFTER.jsonl"),
+        "after a change: did it improve",
+    ));
+    let w = steps.iter().map(|s| s.0.len()).max().unwrap_or(0);
+    let mut o = String::from("\nnext:\n");
+    for (cmd, why) in steps {
+        o.push_str(&format!("  {cmd:<w$}   {why}\n"));
+    }
+    o
+}
+
+/// The most frequent failure message of each cause over every run, most
+/// frequent first: `http_4xx ×12: HTTP 404 Not Found: The model … does not exist`.
+fn failure_reasons(summaries: &[RunSummary]) -> Vec<String> {
+    // A sweep's levels each keep their own tally; the same message sums.
+    let mut all: Vec<(tpscope_model::Cause, String, u64)> = Vec::new();
+    for c in summaries.iter().flat_map(|s| s.errors.top(1)) {
+        let Some(m) = c.messages.first() else {
+            continue;
+        };
+        match all
+            .iter_mut()
+            .find(|(cause, msg, _)| *cause == c.cause && *msg == m.message)
+        {
+            Some(e) => e.2 += m.count,
+            None => all.push((c.cause, m.message.clone(), m.count)),
+        }
+    }
+    all.sort_by_key(|e| std::cmp::Reverse(e.2));
+    all.into_iter()
+        .map(|(cause, msg, n)| format!("{cause} ×{n}: {msg}"))
+        .collect()
 }
 
 /// The first run whose share of failed requests (error / (ok + error)) is above
@@ -225,10 +312,13 @@ async fn bench(
     endpoint.extra_body = spec.extra_body.clone();
     endpoint.include_usage = spec.include_usage;
     let shown_url = redact_url(&base_url);
+    // The model's context, when known: the simulator's own, or what the server's
+    // model list says (vLLM's max_model_len).
+    let mut max_model_len = sim.as_ref().map(|s| s.model.max_model_len);
     if endpoint.model.is_empty() {
         let probe = Client::new(endpoint.clone(), spec.client.clone()).context("--url")?;
         let limit = spec.model_lookup_timeout();
-        let models = tokio::time::timeout(limit, probe.list_models())
+        let models = tokio::time::timeout(limit, probe.models())
             .await
             .map_err(|_| {
                 anyhow::anyhow!(
@@ -241,12 +331,30 @@ async fn bench(
             .with_context(|| {
                 format!("asking {shown_url}/models for a model (give --model to skip this)")
             })?;
-        endpoint.model = models
+        let first = models
             .into_iter()
             .next()
             .with_context(|| format!("{shown_url}/models lists no model: give --model"))?;
+        endpoint.model = first.id;
+        max_model_len = max_model_len.or(first.max_model_len);
     }
-    let client = Arc::new(Client::new(endpoint.clone(), spec.client.clone()).context("--url")?);
+    let context = match max_model_len {
+        // Unmarked: lengths that cannot fit are bad input (exit 2).
+        Some(m) => spec.context_fit(m)?,
+        None => Default::default(),
+    };
+    if let Some(note) = &context.note {
+        eprintln!("note: {note}");
+    }
+    let streamed = Arc::new(LiveTokens::default());
+    let client = Arc::new(
+        Client::with_live(
+            endpoint.clone(),
+            spec.client.clone(),
+            Some(streamed.clone()),
+        )
+        .context("--url")?,
+    );
     let live = Arc::new(LiveStats::default());
     let (sink, recorded): (Box<dyn Write + Send>, _) = if cfg.quiet {
         (log.sink, None)
@@ -274,10 +382,11 @@ async fn bench(
             }
         })
     };
-    let progress = progress::Progress::start(live.clone(), cfg.quiet);
+    let progress = progress::Progress::start(live.clone(), streamed.clone(), cfg.quiet);
     if let Some(plan) = spec.warmup_plan() {
         let planned = plan.requests;
         live.start_run("warm-up", planned, plan.cap);
+        streamed.reset();
         if planned != Some(0) {
             execute(
                 plan,
@@ -301,7 +410,8 @@ async fn bench(
         if let Some(l) = &level.label {
             labels.insert("sweep".into(), l.replace(' ', "="));
         }
-        let load = spec.load_settings(i, sim.as_ref().map(simulator_settings));
+        let mut load = spec.load_settings(i, sim.as_ref().map(simulator_settings));
+        load.context_limit = context.limit;
         let info = RunInfo {
             tool: TOOL.into(),
             target: Target {
@@ -326,8 +436,11 @@ async fn bench(
             level.requests,
             level.cap,
         );
+        streamed.reset();
+        let mut plan = spec.plan(level, run_id.clone());
+        plan.context = context.limit;
         let summary = execute(
-            spec.plan(level, run_id.clone()),
+            plan,
             clock,
             client.clone(),
             Some(rec.clone()),

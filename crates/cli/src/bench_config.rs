@@ -4,6 +4,9 @@
 use tpscope_load::spec::{BenchSpec, SimulatorSettings};
 use tpscope_sim::SimConfig;
 
+use tpscope_analysis::Options;
+
+use crate::analysis_flags::{GoodputFlags, price};
 use crate::bench_args::BenchArgs;
 
 /// What is measured.
@@ -24,6 +27,26 @@ pub struct BenchConfig {
     pub spec: BenchSpec,
     /// No progress, no report.
     pub quiet: bool,
+    /// Goodput goals and the price per hour, for the report at the end.
+    pub report: ReportExtras,
+}
+
+/// What `bench`'s report adds to `tpscope report`'s defaults.
+#[derive(Debug, Clone)]
+pub struct ReportExtras {
+    /// `--goodput` and `--slo-percentile`.
+    pub goodput: GoodputFlags,
+    /// `--price-per-hour`, checked.
+    pub price_per_hour: Option<f64>,
+}
+
+impl ReportExtras {
+    /// Sets the goals, the SLO share and the price in the report's options.
+    pub fn apply(&self, opts: &mut Options) -> anyhow::Result<()> {
+        self.goodput.apply(opts)?;
+        opts.prices.per_hour = self.price_per_hour;
+        Ok(())
+    }
 }
 
 impl BenchConfig {
@@ -47,11 +70,17 @@ impl BenchConfig {
                 "--sim-* flags configure the built-in simulator and cannot be used with --url"
             );
         }
+        let report = ReportExtras {
+            goodput: a.goodput.clone(),
+            price_per_hour: price("--price-per-hour", a.price_per_hour)?,
+        };
+        report.apply(&mut Options::default())?;
         crate::bench_out::check(&spec)?;
         Ok(BenchConfig {
             target,
             spec,
             quiet: a.quiet,
+            report,
         })
     }
 }

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use tpscope_sim::SimOverrides;
-use tpscope_sim::config::KnobValue;
 use tpscope_sim::config::knobs::{fault_knob, fault_names};
+use tpscope_sim::config::{KNOBS, KnobValue};
 
 /// The help section of the flags passed to the built-in simulator.
 const SIM_HEADING: &str = "Built-in simulator (passed to it; refused with --url)";
@@ -44,7 +44,9 @@ pub struct SimFlags {
     )]
     pub sim_config: Option<PathBuf>,
     /// Built-in simulator: inject a fault with a probability, KIND=P, KIND one of
-    /// 429, 500, 503, cut, stall, malformed, slow-first-token (repeatable).
+    /// 429, 500, 503, cut, stall, malformed, slow-first-token (repeatable); or
+    /// connection-close=1 (`Connection: close` on every response, as `tpscope sim
+    /// --connection-close`; all or nothing, so P is 0 or 1).
     #[arg(long = "sim-fault", value_name = "KIND=P", value_parser = parse_sim_fault, help_heading = SIM_HEADING)]
     pub sim_faults: Vec<(String, f64)>,
     /// Built-in simulator: write its ground truth (first/last token times) here.
@@ -56,14 +58,25 @@ pub struct SimFlags {
     pub sim_truth_log: Option<PathBuf>,
 }
 
+/// The simulator's switch that `--sim-fault connection-close=1` turns on.
+const CONNECTION_CLOSE: &str = "connection-close";
+
 /// Parses `--sim-fault KIND=P`.
 pub fn parse_sim_fault(s: &str) -> Result<(String, f64), String> {
     let (k, p) = s
         .split_once('=')
         .ok_or_else(|| format!("`{s}` is not KIND=P (e.g. 429=0.1)"))?;
+    if k == CONNECTION_CLOSE {
+        return match p.trim().parse::<f64>() {
+            Ok(p) if p == 0.0 || p == 1.0 => Ok((k.to_string(), p)),
+            _ => Err(format!(
+                "`{p}`: the simulator closes every connection or none, so connection-close takes 0 or 1"
+            )),
+        };
+    }
     if fault_knob(k).is_none() {
         return Err(format!(
-            "`{k}` is not a fault (expected one of {})",
+            "`{k}` is not a fault (expected one of {}, {CONNECTION_CLOSE})",
             fault_names().collect::<Vec<_>>().join(", ")
         ));
     }
@@ -103,8 +116,14 @@ impl SimFlags {
         };
         for (k, p) in &a.sim_faults {
             // The kind was checked by the flag's parser; the knob table owns the key.
-            let knob = fault_knob(k).with_context(|| format!("--sim-fault: `{k}`"))?;
-            knob.set(&mut f, KnobValue::F64(*p))
+            let (knob, value) = if k == CONNECTION_CLOSE {
+                let knob = KNOBS.iter().find(|n| n.flag() == CONNECTION_CLOSE);
+                (knob, KnobValue::Switch(*p == 1.0))
+            } else {
+                (fault_knob(k), KnobValue::F64(*p))
+            };
+            let knob = knob.with_context(|| format!("--sim-fault: `{k}`"))?;
+            knob.set(&mut f, value)
                 .with_context(|| format!("--sim-fault {k}"))?;
         }
         o = o.merge(f);

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use clap::ValueEnum;
 use tpscope_analysis::compare::{CompareConfig, RunRef, Thresholds, compare};
-use tpscope_analysis::detail::detail;
+use tpscope_analysis::detail::compare_details;
 use tpscope_analysis::stats::bootstrap::BootstrapConfig;
 use tpscope_log::{LoadedRun, LogSet, ReadOptions};
 
@@ -32,7 +32,9 @@ pub enum CompareFormat {
 // Two shared flags read differently here: both runs are windowed, and both priced.
 #[command(
     mut_arg("window", |a| a.help("The window both runs' figures cover: full, steady, or FROM..TO in seconds from each run's start")),
-    mut_arg("price_per_hour", |a| a.help("Price of the deployment per hour (cost per million output tokens and per completion, side by side)"))
+    mut_arg("price_per_hour", |a| a.help("Price of the deployment per hour (cost per million output tokens and per completion, side by side)")),
+    // Only a sweep's table reads it; compare judges two runs.
+    mut_arg("slo_percentile", |a| a.hide(true))
 )]
 pub struct CompareArgs {
     /// BASELINE and CANDIDATE span logs; or one log holding both runs, chosen with --baseline-run and --candidate-run.
@@ -84,6 +86,10 @@ pub struct CompareArgs {
     /// Retry rate (retries per span) may rise by at most this much.
     #[arg(long, default_value_t = 0.01, value_name = "N")]
     pub max_retry_rise: f64,
+    /// With --goodput: goodput (requests per second meeting the goals) may fall by
+    /// at most this share of the baseline, e.g. 1% or 0.01.
+    #[arg(long, default_value = "1%", value_name = "SHARE")]
+    pub max_goodput_drop: String,
     /// Compare even when the runs' token source, tokenizer or model differ.
     #[arg(long)]
     pub allow_mismatch: bool,
@@ -145,8 +151,16 @@ fn config(a: &CompareArgs) -> anyhow::Result<CompareConfig> {
             a.max_retry_rise
         );
     }
+    let max_goodput_drop = share("--max-goodput-drop", &a.max_goodput_drop)?;
+    if !(0.0..1.0).contains(&max_goodput_drop) {
+        bail!(
+            "--max-goodput-drop: {} is not between 0 and 100% (exclusive)",
+            a.max_goodput_drop
+        );
+    }
     Ok(CompareConfig {
         thresholds: Thresholds {
+            max_goodput_drop,
             min_tps_gain,
             max_success_drop,
             min_gap_drop,
@@ -319,8 +333,8 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         CompareFormat::Markdown => tpscope_render::compare::markdown(c),
     };
     if let Some(path) = &args.html {
-        let db = detail(&base.run.input, &compared.baseline);
-        let dc = detail(&cand.run.input, &compared.candidate);
+        // The charts' own analysis: one readable TPS bucket for both runs.
+        let (db, dc) = compare_details(&base.run.input, &cand.run.input, &opts);
         let page = tpscope_render::html::compare(&compared, &db, &dc);
         write_out(&page, Some(path), Some("--html"), false)?;
     }

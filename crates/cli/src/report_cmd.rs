@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::bail;
 use clap::ValueEnum;
+use tpscope_analysis::levels::sweep_tables;
 use tpscope_analysis::{Options, REPORT_SCHEMA, Report, analyze};
 use tpscope_log::{LogSet, ReadOptions, Reader, read_paths};
 use tpscope_render::RenderError;
@@ -113,13 +114,18 @@ pub fn load(files: &[PathBuf], read: ReadOptions) -> anyhow::Result<LogSet> {
     Ok(reader.finish())
 }
 
-/// Analyses every run of a log set into one report.
+/// Analyses every run of a log set into one report, with the table of each load
+/// sweep among them (`bench` prints those same tables at the end of a sweep).
 pub fn build_report(set: &LogSet, opts: &Options) -> Report {
+    let runs: Vec<_> = set.runs.iter().map(|r| analyze(&r.input, opts)).collect();
+    let pairs: Vec<_> = set.runs.iter().map(|r| &r.input).zip(&runs).collect();
+    let sweeps = sweep_tables(&pairs, opts.slo_share);
     Report {
         schema: REPORT_SCHEMA,
-        runs: set.runs.iter().map(|r| analyze(&r.input, opts)).collect(),
+        runs,
         skipped: set.skipped.clone(),
         warnings: set.warnings.clone(),
+        sweeps,
     }
 }
 
@@ -133,7 +139,7 @@ pub fn render(report: &Report, set: &LogSet, format: Format) -> Result<Vec<u8>, 
             let runs: Vec<_> = set
                 .runs
                 .iter()
-                .map(|r| (&r.input, r.span_ids.as_slice()))
+                .map(|r| (&r.input, r.span_ids.as_slice(), r.span_text.as_slice()))
                 .collect();
             tpscope_render::csv_out::render(&runs)
         }

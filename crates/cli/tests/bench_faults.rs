@@ -178,3 +178,30 @@ fn a_refused_connection_is_connect_for_every_request_and_still_reported() {
     );
     assert!(run.stdout.contains("connect"), "{}", run.stdout);
 }
+
+#[test]
+fn the_servers_message_reaches_the_no_request_succeeded_error() {
+    // issue 15: `--model nope` against vLLM said "no request succeeded", and the
+    // server's reason was only in the log.
+    let dir = tempfile::tempdir().unwrap();
+    let run = bench(
+        dir.path(),
+        "nope.jsonl",
+        &["--model", "nope", "--requests", "3", "--concurrency", "1"],
+    );
+    assert_eq!(run.status.code(), Some(1), "{}", run.stderr);
+    let last = run.stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("error: no request succeeded; http_4xx ×3: HTTP 404")
+            && last.contains("The model `nope` does not exist"),
+        "{}",
+        run.stderr
+    );
+    // And the report lists it under its cause.
+    assert!(
+        run.stdout
+            .contains("http_4xx ×3: HTTP 404 Not Found: The model `nope`"),
+        "{}",
+        run.stdout
+    );
+}

@@ -287,6 +287,69 @@ fn a_concurrency_sweep_writes_one_run_per_level_and_prints_the_table() {
     );
 }
 
+#[test]
+fn report_of_a_sweep_log_prints_the_sweep_table_and_knee_bench_printed() {
+    // `tpscope report sweep.jsonl` printed three separate reports and no table.
+    let dir = tempfile::tempdir().unwrap();
+    let run = bench(
+        dir.path(),
+        "sweep.jsonl",
+        &[
+            "--concurrency",
+            "1,4",
+            "--requests",
+            "16",
+            "--output-tokens",
+            "16",
+            "--input-tokens",
+            "32",
+            "--sim-speed",
+            "20",
+            "--goodput",
+            "ttft:30s,e2e:1h",
+            "--price-per-hour",
+            "2",
+        ],
+    );
+    assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
+    let table: String = run
+        .stdout
+        .lines()
+        .take_while(|l| !l.starts_with("One run per level"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(
+        table.contains("Sweep of concurrency") && table.contains("knee"),
+        "{table}"
+    );
+    assert!(table.contains("up to concurrency 4"), "{table}");
+    let report = bench_support::tpscope()
+        .args(["report", run.out.to_str().unwrap()])
+        .args(["--goodput", "ttft:30s,e2e:1h", "--price-per-hour", "2"])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&report.stdout);
+    assert!(report.status.success());
+    assert!(shown.contains(&table), "bench:\n{table}\nreport:\n{shown}");
+    // The closed loop's queue is named as the client's backlog, in both.
+    assert!(
+        !table.contains("TTFT user") && table.contains("backlog+TTFT"),
+        "{table}"
+    );
+    assert!(shown.contains("t_queue = client backlog"), "{shown}");
+    let json = bench_support::tpscope()
+        .args(["report", run.out.to_str().unwrap(), "--format", "json"])
+        .args(["--goodput", "ttft:30s"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let sweep = &v["sweeps"][0];
+    assert_eq!(sweep["parameter"], "concurrency", "{sweep}");
+    assert_eq!(sweep["closed_loop"], true, "{sweep}");
+    assert_eq!(sweep["rows"].as_array().map(Vec::len), Some(2), "{sweep}");
+    assert_eq!(sweep["within_goals"]["level"], 4.0, "{sweep}");
+}
+
 fn interrupt(pid: u32) {
     signal(pid, "-INT");
 }

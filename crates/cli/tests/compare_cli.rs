@@ -340,3 +340,48 @@ fn html_page_is_written() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--html"), "{}", stderr(&o));
 }
+
+#[test]
+fn goodput_goals_add_a_fifth_criterion_and_bad_goals_exit_2_naming_the_flag() {
+    let dir = scratch("slo-goals");
+    let (base, _better, worse) = win_loss_logs(&dir);
+    // Without --goodput, four criteria; with it, goodput is judged too.
+    let plain = tpscope(&["compare", &base, &worse]);
+    assert!(
+        !stdout(&plain).contains("goodput does not drop"),
+        "{}",
+        stdout(&plain)
+    );
+    let out = tpscope(&[
+        "compare",
+        &base,
+        &worse,
+        "--goodput",
+        "e2e:6s",
+        "--format",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let crit = v["criteria"].as_array().unwrap();
+    assert_eq!(crit.len(), 5, "{v}");
+    let g = crit.iter().find(|c| c["criterion"] == "goodput").unwrap();
+    assert_eq!(g["verdict"], "fail", "{g}");
+    assert_eq!(out.status.code(), Some(1));
+    // vLLM's form is read too: milliseconds, space-separated.
+    let vllm = tpscope(&["compare", &base, &worse, "--goodput", "e2el:6000"]);
+    assert!(
+        stdout(&vllm).contains("goodput does not drop"),
+        "{}",
+        stdout(&vllm)
+    );
+    for (bad, named) in [
+        ("itl:5ms", "`itl`"),
+        ("ttft:soon", "`soon`"),
+        ("ttft", "KEY:VALUE"),
+    ] {
+        let out = tpscope(&["compare", &base, &worse, "--goodput", bad]);
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        let e = stderr(&out);
+        assert!(e.contains("--goodput") && e.contains(named), "{bad}: {e}");
+    }
+}

@@ -237,6 +237,7 @@ fn report_and_compare_pages_render_in_chromium() {
         runs,
         skipped: set.skipped.clone(),
         warnings: set.warnings.clone(),
+        sweeps: Vec::new(),
     };
     let report_page = work.join("report.html");
     std::fs::write(

@@ -84,9 +84,50 @@ fn csv_has_one_row_per_span() {
     let s = text(&out.stdout);
     let lines: Vec<&str> = s.lines().collect();
     assert_eq!(lines.len(), 4);
-    assert!(lines[0].starts_with("run_id,span_id,status,error_cause,queued_at"));
-    assert!(lines[2].starts_with("golden,b,ok,,"));
-    assert!(lines[3].starts_with("golden,c,error,disconnect,"));
+    assert!(
+        lines[0]
+            .starts_with("run_id,span_id,request_id,status,error_cause,error_message,queued_at")
+    );
+    assert!(lines[2].starts_with("golden,b,,ok,,,"));
+    assert!(lines[3].starts_with("golden,c,,error,disconnect,"));
+}
+
+#[test]
+fn csv_carries_request_id_error_message_and_token_source() {
+    // issue 15: the CSV lacked request_id, the error message and the token source.
+    let log =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../log/tests/fixtures/bench_sim_faults.jsonl");
+    let out = tpscope(&["report", log.to_str().unwrap(), "--format", "csv"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let mut rows = csv_rows(&out.stdout);
+    let head = rows.remove(0);
+    let col = |name: &str| head.iter().position(|h| h == name).unwrap();
+    let (rid, status, msg, src) = (
+        col("request_id"),
+        col("status"),
+        col("error_message"),
+        col("token_source"),
+    );
+    let ok = rows.iter().find(|r| r[status] == "ok").unwrap();
+    assert!(ok[rid].starts_with("chatcmpl-sim-"), "{ok:?}");
+    assert_eq!(ok[src], "usage");
+    assert!(ok[msg].is_empty());
+    let failed = rows
+        .iter()
+        .find(|r| r[msg].starts_with("HTTP 429"))
+        .unwrap();
+    assert!(failed[msg].contains("Rate limit reached"), "{failed:?}");
+    assert!(rows.iter().any(|r| r[msg].contains("the stream broke")));
+}
+
+/// CSV rows split by a real CSV reader (messages hold commas).
+fn csv_rows(bytes: &[u8]) -> Vec<Vec<String>> {
+    csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_reader(bytes)
+        .records()
+        .map(|r| r.unwrap().iter().map(str::to_string).collect())
+        .collect()
 }
 
 #[test]
@@ -230,4 +271,43 @@ fn report_dash_reads_the_log_from_stdin() {
         "{}",
         text(&out.stderr)
     );
+}
+
+#[test]
+fn goodput_is_reported_in_every_format_only_when_goals_are_given() {
+    let g = golden();
+    let g = g.to_str().unwrap();
+    let plain = tpscope(&["report", g, "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&plain.stdout).unwrap();
+    assert!(v["runs"][0]["goodput"].is_null());
+    let out = tpscope(&[
+        "report",
+        g,
+        "--format",
+        "json",
+        "--goodput",
+        "ttft:10s,e2e:1h",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let gp = &v["runs"][0]["goodput"];
+    // Two ok spans meet generous goals; the failed one does not.
+    assert_eq!(gp["met"], 2, "{gp}");
+    assert_eq!(gp["judged"], 3, "{gp}");
+    assert_eq!(gp["goals"]["ttft_s"], 10.0, "{gp}");
+    assert!(gp["requests_per_second"].as_f64().unwrap() > 0.0);
+    for fmt in ["text", "markdown"] {
+        let out = tpscope(&["report", g, "--format", fmt, "--goodput", "ttft:10s"]);
+        let s = text(&out.stdout);
+        assert!(
+            s.contains("goodput_share") && s.contains("66.67 %"),
+            "{fmt}: {s}"
+        );
+    }
+    let out = tpscope(&["report", g, "--goodput", "e2e:1s", "--goodput", "e2el:5"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--goodput: goal `e2e` is given twice"));
+    let out = tpscope(&["report", g, "--slo-percentile", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--slo-percentile"));
 }

@@ -32,6 +32,7 @@ use tpscope_stream::{SseParser, StreamEnd, openai};
 use crate::client::{Client, error_chain, transport_failure};
 use crate::config::{ClientConfig, RequestSpec};
 use crate::connector::ConnTag;
+use crate::live::LiveTokens;
 use crate::outcome::{AttemptOutcome, Recorder};
 use crate::request::{parse_retry_after, request_body};
 use crate::rx::{RxCell, read_instant, read_stamp};
@@ -149,15 +150,22 @@ impl Client {
         if !res.status().is_success() {
             return error_status(res, &mut w, rec).await;
         }
+        let live = inner.live.as_deref();
         let body = Body {
             body: res.into_body(),
             w: &mut w,
             rec,
             cfg,
             at,
+            live,
+            live_reported: 0,
         };
         if json_answer {
-            return body.whole_answer().await;
+            let o = body.whole_answer().await;
+            if let Some(l) = live {
+                l.read(o.attempt.tokens, Instant::now());
+            }
+            return o;
         }
         body.event_stream().await
     }
@@ -242,6 +250,9 @@ struct Body<'a, 'p, 'c> {
     rec: Recorder<'a>,
     cfg: &'a ClientConfig,
     at: Stamps<'a>,
+    /// Where tokens are counted as they stream, and how many were.
+    live: Option<&'a LiveTokens>,
+    live_reported: u64,
 }
 
 impl Body<'_, '_, '_> {
@@ -345,6 +356,12 @@ impl Body<'_, '_, '_> {
                     self.rec.bytes_received += data.len() as u64;
                     let had_first = self.rec.stream.first_token.is_some();
                     self.rec.stream.push(&mut parser, data, now);
+                    if let Some(live) = self.live {
+                        // Usage may replace the chunk count (both only grow).
+                        let t = self.rec.stream.tokens();
+                        live.read(t.saturating_sub(self.live_reported), now);
+                        self.live_reported = self.live_reported.max(t);
+                    }
                     if !had_first && self.rec.stream.first_token.is_some() {
                         self.rec.first_token_lag = Some(received - now);
                     }

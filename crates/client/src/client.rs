@@ -18,6 +18,7 @@ use tpscope_stream::openai;
 
 use crate::config::{Api, ClientConfig, Endpoint};
 use crate::connector::{ConnectError, Connector, tls_config};
+use crate::live::LiveTokens;
 
 /// The total limit of `list_models` when no total timeout is configured.
 const LIST_MODELS_LIMIT: Duration = Duration::from_secs(30);
@@ -66,6 +67,8 @@ pub(crate) struct Inner {
     models_uri: Uri,
     pub post_headers: HeaderMap,
     get_headers: HeaderMap,
+    /// Tokens as they stream, for a live display, when asked for.
+    pub live: Option<Arc<LiveTokens>>,
 }
 
 /// An OpenAI-compatible streaming client over a shared connection pool. Cheap to
@@ -94,6 +97,16 @@ fn bad_url(url: &str, reason: impl Into<String>) -> ClientError {
 impl Client {
     /// Validates the endpoint and builds the client (no connection is opened yet).
     pub fn new(endpoint: Endpoint, config: ClientConfig) -> Result<Client, ClientError> {
+        Client::with_live(endpoint, config, None)
+    }
+
+    /// As [`Client::new`], with every attempt counting its tokens into `live` as
+    /// they stream.
+    pub fn with_live(
+        endpoint: Endpoint,
+        config: ClientConfig,
+        live: Option<Arc<LiveTokens>>,
+    ) -> Result<Client, ClientError> {
         let (https, request_uri, models_uri) = endpoint_uris(&endpoint)?;
         let (get_headers, post_headers) = endpoint_headers(&endpoint)?;
 
@@ -125,6 +138,7 @@ impl Client {
                 models_uri,
                 post_headers,
                 get_headers,
+                live,
             }),
         })
     }
@@ -148,6 +162,12 @@ impl Client {
     /// `GET {base}/models`: the ids in the OpenAI `{"data": [{"id": …}]}` answer.
     /// Bounded by the total timeout (30 s when none is set).
     pub async fn list_models(&self) -> Result<Vec<String>, ClientError> {
+        Ok(self.models().await?.into_iter().map(|m| m.id).collect())
+    }
+
+    /// `GET {base}/models`: each model with its context length when the server
+    /// says (vLLM's `max_model_len`). Bounded as [`Client::list_models`].
+    pub async fn models(&self) -> Result<Vec<ModelInfo>, ClientError> {
         let what = format!("GET {}", self.inner.models_uri.path());
         let fail = |cause: Cause, status: Option<u16>, message: String| ClientError::Request {
             what: what.clone(),
@@ -345,17 +365,32 @@ async fn read_limited(mut body: Incoming, limit: usize) -> Result<Vec<u8>, (Caus
     Ok(buf)
 }
 
-fn parse_models(body: &[u8]) -> Result<Vec<String>, String> {
+/// One entry of a server's model list.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
+pub struct ModelInfo {
+    /// The model's id (what requests name).
+    pub id: String,
+    /// The most tokens (prompt + output) one request may hold, when the server
+    /// says (vLLM's `max_model_len`; a value that is not a positive integer is
+    /// taken as unknown).
+    #[serde(default, deserialize_with = "positive_or_none")]
+    pub max_model_len: Option<u32>,
+}
+
+fn positive_or_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    let v: Option<serde_json::Value> = serde::Deserialize::deserialize(d)?;
+    Ok(v.and_then(|v| v.as_u64())
+        .and_then(|n| u32::try_from(n).ok())
+        .filter(|&n| n > 0))
+}
+
+fn parse_models(body: &[u8]) -> Result<Vec<ModelInfo>, String> {
     #[derive(serde::Deserialize)]
     struct List {
-        data: Vec<Model>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Model {
-        id: String,
+        data: Vec<ModelInfo>,
     }
     serde_json::from_slice::<List>(body)
-        .map(|l| l.data.into_iter().map(|m| m.id).collect())
+        .map(|l| l.data)
         .map_err(|e| format!("expected {{\"data\": [{{\"id\": …}}]}}: {e}"))
 }
 

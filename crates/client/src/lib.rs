@@ -8,16 +8,18 @@ mod client;
 pub mod config;
 mod connector;
 mod forward;
+mod live;
 mod outcome;
 mod request;
 mod rx;
 
-pub use client::{Client, ClientError};
+pub use client::{Client, ClientError, ModelInfo};
 pub use config::{
     Api, BadApi, BadRxTimestamps, ClientConfig, Endpoint, Message, Prompt, RequestSpec,
     RxTimestamps, Timeouts,
 };
 pub use forward::{ForwardBody, Forwarder};
+pub use live::LiveTokens;
 pub use outcome::AttemptOutcome;
 pub use request::{parse_retry_after, request_body};
 /// In [`AttemptOutcome::usage`]; owned by `tpscope-stream`.

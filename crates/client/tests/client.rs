@@ -431,6 +431,65 @@ async fn malformed_chunk_and_mid_stream_error() {
 }
 
 #[tokio::test]
+async fn a_200_that_is_not_a_completion_is_malformed_not_ok() {
+    // issue 16: both counted as ok with 0 tokens and 100 % success.
+    let server = ScriptServer::start(vec![
+        Reply::body(
+            200,
+            "application/json",
+            br#"{"status":"ok","result":[1,2]}"#,
+        ),
+        Reply::sse(vec![Part::Bytes(events(&["[DONE]"]))]),
+    ])
+    .await;
+    let client = client_for(&server, ClientConfig::default());
+    let o = run(&client).await;
+    assert_eq!(o.cause(), Some(Cause::Malformed), "{o:?}");
+    let msg = o.error_message.unwrap();
+    assert!(
+        msg.contains("not a completion") && msg.contains("\"status\""),
+        "{msg}"
+    );
+    let o = run(&client).await;
+    assert_eq!(o.cause(), Some(Cause::Malformed), "{o:?}");
+    assert!(
+        o.error_message
+            .unwrap()
+            .contains("before any completion chunk")
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn live_tokens_count_while_the_stream_runs() {
+    // issue 15: the progress line counted finished requests' tokens only.
+    let mut parts = vec![Part::Bytes(events(&[ROLE, &content("a"), &content("b")]))];
+    parts.push(Part::Delay(Duration::from_millis(300)));
+    parts.push(Part::Bytes(ok_stream(true)));
+    let server = ScriptServer::start(vec![Reply::sse(parts)]).await;
+    let live = std::sync::Arc::new(tpscope_client::LiveTokens::default());
+    live.reset();
+    let mut ep = Endpoint::new(server.base_url(), Api::Chat, "m");
+    ep.include_usage = true;
+    let client = Client::with_live(ep, ClientConfig::default(), Some(live.clone())).unwrap();
+    let watcher = {
+        let live = live.clone();
+        tokio::spawn(async move {
+            // Before the stream ends, its first tokens are already counted.
+            while live.tokens() == 0 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            live.tokens()
+        })
+    };
+    let o = run(&client).await;
+    let seen_early = watcher.await.unwrap();
+    assert!(seen_early >= 1, "{seen_early}");
+    assert_eq!(live.tokens(), o.attempt.tokens, "{o:?}");
+    server.shutdown().await;
+}
+
+#[tokio::test]
 async fn cancellation_ends_the_attempt_at_once_and_keeps_tokens() {
     let mut parts = vec![Part::Bytes(events(&[ROLE, &content("a"), &content("b")]))];
     for _ in 0..50 {
@@ -548,11 +607,16 @@ async fn completions_api_reasoning_and_non_streaming_answers() {
 #[tokio::test]
 async fn list_models_reads_the_openai_model_list() {
     let server = ScriptServer::start(vec![
-        Reply::body(200, "application/json", br#"{"object":"list","data":[{"id":"llama-8b","object":"model"},{"id":"qwen","object":"model"}]}"#),
+        Reply::body(200, "application/json", br#"{"object":"list","data":[{"id":"llama-8b","object":"model","max_model_len":4096},{"id":"qwen","object":"model","max_model_len":null}]}"#),
+        Reply::body(200, "application/json", br#"{"object":"list","data":[{"id":"llama-8b","object":"model","max_model_len":4096},{"id":"qwen","object":"model","max_model_len":null}]}"#),
         Reply::body(401, "application/json", br#"{"error":{"message":"bad key"}}"#),
     ])
     .await;
     let client = client_for(&server, ClientConfig::default());
+    // vLLM's max_model_len per model (issue 15: the default workload ignored it).
+    let models = client.models().await.unwrap();
+    assert_eq!(models[0].max_model_len, Some(4096));
+    assert_eq!(models[1].max_model_len, None);
     assert_eq!(client.list_models().await.unwrap(), ["llama-8b", "qwen"]);
     let e = client.list_models().await.unwrap_err().to_string();
     assert!(
@@ -560,7 +624,7 @@ async fn list_models_reads_the_openai_model_list() {
         "{e}"
     );
     let got = server.received();
-    assert!(got[0].head.starts_with("GET /v1/models "));
+    assert!(got[1].head.starts_with("GET /v1/models "));
     assert_eq!(
         got[0].header("authorization").as_deref(),
         Some("Bearer sk-test")

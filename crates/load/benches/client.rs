@@ -130,6 +130,8 @@ fn plan(o: &Opts, requests: u64, output: u32) -> RunPlan {
         }),
         tokenizer: Tokenizer::O200kBase,
         seed: 1,
+        prompt_salt: 0,
+        context: None,
         retry: RetryPolicy::default(),
         sample_interval: Some(Duration::from_millis(10)),
         drain_timeout: Duration::from_secs(30),

@@ -51,7 +51,10 @@ impl RetryPolicy {
     /// The back-off before retry number `retry` (1 for the first retry): the
     /// exponential `base · 2^(retry−1)` capped at [`MAX_BACKOFF`], with "equal jitter"
     /// (uniform in [half, full]) so that synchronised failures spread out, and never
-    /// shorter than the server's `Retry-After` (itself capped at [`MAX_RETRY_AFTER`]).
+    /// shorter than the server's `Retry-After` (itself capped at [`MAX_RETRY_AFTER`]),
+    /// which gets jitter of its own on top: up to a quarter of it (at least half the
+    /// base back-off), so requests told to come back in 1 s do not all return at
+    /// the same instant. Deterministic for a seeded `rng`.
     pub fn backoff<R: Rng + ?Sized>(
         &self,
         retry: u32,
@@ -66,7 +69,11 @@ impl RetryPolicy {
         let half = exp / 2;
         let jittered = half + exp.saturating_sub(half).mul_f64(rng.random::<f64>());
         match retry_after {
-            Some(ra) => jittered.max(ra.min(MAX_RETRY_AFTER)),
+            Some(ra) => {
+                let ra = ra.min(MAX_RETRY_AFTER);
+                let spread = (ra / 4).max(self.base / 2);
+                jittered.max(ra + spread.mul_f64(rng.random::<f64>()))
+            }
             None => jittered,
         }
     }
@@ -90,6 +97,32 @@ mod tests {
     use super::*;
     use rand::SeedableRng;
     use rand::rngs::StdRng;
+
+    #[test]
+    fn retry_after_gets_jitter_on_top_so_429s_do_not_retry_in_lockstep() {
+        // issue 16: every 429 retry waited exactly the 1.000 s Retry-After.
+        let p = RetryPolicy {
+            max_retries: 3,
+            base: Duration::from_millis(100),
+        };
+        let ra = Some(Duration::from_secs(1));
+        let draws = |seed| {
+            let mut rng = StdRng::seed_from_u64(seed);
+            (0..200)
+                .map(|_| p.backoff(1, ra, &mut rng))
+                .collect::<Vec<_>>()
+        };
+        let waits = draws(5);
+        assert!(
+            waits
+                .iter()
+                .all(|d| *d >= Duration::from_secs(1) && *d <= Duration::from_millis(1250))
+        );
+        let distinct: std::collections::BTreeSet<_> = waits.iter().collect();
+        assert!(distinct.len() > 150, "{} distinct waits", distinct.len());
+        assert_eq!(waits, draws(5), "deterministic under the seed");
+        assert_ne!(waits, draws(6));
+    }
 
     #[test]
     fn backoff_doubles_with_jitter_and_is_capped() {
@@ -121,13 +154,15 @@ mod tests {
             base: Duration::from_millis(10),
         };
         let mut rng = StdRng::seed_from_u64(2);
-        assert_eq!(
-            p.backoff(1, Some(Duration::from_secs(2)), &mut rng),
-            Duration::from_secs(2)
+        let d = p.backoff(1, Some(Duration::from_secs(2)), &mut rng);
+        assert!(
+            d >= Duration::from_secs(2) && d <= Duration::from_millis(2500),
+            "{d:?}"
         );
-        assert_eq!(
-            p.backoff(1, Some(Duration::from_secs(9999)), &mut rng),
-            MAX_RETRY_AFTER
+        let d = p.backoff(1, Some(Duration::from_secs(9999)), &mut rng);
+        assert!(
+            d >= MAX_RETRY_AFTER && d <= MAX_RETRY_AFTER * 5 / 4,
+            "{d:?}"
         );
     }
 

@@ -35,6 +35,12 @@ pub(crate) enum FastRecord<'a> {
         span_id: &'a str,
         facts: SpanFacts,
         source: Option<TokenSource>,
+        /// The `message` of a non-ok span's `error`.
+        error_message: Option<&'a str>,
+        /// The span's `request_id`.
+        request_id: Option<&'a str>,
+        /// When the last attempt started, for a span with several.
+        last_attempt_at: Option<Timestamp>,
     },
     Sample {
         run_id: &'a str,
@@ -91,9 +97,11 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
     let run_id = c.nonempty_str()?;
     c.need(key::span_id)?;
     let span_id = c.nonempty_str()?;
-    if c.lit(key::request_id) {
-        c.str()?;
-    }
+    let request_id = if c.lit(key::request_id) {
+        Some(c.str()?)
+    } else {
+        None
+    };
     c.need(key::status)?;
     let status = match c.str()? {
         "ok" => Status::Ok,
@@ -136,19 +144,27 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
         }
     }
     let mut wasted_tokens = 0;
+    let mut last_attempt_at = None;
     if c.lit(key::attempts) && c.lit(b"[") {
+        let mut n = 0;
         loop {
-            wasted_tokens += attempt(c, hours)?;
+            let (wasted, started) = attempt(c, hours)?;
+            wasted_tokens += wasted;
+            n += 1;
+            if n > 1 {
+                last_attempt_at = Some(started);
+            }
             if !c.lit(b",") {
                 break;
             }
         }
         c.need(b"]")?;
     }
+    let mut error_message = None;
     let error_cause = if c.lit(key::error) && c.lit(b"{\"cause\":") {
         let cause = c.cause()?;
         if c.lit(b",\"message\":") {
-            c.str()?;
+            error_message = Some(c.str()?);
         }
         c.need(b"}")?;
         Some(cause)
@@ -176,12 +192,16 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
         span_id,
         facts,
         source,
+        error_message,
+        request_id,
+        last_attempt_at,
     })
 }
 
 /// One attempt object; returns the tokens it wasted (those of an attempt that did
-/// not end ok). Fields the analysis does not use are only validated.
-fn attempt(c: &mut Cursor<'_>, hours: &mut HourCache) -> Option<u64> {
+/// not end ok) and when it started. Fields the analysis does not use are only
+/// validated.
+fn attempt(c: &mut Cursor<'_>, hours: &mut HourCache) -> Option<(u64, Timestamp)> {
     // `{"started_at":`: the first key follows the brace, not a value.
     c.need(b"{")?;
     c.need(&attempt_key::started_at[1..])?;
@@ -218,7 +238,7 @@ fn attempt(c: &mut Cursor<'_>, hours: &mut HourCache) -> Option<u64> {
         c.number()?;
     }
     c.need(b"}")?;
-    Some(if failed { tokens } else { 0 })
+    Some((if failed { tokens } else { 0 }, started))
 }
 
 /// A position in a line.

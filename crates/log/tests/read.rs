@@ -454,3 +454,58 @@ fn a_utf8_bom_is_named_as_such() {
         "{e}"
     );
 }
+
+#[test]
+fn failure_messages_reach_the_analysis_by_both_readers() {
+    // issue 16: the report said "http_4xx 3" while the reason was only in the log.
+    let mut span = ok_span("m", "1");
+    span.status = Status::Error;
+    span.first_token_at = None;
+    span.last_token_at = None;
+    span.output_tokens = 0;
+    span.error = Some(tpscope_model::SpanError {
+        cause: tpscope_model::Cause::Http4xx,
+        message: "HTTP 400: `stream_options` is only allowed when `stream` is true".into(),
+    });
+    let mut w = LogWriter::new(Vec::new());
+    w.write(&Record::Span(span.clone())).unwrap();
+    // The same failure with an escaped quote: read by the general path.
+    span.span_id = "2".into();
+    span.error.as_mut().unwrap().message =
+        "HTTP 400: \"stream_options\" is only allowed when `stream` is true".into();
+    w.write(&Record::Span(span.clone())).unwrap();
+    span.span_id = "3".into();
+    span.error.as_mut().unwrap().message =
+        "HTTP 400: `stream_options` is only allowed when `stream` is true".into();
+    w.write(&Record::Span(span)).unwrap();
+    let text = String::from_utf8(w.into_inner()).unwrap();
+    let set = read_text(&text, ReadOptions::default()).unwrap();
+    let top = set.runs[0].input.error_messages.top(3);
+    assert_eq!(top.len(), 1);
+    assert_eq!(top[0].cause, tpscope_model::Cause::Http4xx);
+    assert_eq!(top[0].messages[0].count, 2);
+    assert!(
+        top[0].messages[0]
+            .message
+            .starts_with("HTTP 400: `stream_options`")
+    );
+    assert_eq!(
+        top[0].messages[1].message,
+        "HTTP 400: \"stream_options\" is only allowed when `stream` is true"
+    );
+}
+
+#[test]
+fn retried_spans_keep_their_last_attempts_start_for_the_waterfall() {
+    // issue 16: the waterfall could not tell back-off from the first-token wait.
+    let log = fixture("bench_sim_faults.jsonl");
+    let set = read_paths(&[log], ReadOptions::default()).unwrap();
+    let input = &set.runs[0].input;
+    let retried = input.spans.iter().filter(|s| s.retry_count > 0).count();
+    assert!(retried > 0);
+    assert_eq!(input.last_attempts.len(), retried);
+    for &(i, t) in &input.last_attempts {
+        let s = &input.spans[i];
+        assert!(s.retry_count > 0 && s.admitted_at.unwrap() < t && t <= s.released_at);
+    }
+}

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use tpscope_analysis::compare::{
-    ChangeKind, Comparison, Criterion, CriterionResult, HeadlineRow, Side, Verdict,
+    ChangeKind, Comparison, Criterion, CriterionResult, HeadlineRow, Resample, Side, Verdict,
 };
 use tpscope_analysis::metrics::MetricUnit;
 
@@ -109,6 +109,7 @@ pub fn headline_value(unit: MetricUnit, v: Option<f64>) -> String {
         MetricUnit::Fraction => format!("{:.2} %", v * 100.0),
         MetricUnit::PerSpan => format!("{v:.4} /span"),
         MetricUnit::Money => format!("{v:.4}"),
+        MetricUnit::RequestsPerSecond => format!("{v:.3} req/s"),
     }))
 }
 
@@ -159,8 +160,23 @@ pub fn method_line(c: &Comparison) -> String {
             s.block_len
         )
     };
+    // The criteria judged over time buckets, as a phrase ("system TPS and gap fraction").
+    let names: Vec<String> = c
+        .criteria
+        .iter()
+        .filter(|r| r.criterion.def().resample == Resample::Blocks)
+        .map(|r| match r.criterion.metric() {
+            "system_tps" => "system TPS".to_string(),
+            m => m.replace('_', " "),
+        })
+        .collect();
+    let by_blocks = match names.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => "no criterion".to_string(),
+    };
     format!(
-        "{}% intervals from {} bootstrap resamples (seed {}); system TPS and gap fraction by block bootstrap over time buckets (baseline {}, candidate {}); rates over spans",
+        "{}% intervals from {} bootstrap resamples (seed {}); {by_blocks} by block bootstrap over time buckets (baseline {}, candidate {}); rates over spans",
         trim_num(b.level * 100.0),
         b.resamples,
         b.seed,

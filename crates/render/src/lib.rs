@@ -6,8 +6,10 @@ pub mod compare;
 pub mod csv_out;
 pub mod fmt;
 pub mod html;
+pub mod lead;
 pub mod markdown;
 pub mod rows;
+pub mod sweep;
 pub mod text;
 
 use tpscope_analysis::Report;

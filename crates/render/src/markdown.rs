@@ -29,16 +29,26 @@ pub fn render(report: &Report) -> Vec<u8> {
         let c = &r.counts;
         let _ = writeln!(
             o,
-            "Spans {} (ok {}, error {}, cancelled {}); failures: {}; retries {} ({}); wasted tokens {}.\n",
+            "Spans {} (ok {}, error {}, cancelled {}{}); failures: {}; retries {} ({}); wasted tokens {}.\n",
             c.spans,
             c.ok,
             c.error,
             c.cancelled,
+            backlog_left(c),
             by_cause(&c.errors_by_cause),
             c.retries,
             by_cause(&c.retries_by_cause),
             c.wasted_tokens
         );
+        let messages = failure_message_lines(r);
+        if !messages.is_empty() {
+            let _ = writeln!(o, "Most frequent failure messages:\n");
+            for line in messages {
+                // Messages are the server's text: kept out of markdown's syntax.
+                let _ = writeln!(o, "- `{}`", line.replace('`', "'"));
+            }
+            o.push('\n');
+        }
         let rows: Vec<Vec<String>> = headline_rows(r)
             .into_iter()
             .map(|(k, v, why)| vec![format!("`{k}`"), v, why.to_string()])
@@ -73,6 +83,9 @@ pub fn render(report: &Report) -> Vec<u8> {
         let mut heads = vec!["output tokens"];
         heads.extend(SUMMARY_HEADS);
         md_table(&mut o, &heads, &len_rows);
+        if let Some(note) = closed_loop_note(r) {
+            let _ = writeln!(o, "\n{note}");
+        }
         let missing = missing_lines(r);
         if !missing.is_empty() {
             let _ = writeln!(o, "\nOk spans lacking a metric: {}.", missing.join("; "));
@@ -82,6 +95,7 @@ pub fn render(report: &Report) -> Vec<u8> {
         }
         o.push('\n');
     }
+    o.push_str(&crate::sweep::markdown(&report.sweeps));
     if !report.skipped.is_empty() {
         let list: Vec<String> = report
             .skipped

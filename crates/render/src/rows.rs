@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use tpscope_analysis::metrics::{Section, SummaryRef};
+use tpscope_analysis::report::Counts;
 use tpscope_analysis::stats::{Summary, TokensPerSecond};
 use tpscope_analysis::{CauseCounts, METRICS, RunReport};
 
@@ -36,9 +37,28 @@ fn rate_row(name: &'static str, s: &Summary<TokensPerSecond>) -> DistRow {
     }
 }
 
+/// How a closed loop's queue-inclusive rows are named: its queue is the client's
+/// own backlog (every request was ready at the start), not a user's wait.
+fn backlog_name(name: &'static str) -> &'static str {
+    match name {
+        "t_queue" => "t_queue = client backlog",
+        "ttft_user" => "ttft_user = backlog + TTFT",
+        other => other,
+    }
+}
+
+/// In a closed loop, what its queue-inclusive figures are (`None` otherwise).
+pub fn closed_loop_note(r: &RunReport) -> Option<&'static str> {
+    r.closed_loop.then_some(
+        "closed loop: every request was ready at the start, so t_queue and ttft_user are the \
+         client's own backlog, not the server's latency; TTFT after admission is t_first_token.",
+    )
+}
+
 /// The distribution rows of a run: the derived metrics, then the conventional forms,
 /// each in the order of [`METRICS`] with the distributions that are not per span
-/// (output length, inter-token latency) last.
+/// (output length, inter-token latency) last. In a closed loop, TTFT after
+/// admission leads and the queue-inclusive rows are named as the backlog.
 pub fn distribution_rows(r: &RunReport) -> (Vec<DistRow>, Vec<DistRow>) {
     let section = |sec: Section| -> Vec<DistRow> {
         METRICS
@@ -51,6 +71,15 @@ pub fn distribution_rows(r: &RunReport) -> (Vec<DistRow>, Vec<DistRow>) {
             .collect()
     };
     let mut main = section(Section::Distributions);
+    if r.closed_loop {
+        for d in &mut main {
+            d.name = backlog_name(d.name);
+        }
+        if let Some(i) = main.iter().position(|d| d.name == "t_first_token") {
+            let tft = main.remove(i);
+            main.insert(0, tft);
+        }
+    }
     main.push(DistRow {
         name: "output_length",
         unit: "tokens",
@@ -129,6 +158,31 @@ pub fn headline_rows(r: &RunReport) -> Vec<(&'static str, String, &'static str)>
             "time-weighted",
         ),
     ];
+    if let Some(g) = &r.goodput {
+        rows.push((
+            "goodput",
+            f(g.requests_per_second, |v| format!("{v:.3} req/s")),
+            "ok spans meeting every goal / window",
+        ));
+        rows.push((
+            "goodput_tps",
+            or_dash(
+                g.output_tokens_per_second
+                    .map(|t| format!("{} tok/s", rate(t.0))),
+            ),
+            "their output tokens / window",
+        ));
+        rows.push((
+            "goodput_share",
+            f(g.share, pct),
+            "of ok + error spans, meeting every goal",
+        ));
+        rows.push((
+            "goodput_goals",
+            g.goals_text.clone(),
+            "TTFT from admission; e2e from admission to release",
+        ));
+    }
     if let Some(c) = &r.cost {
         let money = |v: f64| format!("{v:.4}");
         if c.price_per_hour.is_some() {
@@ -168,6 +222,30 @@ pub fn by_cause(m: &CauseCounts) -> String {
         .map(|(k, v)| format!("{k} {v}"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// "cause ×n: message" lines, the most frequent failure messages of each cause
+/// (and how many said something else); empty when nothing failed.
+pub fn failure_message_lines(r: &RunReport) -> Vec<String> {
+    let mut out = Vec::new();
+    for c in &r.error_messages {
+        for m in &c.messages {
+            out.push(format!("{} ×{}: {}", c.cause, m.count, m.message));
+        }
+        if c.other > 0 {
+            out.push(format!("{} ×{}: (other messages)", c.cause, c.other));
+        }
+    }
+    out
+}
+
+/// ` (N of them backlog left at the end, never sent)` after the cancelled count,
+/// or nothing.
+pub fn backlog_left(c: &Counts) -> String {
+    match c.backlog_left {
+        0 => String::new(),
+        n => format!(" ({n} of them backlog left at the end, never sent)"),
+    }
 }
 
 /// The one-line description of a run's window.

@@ -58,13 +58,17 @@ pub fn render(report: &Report) -> Vec<u8> {
         let c = &r.counts;
         let _ = writeln!(
             o,
-            "  spans {}: ok {}, error {}, cancelled {} · failures by cause: {}",
+            "  spans {}: ok {}, error {}, cancelled {}{} · failures by cause: {}",
             c.spans,
             c.ok,
             c.error,
             c.cancelled,
+            backlog_left(c),
             by_cause(&c.errors_by_cause)
         );
+        for line in failure_message_lines(r) {
+            let _ = writeln!(o, "    {line}");
+        }
         let _ = writeln!(
             o,
             "  retries {} ({}) · wasted tokens {} · output tokens {} · input tokens {}",
@@ -115,6 +119,9 @@ pub fn render(report: &Report) -> Vec<u8> {
         let mut heads = vec!["output length"];
         heads.extend(SUMMARY_HEADS);
         table(&mut o, &heads, &len_rows);
+        if let Some(note) = closed_loop_note(r) {
+            let _ = writeln!(o, "\n  {note}");
+        }
         let missing = missing_lines(r);
         if !missing.is_empty() {
             let _ = writeln!(o, "\n  ok spans lacking a metric:");
@@ -125,6 +132,10 @@ pub fn render(report: &Report) -> Vec<u8> {
         for w in &r.warnings {
             let _ = writeln!(o, "\n  warning: {w}");
         }
+    }
+    if !report.sweeps.is_empty() {
+        o.push('\n');
+        o.push_str(&crate::sweep::text(&report.sweeps));
     }
     if !report.skipped.is_empty() {
         let total: u64 = report.skipped.values().sum();

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use tpscope_analysis::compare::{CompareConfig, RunRef, compare};
-use tpscope_analysis::detail::detail;
+use tpscope_analysis::detail::{compare_details, detail};
 use tpscope_analysis::stats::bootstrap::SplitMix64;
 use tpscope_analysis::{Options, Report, RunInput, SpanFacts, analyze};
 use tpscope_model::{Cause, RunRecord, SCHEMA, Status, Target, Timestamp, TokenSource};
@@ -99,6 +99,7 @@ fn report_page(inputs: &[&RunInput]) -> String {
         runs,
         skipped: Default::default(),
         warnings: vec!["a reader warning".into()],
+        sweeps: Vec::new(),
     };
     String::from_utf8(html::report(&report, &details)).unwrap()
 }
@@ -117,7 +118,7 @@ fn compare_page(b: &RunInput, c: &RunInput) -> String {
         &CompareConfig::default(),
     )
     .unwrap();
-    let (db, dc) = (detail(b, &cmp.baseline), detail(c, &cmp.candidate));
+    let (db, dc) = compare_details(b, c, &Options::default());
     String::from_utf8(html::compare(&cmp, &db, &dc)).unwrap()
 }
 
@@ -219,6 +220,38 @@ fn compare_page_overlays_both_runs_and_shows_verdicts() {
 }
 
 #[test]
+fn compare_page_shows_the_baseline_line_beside_the_candidate_in_one_stated_bucket() {
+    // The baseline was drawn in the candidate's style underneath it (hidden where
+    // they overlap), and TPS over time came in the bootstrap's ~70 ms buckets.
+    let b = synth("base", 400, 8, 60.0, 0.0, 1);
+    let page = compare_page(&b, &b.clone());
+    let tps = &page[page.find("id=\"cmp-tps\"").unwrap()..];
+    let tps = &tps[..tps.find("</figure>").unwrap_or(tps.len())];
+    // Both lines are drawn, the baseline first (underneath), each with its legend.
+    let (lb, lc) = (
+        tps.find("<path class=\"line base\""),
+        tps.find("<path class=\"line cand\""),
+    );
+    assert!(lb.is_some() && lc.is_some() && lb < lc, "{lb:?} {lc:?}");
+    assert!(tps.contains("(baseline)") && tps.contains("(candidate)"));
+    // The styles differ by more than colour: a wide, translucent baseline under a
+    // thin candidate, and different dash patterns for their caps.
+    for rule in [
+        "path.line.base{stroke-width:",
+        "path.line.cand{stroke-width:",
+        "path.line.base.dashed{stroke-dasharray:",
+        "path.line.cand.dashed{stroke-dasharray:",
+    ] {
+        assert!(page.contains(rule), "missing `{rule}`");
+    }
+    // One bucket, chosen for reading and stated: the runs span ~200 s, so 5 s
+    // (40 steps), where the bootstrap resamples 1 s buckets.
+    assert!(tps.contains("per 5 s bucket (baseline)"), "legend");
+    assert!(tps.contains("per 5 s bucket (candidate)"), "legend");
+    assert!(page.contains("Both runs in 5 s buckets"), "note");
+}
+
+#[test]
 fn hostile_run_ids_are_escaped() {
     let run = synth("<script>alert(1)</script>", 50, 4, 60.0, 0.0, 3);
     let page = report_page(&[&run]);
@@ -251,4 +284,30 @@ fn empty_and_multi_run_reports_render() {
         "the empty run's charts say they are empty"
     );
     assert!(page.contains("no requests in this run"));
+}
+
+#[test]
+fn report_page_of_a_sweep_shows_its_table_and_knee() {
+    let mut runs: Vec<RunInput> = (0..3)
+        .map(|i| synth(&format!("c{i}"), 120, 1 << (2 * i), 60.0, 0.0, i as u64))
+        .collect();
+    for (i, r) in runs.iter_mut().enumerate() {
+        if let Some(rec) = r.run.as_mut() {
+            rec.load = serde_json::json!({"mode": "closed_loop", "sweep":
+                {"parameter": "concurrency", "level": 1 << (2 * i), "index": i, "levels": 3}});
+        }
+    }
+    let reports: Vec<_> = runs.iter().map(|i| analyze(i, &opts())).collect();
+    let pairs: Vec<_> = runs.iter().zip(&reports).collect();
+    let sweeps = tpscope_analysis::levels::sweep_tables(&pairs, 0.9);
+    let report = Report {
+        schema: tpscope_analysis::REPORT_SCHEMA,
+        runs: reports,
+        skipped: Default::default(),
+        warnings: vec![],
+        sweeps,
+    };
+    let page = String::from_utf8(html::report(&report, &[])).unwrap();
+    assert!(page.contains("Sweep of concurrency: throughput vs latency"));
+    assert!(page.contains("knee:") && page.contains("backlog+TTFT p99"));
 }

@@ -78,9 +78,17 @@ pub struct StreamAccount<D> {
     /// Data events received (end markers and error events included; comments and
     /// other named events excluded).
     pub events: u64,
+    /// Events that were completion chunks of the dialect (OpenAI: with `choices`
+    /// or `usage`); an end marker after none of them ends nothing that was asked
+    /// for, so the decoder fails it as `malformed`.
+    pub completion_events: u64,
     /// Set once the stream has ended; later events are ignored.
     pub end: Option<StreamEnd>,
     last_completion_tokens: u64,
+    /// Growth of `completion_tokens` sent on events without output text (vLLM's
+    /// continuous usage stats on a token that decoded to nothing yet), carried to
+    /// the next content chunk's mark so that a chunk can count as several tokens.
+    pending_growth: u64,
     decoder: D,
 }
 
@@ -105,8 +113,10 @@ impl<D: Decoder> StreamAccount<D> {
             response_id: None,
             finish_reason: None,
             events: 0,
+            completion_events: 0,
             end: None,
             last_completion_tokens: 0,
+            pending_growth: 0,
             decoder,
         }
     }
@@ -207,6 +217,13 @@ impl<D> StreamAccount<D> {
         Some(growth)
     }
 
+    /// An event without output text brought `usage_growth` (what [`Self::usage`]
+    /// returned for it): kept for the next content chunk's mark. Growth after the
+    /// last content chunk (the usage-only chunk of `include_usage`) is never used.
+    pub fn growth_without_output(&mut self, usage_growth: Option<u64>) {
+        self.pending_growth += usage_growth.unwrap_or(0);
+    }
+
     /// Where an event's output text goes: `Some` when the text is kept.
     pub fn text_sink(&mut self) -> Option<&mut String> {
         self.keep_text.then_some(&mut self.text)
@@ -222,8 +239,9 @@ impl<D> StreamAccount<D> {
             self.first_content = Some(now);
         }
         self.last_token = Some(now);
+        let carried = std::mem::take(&mut self.pending_growth);
         if let Some(marks) = &mut self.chunks {
-            let tokens = usage_growth
+            let tokens = Some(usage_growth.map_or(carried, |g| g + carried))
                 .filter(|&t| t > 0)
                 .unwrap_or(1)
                 .min(u64::from(u32::MAX)) as u32;

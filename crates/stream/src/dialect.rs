@@ -66,6 +66,18 @@ impl Dialect {
                 if let Some(err) = c.server_error() {
                     return Err((err.cause, err.message));
                 }
+                if c.choices.is_none() {
+                    // JSON, but not a completion (another API's answer, a proxy's
+                    // page): not an ok request with 0 tokens.
+                    let shown = String::from_utf8_lossy(&body[..body.len().min(120)]);
+                    return Err((
+                        Cause::Malformed,
+                        format!(
+                            "the 200 response is not a completion (no `choices`): {}",
+                            shown.trim()
+                        ),
+                    ));
+                }
                 account.event(now);
                 openai::absorb(account, &c, now);
                 Ok(())

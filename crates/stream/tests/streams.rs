@@ -18,6 +18,7 @@ fn fixture(name: &str) -> Vec<u8> {
 const FIXTURES: &[&str] = &[
     "openai_chat_usage.sse",
     "vllm_chat_continuous_usage.sse",
+    "vllm_continuous_usage_empty_delta.sse",
     "sglang_reasoning.sse",
     "vllm_reasoning_field.sse",
     "llamacpp_chat.sse",
@@ -150,6 +151,38 @@ fn vllm_continuous_usage_takes_the_last_and_marks_multi_token_chunks() {
         "growth of completion_tokens per chunk"
     );
     assert_eq!(a.finish_reason.as_deref(), Some("length"));
+}
+
+#[test]
+fn usage_on_empty_content_chunks_is_carried_to_the_next_chunk() {
+    // vLLM's continuous usage stats on a token that decoded to no text yet: its
+    // growth belongs to the next chunk with text (issue 15: 0 of 20,156 chunks
+    // counted as more than one token).
+    let a = whole("vllm_continuous_usage_empty_delta.sse");
+    assert_eq!(a.end, Some(Ok(())));
+    assert_eq!(a.text, "Caf\u{e9} au lait");
+    assert_eq!(a.tokens, 6);
+    assert_eq!(a.content_chunks, 2);
+    assert_eq!(a.chunk_tokens, [1, 4], "1 + the empty chunk's 1 + 3");
+}
+
+#[test]
+fn a_stream_of_nothing_but_done_is_malformed() {
+    // issue 16: a 200 stream with no completion counted as ok with 0 tokens.
+    let (a, state, _) = replay(&[b"data: [DONE]\n\n"]);
+    assert_eq!(a.end, Some(Err(Cause::Malformed)));
+    let Some(StreamEnd::Failed { message, .. }) = &state.end else {
+        panic!()
+    };
+    assert!(message.contains("before any completion chunk"), "{message}");
+    // JSON events that are not completion chunks (another API's stream) either.
+    let (a, _, _) = replay(&[b"data: {\"token\":{\"text\":\"hi\"}}\n\ndata: [DONE]\n\n"]);
+    assert_eq!(a.end, Some(Err(Cause::Malformed)));
+    // A completion that generated nothing (only a role and a finish) is still ok.
+    let (a, _, _) = replay(&[
+        b"data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
+    ]);
+    assert_eq!(a.end, Some(Ok(())));
 }
 
 #[test]

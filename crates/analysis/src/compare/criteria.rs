@@ -118,6 +118,9 @@ pub struct CriterionDef {
     /// The criterion's generator stream: fixed per row, so that adding a criterion
     /// leaves the others' intervals as they were.
     pub stream: u64,
+    /// Whether the criterion is part of the comparison at all (goodput only when
+    /// goals were given); one that applies may still be skipped.
+    pub applies: fn(&RunReport, &RunReport) -> bool,
     /// Why the criterion is not judged for a baseline and a candidate, if it is
     /// not; it may add warnings.
     pub(crate) skip: fn(&RunReport, &RunReport, &mut Vec<String>) -> Option<&'static str>,
@@ -131,8 +134,9 @@ impl std::fmt::Debug for CriterionDef {
     }
 }
 
-/// The four acceptance criteria, in the order of DESIGN.md §5.
-pub const CRITERIA: [CriterionDef; 4] = [
+/// The four acceptance criteria, in the order of DESIGN.md §5, then goodput (§15),
+/// which applies only when goals are given.
+pub const CRITERIA: [CriterionDef; 5] = [
     CriterionDef {
         criterion: Criterion::SystemTps,
         metric: "system_tps",
@@ -145,6 +149,7 @@ pub const CRITERIA: [CriterionDef; 4] = [
         resample: Resample::Blocks,
         units: |p| &p.tokens,
         stream: 1,
+        applies: |_, _| true,
         skip: |_, _, _| None,
     },
     CriterionDef {
@@ -159,6 +164,7 @@ pub const CRITERIA: [CriterionDef; 4] = [
         resample: Resample::Spans,
         units: |p| &p.success,
         stream: 2,
+        applies: |_, _| true,
         skip: |_, _, _| None,
     },
     CriterionDef {
@@ -173,6 +179,7 @@ pub const CRITERIA: [CriterionDef; 4] = [
         resample: Resample::Blocks,
         units: |p| &p.gaps,
         stream: 3,
+        applies: |_, _| true,
         // Judged where either run had a backlog (DESIGN §5): a rise from a baseline
         // of 0 is a failure, not a skip.
         skip: |b, c, _| {
@@ -197,6 +204,22 @@ pub const CRITERIA: [CriterionDef; 4] = [
         resample: Resample::Spans,
         units: |p| &p.retries,
         stream: 4,
+        applies: |_, _| true,
+        skip: |_, _, _| None,
+    },
+    CriterionDef {
+        criterion: Criterion::Goodput,
+        metric: "goodput",
+        demand: "goodput does not drop",
+        unit: MetricUnit::RequestsPerSecond,
+        change: ChangeKind::Relative,
+        direction: Direction::NotBelow,
+        threshold: |t| -t.max_goodput_drop,
+        value: |r| r.goodput.as_ref().and_then(|g| g.requests_per_second),
+        resample: Resample::Blocks,
+        units: |p| &p.good,
+        stream: 5,
+        applies: |b, c| b.goodput.is_some() || c.goodput.is_some(),
         skip: |_, _, _| None,
     },
 ];
@@ -254,6 +277,7 @@ fn bound_text(def: &CriterionDef, v: f64) -> String {
     let s = match (def.change, def.unit) {
         (ChangeKind::Relative, _) => format!("{:+.2} %", v * 100.0),
         (_, MetricUnit::Fraction) => format!("{:+.2} pp", v * 100.0),
+        (_, MetricUnit::RequestsPerSecond) => format!("{v:+.4} req/s"),
         _ => format!("{v:+.4} retries per span"),
     };
     s.replace('-', "−")

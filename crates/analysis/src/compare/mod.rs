@@ -54,6 +54,9 @@ pub struct Thresholds {
     pub min_gap_drop: f64,
     /// Retry rate (retries per span) may rise by at most this much.
     pub max_retry_rise: f64,
+    /// Goodput (requests per second meeting the goals) may fall by at most this
+    /// fraction of the baseline (judged only when goals are given).
+    pub max_goodput_drop: f64,
 }
 
 impl Default for Thresholds {
@@ -63,6 +66,7 @@ impl Default for Thresholds {
             max_success_drop: 0.01,
             min_gap_drop: 0.0,
             max_retry_rise: 0.01,
+            max_goodput_drop: 0.01,
         }
     }
 }
@@ -111,7 +115,7 @@ impl fmt::Display for Verdict {
     }
 }
 
-/// The four acceptance criteria, in the order of DESIGN.md §5.
+/// The acceptance criteria, in the order of DESIGN.md §5, and goodput (§15).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Criterion {
@@ -123,6 +127,8 @@ pub enum Criterion {
     GapFraction,
     /// Retry rate does not rise.
     RetryRate,
+    /// Goodput does not drop (judged only when goals are given, DESIGN.md §15).
+    Goodput,
 }
 
 impl Criterion {
@@ -329,7 +335,7 @@ pub struct Compared {
 
 /// Compares `candidate` against `baseline`: analyses both with `opts` (its bucket is
 /// replaced by the bootstrap's), checks they are comparable, and judges the four
-/// criteria. Deterministic for a given seed.
+/// criteria, and goodput when `opts` has goals. Deterministic for a given seed.
 pub fn compare(
     baseline: RunRef<'_>,
     candidate: RunRef<'_>,
@@ -372,6 +378,7 @@ pub fn compare(
 
     let criteria: Vec<CriterionResult> = CRITERIA
         .iter()
+        .filter(|def| (def.applies)(&b.report, &c.report))
         .map(|def| criteria::judge(def, &b, &c, &t, bs, &mut warnings))
         .collect();
     let overall = if criteria.iter().any(|r| r.verdict == Verdict::Fail) {

@@ -47,6 +47,9 @@ pub(crate) struct Prepared {
     pub success: Vec<Unit>,
     /// Per span released in the window: (retries, 1).
     pub retries: Vec<Unit>,
+    /// Per time bucket: (requests released in it that met the goals, seconds);
+    /// empty without goals.
+    pub good: Vec<Unit>,
     pub bucket: Duration,
     pub block_len: usize,
 }
@@ -75,6 +78,7 @@ pub(crate) fn prepare(input: &RunInput, opts: &Options) -> Prepared {
         .collect();
     // The spans the report's rates count: those released in the window.
     let (mut success, mut retries) = (Vec::new(), Vec::new());
+    let good = good_units(input, opts, &report, &tokens, bucket);
     if let Some(w) = report.window {
         for s in input
             .spans
@@ -106,9 +110,41 @@ pub(crate) fn prepare(input: &RunInput, opts: &Options) -> Prepared {
         gaps,
         success,
         retries,
+        good,
         bucket,
         block_len,
     }
+}
+
+/// Per time bucket of the report's series: the requests released in it that met
+/// the goals, over its seconds, so the ratio of sums is the report's goodput (a
+/// release on the window's end counts in the last bucket, as the report counts it).
+fn good_units(
+    input: &RunInput,
+    opts: &Options,
+    report: &RunReport,
+    buckets: &[Unit],
+    bucket: Duration,
+) -> Vec<Unit> {
+    let (Some(goals), Some(w)) = (opts.goals, report.window) else {
+        return Vec::new();
+    };
+    let mut good = vec![0.0; buckets.len()];
+    let b_ns = bucket.as_nanos().max(1) as i64;
+    for s in input
+        .spans
+        .iter()
+        .filter(|s| s.released_at >= w.start && s.released_at <= w.end && goals.met_by(s))
+    {
+        let i = (s.released_at.signed_nanos_since(w.start) / b_ns) as usize;
+        if let Some(g) = good.get_mut(i.min(buckets.len().saturating_sub(1))) {
+            *g += 1.0;
+        }
+    }
+    good.into_iter()
+        .zip(buckets)
+        .map(|(n, u)| Unit::new(n, u.den))
+        .collect()
 }
 
 #[cfg(test)]
@@ -170,6 +206,20 @@ mod tests {
         assert!(r.gap_fraction.unwrap() > 0.0);
         assert!(close(ratio_of_units(&p.success), r.success_rate.unwrap()));
         assert!(close(ratio_of_units(&p.retries), r.retry_rate.unwrap()));
+        assert!(p.good.is_empty());
+        // With goals, the goodput units reproduce the report's goodput.
+        let opts = Options {
+            goals: Some(crate::goodput::parse_goals("ttft:45ms,e2e:400ms").unwrap()),
+            ..Options::default()
+        };
+        let p = prepare(&inp, &opts);
+        let g = p.report.goodput.as_ref().unwrap();
+        assert!(g.met > 0 && g.met < g.judged);
+        assert_eq!(p.good.len(), p.tokens.len());
+        assert!(close(
+            ratio_of_units(&p.good),
+            g.requests_per_second.unwrap()
+        ));
         assert!(p.block_len >= 1 && p.block_len <= p.tokens.len());
     }
 }

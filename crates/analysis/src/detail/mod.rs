@@ -119,6 +119,10 @@ pub struct WaterfallRow {
     pub output_tokens: u64,
     /// Retries.
     pub retries: u32,
+    /// When the last attempt started, for a request that made several: from
+    /// admission to here its slot went to failed attempts and back-off.
+    #[serde(rename = "last_attempt_s", serialize_with = "opt_secs")]
+    pub last_attempt: Option<Duration>,
 }
 
 /// Requests with their phases: all of the window's, or for a big run the
@@ -328,15 +332,23 @@ pub fn detail(input: &RunInput, report: &RunReport) -> Detail {
         _ => Vec::new(),
     };
 
-    let mut windowed: Vec<&SpanFacts> = input.spans.iter().filter(in_window).collect();
-    windowed.sort_by_key(|s| s.queued_at);
+    let mut windowed: Vec<(usize, &SpanFacts)> = input
+        .spans
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| in_window(s))
+        .collect();
+    windowed.sort_by_key(|(_, s)| s.queued_at);
+    let last_attempts: std::collections::HashMap<usize, Timestamp> =
+        input.last_attempts.iter().copied().collect();
     let shown = windowed.len().min(MAX_WATERFALL);
     let first = (windowed.len() - shown) / 2;
     let waterfall = Waterfall {
         first,
         rows: windowed[first..first + shown]
             .iter()
-            .map(|s| WaterfallRow {
+            .map(|&(i, s)| WaterfallRow {
+                last_attempt: last_attempts.get(&i).map(|&t| offset(origin, t)),
                 queued: offset(origin, s.queued_at),
                 admitted: s.admitted_at.map(|t| offset(origin, t)),
                 first_token: s.first_token_at.map(|t| offset(origin, t)),
@@ -352,7 +364,7 @@ pub fn detail(input: &RunInput, report: &RunReport) -> Detail {
 
     let mut cols: [Vec<f64>; CdfMetric::ALL.len()] = Default::default();
     let mut scatter_all: Vec<(u64, TokensPerSecond)> = Vec::new();
-    for s in windowed.iter().filter(|s| s.status == Status::Ok) {
+    for (_, s) in windowed.iter().filter(|(_, s)| s.status == Status::Ok) {
         let m = span_metrics(s);
         for (col, c) in cols.iter_mut().zip(CdfMetric::ALL) {
             col.extend(m.get(c.name()));
@@ -392,6 +404,50 @@ pub fn detail(input: &RunInput, report: &RunReport) -> Detail {
         cdfs,
         scatter,
     }
+}
+
+/// Buckets the TPS chart of a comparison aims for across its time axis.
+pub const CHART_BUCKETS: u32 = 60;
+
+/// A readable bucket for a TPS chart whose time axis spans `extent`: the smallest
+/// 1–2–5 value (10 ms, 20 ms, 50 ms, 100 ms, …) at or above `extent` /
+/// [`CHART_BUCKETS`], so the line has about 30–60 steps whatever the run's length
+/// (the bootstrap's own buckets, about 200 per run, are too fine to read).
+pub fn chart_bucket(extent: Duration) -> Duration {
+    let want = (extent / CHART_BUCKETS).max(Duration::from_millis(10));
+    let mut unit = Duration::from_millis(10);
+    loop {
+        for m in [1u32, 2, 5] {
+            if unit * m >= want {
+                return unit * m;
+            }
+        }
+        unit *= 10;
+    }
+}
+
+/// The chart data of a comparison's two runs, analysed with `opts` and their TPS
+/// over one [`chart_bucket`] chosen for the longer run, so the two lines share
+/// their steps and can be read against each other.
+pub fn compare_details(
+    baseline: &RunInput,
+    candidate: &RunInput,
+    opts: &crate::analyze::Options,
+) -> (Detail, Detail) {
+    let extent = |i: &RunInput| {
+        let last = i.spans.iter().map(|s| s.released_at).max();
+        i.origin()
+            .zip(last)
+            .and_then(|(o, l)| l.since(o))
+            .unwrap_or_default()
+    };
+    let bucket = chart_bucket(extent(baseline).max(extent(candidate)));
+    let opts = crate::analyze::Options {
+        bucket: Some(bucket),
+        ..*opts
+    };
+    let one = |i: &RunInput| detail(i, &crate::analyze::analyze(i, &opts));
+    (one(baseline), one(candidate))
 }
 
 #[cfg(test)]

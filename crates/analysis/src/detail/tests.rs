@@ -188,3 +188,48 @@ fn every_cdf_is_a_row_of_the_metric_table() {
         assert!(metric(c.name()).is_some(), "{}", c.name());
     }
 }
+
+#[test]
+fn compare_tps_chart_uses_one_readable_bucket_for_both_runs() {
+    // The comparison page drew TPS in the bootstrap's buckets: ~70 ms for a 14 s
+    // run, different per run, unreadable. Both now share one 1-2-5 bucket.
+    assert_eq!(
+        chart_bucket(Duration::from_secs(14)),
+        Duration::from_millis(500)
+    );
+    assert_eq!(
+        chart_bucket(Duration::from_secs(600)),
+        Duration::from_secs(10)
+    );
+    assert_eq!(
+        chart_bucket(Duration::from_millis(30)),
+        Duration::from_millis(10)
+    );
+    let short = input(
+        (0..50)
+            .map(|k| span(0, k * 100, k * 100 + 10, k * 100 + 90, k * 100 + 100, 40))
+            .collect(),
+        1,
+    );
+    let long = input(
+        (0..140)
+            .map(|k| span(0, k * 100, k * 100 + 10, k * 100 + 90, k * 100 + 100, 40))
+            .collect(),
+        1,
+    );
+    let (b, c) = compare_details(&short, &long, &Options::default());
+    let widths = |d: &Detail| {
+        d.tps
+            .iter()
+            .map(|p| p.duration)
+            .take(b.tps.len() - 1)
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        widths(&b)
+            .iter()
+            .chain(&widths(&c))
+            .all(|w| *w == Duration::from_millis(500))
+    );
+    assert_eq!(c.tps.len(), 28);
+}

@@ -33,6 +33,12 @@ pub struct RunPlan {
     pub tokenizer: Tokenizer,
     /// Seed of the schedule, the workload and the retry jitter.
     pub seed: u64,
+    /// Mixed into the text of synthetic prompts (0: none), see
+    /// [`crate::workload::Workload::request`].
+    pub prompt_salt: u64,
+    /// The most tokens (prompt + output) a request may ask for: the model's
+    /// usable context, when requests had to be shortened to fit it.
+    pub context: Option<u32>,
     /// Retries.
     pub retry: RetryPolicy,
     /// Sample cadence (`None`: no samples).
@@ -68,4 +74,7 @@ pub struct RunSummary {
     pub interrupted: bool,
     /// Whether in-flight requests were cancelled (second Ctrl-C or drain timeout).
     pub cancelled_in_flight: bool,
+    /// The failure messages of the error spans, by cause (bounded), so that the
+    /// server's own words reach the user even without a report.
+    pub errors: tpscope_analysis::ErrorMessages,
 }

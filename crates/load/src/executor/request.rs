@@ -111,7 +111,13 @@ pub(super) fn stop_admitting<S: Sender>(sh: &Arc<Shared<S>>, why: &str) {
 /// (admitting the next at once) and hands the span to the writer.
 async fn request_task<S: Sender>(sh: Arc<Shared<S>>, t: Ticket, admitted: Instant) {
     let plan = &sh.plan;
-    let req = plan.workload.request(t.seq, plan.seed, plan.tokenizer);
+    let req = plan.workload.request(
+        t.seq,
+        plan.seed,
+        plan.prompt_salt,
+        plan.tokenizer,
+        plan.context,
+    );
     let mut rng = StdRng::seed_from_u64(mix(plan.seed ^ mix(t.seq) ^ 0xB4C0FF));
     let mut outcomes = Vec::with_capacity(1);
     let mut cancelled = None;
@@ -175,7 +181,12 @@ pub(super) fn finish<S: Sender>(sh: &Arc<Shared<S>>, f: Finished) {
         st.summary.spans += 1;
         match span.status {
             Status::Ok => st.summary.ok += 1,
-            Status::Error => st.summary.error += 1,
+            Status::Error => {
+                st.summary.error += 1;
+                if let Some(e) = &span.error {
+                    st.summary.errors.add(e.cause, &e.message);
+                }
+            }
             Status::Cancelled => st.summary.cancelled += 1,
         }
     }

@@ -122,6 +122,8 @@ fn plan(
         }),
         tokenizer: Tokenizer::O200kBase,
         seed: 1,
+        prompt_salt: 0,
+        context: None,
         retry: RetryPolicy::default(),
         sample_interval: Some(Duration::from_millis(5)),
         drain_timeout: Duration::from_secs(5),

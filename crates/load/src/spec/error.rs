@@ -75,4 +75,18 @@ pub enum SpecError {
     /// Waves without a cap.
     #[error("--dispatch waves needs a cap: give --concurrency")]
     WavesWithoutCap,
+    /// Lengths the user gave that no request can fit in the model's context.
+    #[error(
+        "--input-tokens/--output-tokens: every request asks for at least {asked} tokens (prompt + output), \
+         but the model's context is {max_model_len} (max_model_len from the server's /models; \
+         {limit} after room for the chat template): give shorter lengths"
+    )]
+    ContextTooSmall {
+        /// The fewest tokens a request asks for.
+        asked: u64,
+        /// The server's `max_model_len`.
+        max_model_len: u32,
+        /// What is usable of it.
+        limit: u32,
+    },
 }

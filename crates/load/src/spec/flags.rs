@@ -85,6 +85,8 @@ pub struct Flags {
     pub time_scale: f64,
     /// `--seed`.
     pub seed: u64,
+    /// `--same-prompts`.
+    pub same_prompts: bool,
     /// `--concurrency` (a list sweeps it).
     pub concurrency: Vec<u32>,
     /// `--requests`.

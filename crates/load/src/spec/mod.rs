@@ -6,6 +6,7 @@
 //! Beside it: the flags (`flags.rs`), the target URL and vLLM's habits
 //! (`target.rs`), where the log goes (`output.rs`).
 
+mod context;
 mod error;
 mod flags;
 mod output;
@@ -32,6 +33,7 @@ use crate::workload::prompts::{read_prompts_jsonl, read_sharegpt};
 use crate::workload::trace::TraceEntry;
 use crate::workload::{Prompt, Workload};
 
+pub use context::{ContextFit, fit as fit_context, usable as usable_context};
 pub use error::SpecError;
 pub use flags::{BadDatasetName, DatasetName, Flags};
 pub use output::{Output, unique_name};
@@ -107,6 +109,12 @@ pub struct BenchSpec {
     pub retry: RetryPolicy,
     /// Seed.
     pub seed: u64,
+    /// Whether the user gave `--input-tokens` or `--output-tokens` (then lengths
+    /// that cannot fit the model's context are an error, not shortened).
+    pub lengths_given: bool,
+    /// `--same-prompts`: every run with this seed sends the same prompt text
+    /// (else synthetic prompts are salted by the run id).
+    pub same_prompts: bool,
     /// Sample cadence.
     pub sample_interval: Duration,
     /// Drain bound.
@@ -361,6 +369,8 @@ impl BenchSpec {
                 base: a.retry_backoff,
             },
             seed: a.seed,
+            same_prompts: a.same_prompts,
+            lengths_given: a.input_tokens.is_some() || a.output_tokens.is_some(),
             sample_interval: a.sample_interval,
             drain_timeout: a.drain_timeout,
             workload: Arc::new(workload),
@@ -377,7 +387,7 @@ impl BenchSpec {
     /// The plan of one level's run.
     pub fn plan(&self, level: &Level, run_id: String) -> RunPlan {
         RunPlan {
-            run_id,
+            run_id: run_id.clone(),
             schedule: level.schedule.clone(),
             requests: level.requests,
             duration: self.duration,
@@ -386,6 +396,12 @@ impl BenchSpec {
             workload: self.workload.clone(),
             tokenizer: self.tokenizer,
             seed: self.seed,
+            context: None,
+            prompt_salt: if self.same_prompts {
+                0
+            } else {
+                prompt_salt(&run_id)
+            },
             retry: self.retry,
             sample_interval: Some(self.sample_interval),
             drain_timeout: self.drain_timeout,
@@ -444,6 +460,12 @@ impl BenchSpec {
             duration_s: secs(self.duration),
             dispatch: self.dispatch.to_string(),
             seed: self.seed,
+            prompts: match (&*self.workload, self.same_prompts) {
+                (Workload::Prompts { .. }, _) => "as_written",
+                (_, true) => "same_every_run",
+                (_, false) => "salted_by_run_id",
+            },
+            context_limit: None,
             workload: self.workload.settings(),
             max_retries: self.retry.max_retries,
             retry_backoff_s: self.retry.base.as_secs_f64(),
@@ -548,4 +570,13 @@ fn exact_lengths(
 
 fn secs(d: Option<Duration>) -> Option<f64> {
     d.map(|d| d.as_secs_f64())
+}
+
+/// The salt of a run's synthetic prompts: a hash of its id (never 0, which means
+/// none), so a log says which text was sent.
+pub fn prompt_salt(run_id: &str) -> u64 {
+    run_id
+        .bytes()
+        .fold(0xC0FF_EE00_u64, |h, b| mix(h ^ u64::from(b)))
+        .max(1)
 }

@@ -21,6 +21,15 @@ pub struct LoadSettings<'a> {
     pub dispatch: String,
     /// `--seed`.
     pub seed: u64,
+    /// The text of synthetic prompts: `salted_by_run_id` (the default: another
+    /// text of the same lengths each run, so no run finds the last one's prompts
+    /// in a prefix cache), `same_every_run` (`--same-prompts`), or `as_written`
+    /// (prompts from a file).
+    pub prompts: &'static str,
+    /// The most tokens (prompt + output) a request asked for, when requests were
+    /// shortened to fit the model's context (`max_model_len`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_limit: Option<u32>,
     /// What requests ask for.
     pub workload: WorkloadSettings<'a>,
     /// `--max-retries`.

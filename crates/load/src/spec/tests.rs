@@ -25,6 +25,7 @@ fn flags() -> Flags {
         trace: None,
         time_scale: 1.0,
         seed: 0,
+        same_prompts: false,
         concurrency: vec![],
         requests: None,
         duration: None,
@@ -143,7 +144,8 @@ fn load_settings_serialise_as_the_run_record_carries_them() {
         v.to_string(),
         concat!(
             r#"{"concurrency":8,"dispatch":"work-conserving","duration_s":null,"ignore_eos":false,"#,
-            r#""include_usage":true,"max_retries":0,"mode":"closed_loop","record_chunks":false,"requests":80,"#,
+            r#""include_usage":true,"max_retries":0,"mode":"closed_loop","prompts":"salted_by_run_id","#,
+            r#""record_chunks":false,"requests":80,"#,
             r#""retry_backoff_s":0.5,"rx_timestamps":"user","seed":0,"#,
             r#""simulator":{"gpu":"g","max_num_seqs":4,"model":"m","seed":0,"speed":"max","tp":1},"#,
             r#""sweep":{"index":1,"level":8.0,"levels":2,"parameter":"concurrency"},"#,
@@ -264,4 +266,65 @@ fn request_rate_inf_with_burstiness_is_accepted_as_in_vllm() {
     })
     .unwrap();
     assert_eq!(s.notes.len(), 1, "{:?}", s.notes);
+}
+
+#[test]
+fn repeat_runs_send_other_prompts_unless_same_prompts_is_asked_for() {
+    // issue 15: the same --seed sent identical prompts every run, and the second
+    // run was served from vLLM's prefix cache.
+    let s = BenchSpec::from_flags(flags()).unwrap();
+    let (a, b) = (
+        s.plan(&s.levels[0], "run-a".into()),
+        s.plan(&s.levels[0], "run-b".into()),
+    );
+    assert_ne!(a.prompt_salt, 0);
+    assert_ne!(a.prompt_salt, b.prompt_salt);
+    let tk = s.tokenizer;
+    assert_ne!(
+        a.workload.request(0, a.seed, a.prompt_salt, tk, None),
+        b.workload.request(0, b.seed, b.prompt_salt, tk, None)
+    );
+    let same = BenchSpec::from_flags(Flags {
+        same_prompts: true,
+        ..flags()
+    })
+    .unwrap();
+    let (a, b) = (
+        same.plan(&same.levels[0], "run-a".into()),
+        same.plan(&same.levels[0], "run-b".into()),
+    );
+    assert_eq!((a.prompt_salt, b.prompt_salt), (0, 0));
+    let v = serde_json::to_value(same.load_settings(0, None)).unwrap();
+    assert_eq!(v["prompts"], "same_every_run");
+}
+
+#[test]
+fn the_default_workload_is_shortened_to_the_models_context_and_explicit_lengths_that_cannot_fit_are_refused()
+ {
+    // issue 15: the default workload against a 4k-context vLLM drew 31 of 320
+    // requests longer than the context (HTTP 400).
+    let s = BenchSpec::from_flags(flags()).unwrap();
+    let fit = s.context_fit(4096).unwrap();
+    let limit = fit.limit.expect("the Azure lengths exceed 4k tokens");
+    assert!(fit.note.unwrap().contains("4096"));
+    let p = s.plan(&s.levels[0], "r".into());
+    for seq in 0..2000 {
+        let r = p
+            .workload
+            .request(seq, p.seed, p.prompt_salt, s.tokenizer, fit.limit);
+        assert!(r.input_tokens.unwrap() + u64::from(r.max_tokens()) <= u64::from(limit));
+    }
+    assert_eq!(s.context_fit(1 << 20).unwrap(), ContextFit::default());
+    let fixed = BenchSpec::from_flags(Flags {
+        input_tokens: Some(LengthDist::Fixed(4000)),
+        output_tokens: Some(LengthDist::Fixed(256)),
+        ..flags()
+    })
+    .unwrap();
+    let e = fixed.context_fit(4096).unwrap_err().to_string();
+    assert!(
+        e.contains("--input-tokens") && e.contains("4256") && e.contains("4096"),
+        "{e}"
+    );
+    assert_eq!(fixed.context_fit(8192).unwrap(), ContextFit::default());
 }

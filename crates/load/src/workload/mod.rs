@@ -21,6 +21,7 @@ use tpscope_tokens::{Tokenizer, mix};
 
 use crate::azure::azure_lengths;
 use crate::dist::LengthDist;
+use crate::spec::fit_context;
 use trace::prefix_shared_text;
 
 pub use file::FileError;
@@ -103,20 +104,39 @@ impl Workload {
         self.len() == Some(0)
     }
 
-    /// Request `seq` for `seed`, with synthetic text made by `tokenizer`.
-    pub fn request(&self, seq: u64, seed: u64, tokenizer: Tokenizer) -> Request {
+    /// Request `seq` for `seed`, with synthetic text made by `tokenizer`. Lengths
+    /// follow `seed` alone; the text of synthetic prompts also follows
+    /// `prompt_salt` (0: none), so that a repeated run sends other prompts of the
+    /// same lengths and finds nothing of them in the server's prefix cache.
+    /// Synthetic and trace requests longer than `context` tokens (prompt +
+    /// output) are shortened to fit it (see [`crate::spec::fit_context`]).
+    pub fn request(
+        &self,
+        seq: u64,
+        seed: u64,
+        prompt_salt: u64,
+        tokenizer: Tokenizer,
+        context: Option<u32>,
+    ) -> Request {
         let req_seed = mix(seed ^ mix(seq.wrapping_add(0x5EED)));
         let mut rng = StdRng::seed_from_u64(req_seed);
+        let text_seed = if prompt_salt == 0 {
+            req_seed
+        } else {
+            mix(req_seed ^ prompt_salt)
+        };
         match self {
             Workload::Synthetic { input, output } => {
                 let n_in = input.sample(&mut rng);
                 let n_out = output.sample(&mut rng);
-                synthetic(n_in, n_out, req_seed, tokenizer)
+                let (n_in, n_out) = fit_context(n_in, n_out, context);
+                synthetic(n_in, n_out, text_seed, tokenizer)
             }
             Workload::AzureChat => {
                 let t = azure_lengths();
                 let (i, o) = t[(req_seed % t.len() as u64) as usize];
-                synthetic(i.max(1), o.max(1), req_seed, tokenizer)
+                let (i, o) = fit_context(i.max(1), o.max(1), context);
+                synthetic(i, o, text_seed, tokenizer)
             }
             Workload::Prompts { items, output, .. } => {
                 let item = &items[(seq % items.len().max(1) as u64) as usize];
@@ -132,9 +152,26 @@ impl Workload {
             }
             Workload::Trace { entries, .. } => {
                 let e = &entries[(seq % entries.len().max(1) as u64) as usize];
+                let (n_in, n_out) = fit_context(e.input, e.output.max(1), context);
+                let shortened;
+                let e = if (n_in, n_out) == (e.input, e.output.max(1)) {
+                    e
+                } else {
+                    shortened = TraceEntry {
+                        input: n_in,
+                        output: n_out,
+                        ..e.clone()
+                    };
+                    &shortened
+                };
                 Request {
                     spec: RequestSpec {
-                        prompt: Prompt::Text(prefix_shared_text(e, req_seed, tokenizer)),
+                        prompt: Prompt::Text(prefix_shared_text(
+                            e,
+                            text_seed,
+                            prompt_salt,
+                            tokenizer,
+                        )),
                         max_tokens: Some(e.output.max(1)),
                     },
                     input_tokens: Some(u64::from(e.input)),
@@ -225,9 +262,9 @@ mod tests {
             output: LengthDist::Uniform { lo: 10, hi: 20 },
         };
         let tk = Tokenizer::O200kBase;
-        let a = w.request(5, 42, tk);
-        assert_eq!(a, w.request(5, 42, tk));
-        assert_ne!(a, w.request(6, 42, tk));
+        let a = w.request(5, 42, 0, tk, None);
+        assert_eq!(a, w.request(5, 42, 0, tk, None));
+        assert_ne!(a, w.request(6, 42, 0, tk, None));
         let Prompt::Text(t) = &a.spec.prompt else {
             panic!("text expected")
         };
@@ -237,10 +274,39 @@ mod tests {
     }
 
     #[test]
+    fn a_prompt_salt_changes_the_text_not_the_lengths() {
+        // issue 15: the same --seed sent identical prompts every run, so a repeat
+        // run found them in vLLM's prefix cache (0 → 24,576 cached tokens).
+        let w = Workload::Synthetic {
+            input: LengthDist::Uniform { lo: 50, hi: 90 },
+            output: LengthDist::Uniform { lo: 10, hi: 20 },
+        };
+        let tk = Tokenizer::O200kBase;
+        for seq in 0..5 {
+            let (a, b) = (
+                w.request(seq, 7, 11, tk, None),
+                w.request(seq, 7, 12, tk, None),
+            );
+            assert_ne!(a.spec.prompt, b.spec.prompt);
+            assert_eq!(a.input_tokens, b.input_tokens);
+            assert_eq!(a.max_tokens(), b.max_tokens());
+            let Prompt::Text(t) = &b.spec.prompt else {
+                panic!()
+            };
+            assert_eq!(tk.count(t) as u64, b.input_tokens.unwrap());
+            assert_eq!(
+                a,
+                w.request(seq, 7, 11, tk, None),
+                "reproducible for one salt"
+            );
+        }
+    }
+
+    #[test]
     fn azure_default_lengths_vary() {
         let w = Workload::AzureChat;
         let lens: std::collections::BTreeSet<u32> = (0..50)
-            .map(|s| w.request(s, 1, Tokenizer::O200kBase).max_tokens())
+            .map(|s| w.request(s, 1, 0, Tokenizer::O200kBase, None).max_tokens())
             .collect();
         assert!(lens.len() > 20, "{lens:?}");
         assert_eq!(azure_lengths().len(), 19_366);

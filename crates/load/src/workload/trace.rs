@@ -32,13 +32,23 @@ pub const MOONCAKE_BLOCK_TOKENS: u32 = 512;
 /// Text of exactly `e.input` tokens in which block k (512 tokens) is determined by
 /// `hash_ids[k]`, so requests sharing leading hash ids share a prompt prefix; tokens
 /// beyond the listed blocks are unique to the request.
-pub(super) fn prefix_shared_text(e: &TraceEntry, req_seed: u64, tokenizer: Tokenizer) -> String {
+pub(super) fn prefix_shared_text(
+    e: &TraceEntry,
+    req_seed: u64,
+    prompt_salt: u64,
+    tokenizer: Tokenizer,
+) -> String {
     let n = e.input as u64;
     let mut s = String::with_capacity(e.input as usize * 7);
     for i in 0..n {
         let block = i / u64::from(MOONCAKE_BLOCK_TOKENS);
         let w = match e.hash_ids.get(block as usize) {
-            Some(h) => tokenizer.word(mix(*h ^ 0xB10C), i % u64::from(MOONCAKE_BLOCK_TOKENS)),
+            // Blocks with one hash id share text within a run (the trace's
+            // prefix reuse); the salt keeps them apart across runs.
+            Some(h) => tokenizer.word(
+                mix(*h ^ 0xB10C ^ prompt_salt),
+                i % u64::from(MOONCAKE_BLOCK_TOKENS),
+            ),
             None => tokenizer.word(req_seed, i),
         };
         s.push(' ');
@@ -296,8 +306,8 @@ mod tests {
             hash_ids: vec![1, 2, 9],
             ..small.clone()
         };
-        let a = prefix_shared_text(&small, 1, tk);
-        let b = prefix_shared_text(&other, 2, tk);
+        let a = prefix_shared_text(&small, 1, 0, tk);
+        let b = prefix_shared_text(&other, 2, 0, tk);
         assert_eq!(tk.count(&a), 1100);
         let words = |s: &str| s.split(' ').skip(1).map(str::to_string).collect::<Vec<_>>();
         let (wa, wb) = (words(&a), words(&b));

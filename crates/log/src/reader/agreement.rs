@@ -22,7 +22,15 @@ use crate::scalar::Scalar;
 
 #[derive(Debug, PartialEq)]
 enum Owned {
-    Span(String, String, SpanFacts, Option<TokenSource>),
+    Span(
+        String,
+        String,
+        SpanFacts,
+        Option<TokenSource>,
+        Option<String>,
+        Option<String>,
+        Option<Timestamp>,
+    ),
     Sample(String, SampleFacts),
 }
 
@@ -40,11 +48,17 @@ fn general(text: &str) -> Option<Owned> {
             facts,
             source,
             span_id,
+            error_message,
+            request_id,
+            last_attempt_at,
         } => Some(Owned::Span(
             run_id.into(),
             span_id.into_owned(),
             facts,
             source,
+            error_message.map(|m| m.into_owned()),
+            request_id.map(|m| m.into_owned()),
+            last_attempt_at,
         )),
         Parsed::Sample(f) => Some(Owned::Sample(run_id.into(), f)),
         _ => None,
@@ -58,7 +72,18 @@ fn fast(bytes: &[u8]) -> Option<Owned> {
             span_id,
             facts,
             source,
-        } => Some(Owned::Span(run_id.into(), span_id.into(), facts, source)),
+            error_message,
+            request_id,
+            last_attempt_at,
+        } => Some(Owned::Span(
+            run_id.into(),
+            span_id.into(),
+            facts,
+            source,
+            error_message.map(str::to_string),
+            request_id.map(str::to_string),
+            last_attempt_at,
+        )),
         FastRecord::Sample { run_id, facts } => Some(Owned::Sample(run_id.into(), facts)),
     }
 }
@@ -301,7 +326,7 @@ fn a_bench_log_with_retries_and_errors_reads_alike_on_both_paths() {
         }
         assert!(general.is_some(), "{line}");
         assert_eq!(fast(line.as_bytes()), general, "{line}");
-        if let Some(Owned::Span(_, _, facts, _)) = general {
+        if let Some(Owned::Span(_, _, facts, ..)) = general {
             spans += 1;
             retried += usize::from(facts.retry_count > 0);
             failed += usize::from(facts.status != Status::Ok);

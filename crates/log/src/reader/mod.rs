@@ -120,12 +120,18 @@ impl Reader {
                 span_id,
                 facts,
                 source,
+                error_message,
+                request_id,
+                last_attempt_at,
             }) => {
                 let span_id = Cow::Borrowed(span_id);
                 let parsed = Parsed::Span {
                     facts,
                     source,
                     span_id,
+                    error_message: error_message.map(Cow::Borrowed),
+                    request_id: request_id.map(Cow::Borrowed),
+                    last_attempt_at,
                 };
                 self.file(run_id, parsed).map_err(Failure::Field)
             }

@@ -68,6 +68,9 @@ pub struct LoadedRun {
     pub input: RunInput,
     /// Span ids in span order (empty unless [`ReadOptions::keep_span_ids`]).
     pub span_ids: Vec<Box<str>>,
+    /// Each span's request id, token source and failure message, in span order
+    /// (empty unless [`ReadOptions::keep_span_ids`]).
+    pub span_text: Vec<tpscope_analysis::SpanText>,
 }
 
 /// Everything read from one or more span logs.

@@ -21,6 +21,12 @@ pub(super) enum Parsed<'a> {
         facts: SpanFacts,
         source: Option<TokenSource>,
         span_id: Cow<'a, str>,
+        /// The `message` of a non-ok span's `error`, when it is a string.
+        error_message: Option<Cow<'a, str>>,
+        /// The `request_id`, when it is a string.
+        request_id: Option<Cow<'a, str>>,
+        /// When the last attempt started, for a span with several.
+        last_attempt_at: Option<Timestamp>,
     },
     Sample(SampleFacts),
     End(EndRecord),
@@ -344,9 +350,13 @@ fn parse_span<'l>(line: &'l Line<'_>, unit: Option<TimeUnit>) -> FieldResult<Par
         }
     };
     let mut wasted_tokens = 0;
-    attempts_of(line, unit, |_, _, a| {
+    let mut last_attempt_at = None;
+    attempts_of(line, unit, |i, _, a| {
         if a.cause.is_some() {
             wasted_tokens += a.tokens;
+        }
+        if i > 0 {
+            last_attempt_at = a.started;
         }
         Ok(())
     })?;
@@ -384,12 +394,28 @@ fn parse_span<'l>(line: &'l Line<'_>, unit: Option<TimeUnit>) -> FieldResult<Par
         },
         source,
         span_id,
+        error_message: error_cause
+            .and(line.extras.error_message)
+            .and_then(string_of),
+        request_id: line.extras.request_id.and_then(string_of),
+        last_attempt_at,
     })
+}
+
+/// A string kept as JSON text, read; `None` when it is not a string (the
+/// whole-record reader names that; the analysis only goes without it).
+fn string_of(raw: &str) -> Option<Cow<'_, str>> {
+    match crate::json::Scanner::new(raw).scalar() {
+        Ok(Scalar::Str(m)) => Some(m),
+        _ => None,
+    }
 }
 
 /// What the analysis reads of one attempt, checked.
 pub(super) struct AttemptCore {
     pub(super) tokens: u64,
+    /// When it started, if it says.
+    pub(super) started: Option<Timestamp>,
     /// Why it failed; its tokens were wasted.
     pub(super) cause: Option<Cause>,
 }
@@ -458,5 +484,9 @@ fn attempt_core(a: &RawAttempt<'_>, unit: Option<TimeUnit>) -> FieldResult<Attem
     let cause = present(&a.cause)
         .map(|c| cause_of("cause", c))
         .transpose()?;
-    Ok(AttemptCore { tokens, cause })
+    Ok(AttemptCore {
+        tokens,
+        started: start,
+        cause,
+    })
 }

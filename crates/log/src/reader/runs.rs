@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
 
-use tpscope_analysis::RunInput;
+use tpscope_analysis::{RunInput, SpanText};
 
 use super::lines::FileState;
 use super::parse::Parsed;
@@ -48,6 +48,7 @@ impl RunData for LoadedRun {
                 ..RunInput::default()
             },
             span_ids: Vec::new(),
+            span_text: Vec::new(),
         }
     }
     fn run_id(&self) -> &str {
@@ -251,12 +252,27 @@ impl Reader {
                 facts,
                 source,
                 span_id,
+                error_message,
+                request_id,
+                last_attempt_at,
             } => {
                 let run = self.runs.span(run_id, &span_id)?;
-                run.input.push_span(facts, source.as_ref());
+                if let Some(t) = last_attempt_at {
+                    let i = run.input.spans.len();
+                    run.input.last_attempts.push((i, t));
+                }
+                if let Some(m) = &error_message {
+                    run.input.add_error_message(&facts, m);
+                }
                 if self.opts.keep_span_ids {
                     run.span_ids.push(span_id.into());
+                    run.span_text.push(SpanText {
+                        request_id: request_id.map(|r| r.into()),
+                        token_source: source.as_ref().map(|s| s.to_string().into()),
+                        error_message: facts.error_cause.and(error_message).map(|m| m.into()),
+                    });
                 }
+                run.input.push_span(facts, source.as_ref());
             }
             Parsed::Sample(s) => self.runs.run(run_id).input.samples.push(s),
             Parsed::Run(r) => {

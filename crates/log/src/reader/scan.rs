@@ -58,7 +58,7 @@ pub(super) struct Line<'a> {
 #[derive(Default)]
 pub(super) struct Extras<'a> {
     pub(super) request_id: Option<&'a str>,
-    /// The `message` of a span's `error`.
+    /// The `message` of a span's `error` (read by both scans).
     pub(super) error_message: Option<&'a str>,
     /// Per element of `attempts`, in order.
     pub(super) attempts: Vec<AttemptExtras<'a>>,
@@ -218,13 +218,9 @@ fn scan<'a, const WHOLE: bool>(text: &'a str, line: &mut Line<'a>) -> JsonResult
             Key::kind => scalar!(kind),
             Key::run_id => scalar!(run_id),
             Key::span_id => scalar!(span_id),
-            // Not checked for duplicates: the analysis never read it.
-            Key::request_id => {
-                let v = sc.raw()?;
-                if WHOLE {
-                    line.extras.request_id = Some(v);
-                }
-            }
+            // Not checked for duplicates: the analysis never reads it (CSV
+            // output does, so both scans keep it).
+            Key::request_id => line.extras.request_id = Some(sc.raw()?),
             Key::status => scalar!(status),
             Key::queued_at => scalar!(queued_at),
             Key::admitted_at => scalar!(admitted_at),
@@ -271,7 +267,9 @@ fn scan<'a, const WHOLE: bool>(text: &'a str, line: &mut Line<'a>) -> JsonResult
                             cause = Some(sc.scalar()?);
                         } else {
                             let v = sc.raw()?;
-                            if WHOLE && key == "message" {
+                            // Kept by the analysis too: the report lists the
+                            // most frequent messages per cause.
+                            if key == "message" {
                                 *message = Some(v);
                             }
                         }

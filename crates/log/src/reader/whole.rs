@@ -52,6 +52,7 @@ pub(super) fn record_of(
             facts,
             source,
             span_id,
+            ..
         } => {
             let span = span_of(&line, run_id, span_id, facts, source, unit)?;
             runs.span(run_id, &span.span_id)?.spans += 1;

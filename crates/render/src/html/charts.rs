@@ -346,7 +346,7 @@ pub fn tps(id: &str, runs: &[Series<'_>]) -> String {
     figure(ch.finish(), &keys)
 }
 
-fn short_secs(v: f64) -> String {
+pub fn short_secs(v: f64) -> String {
     if v >= 1.0 {
         format!("{} s", super::svg::tick_label(v))
     } else {
@@ -387,14 +387,20 @@ pub fn waterfall(id: &str, s: &Series<'_>) -> String {
         return figure(ch.finish(), &[]);
     }
     let (mut q, mut w, mut st, mut p, mut fail) = (vec![], vec![], vec![], vec![], vec![]);
+    // Failed attempts and back-off: from admission to the last attempt's start.
+    let mut retry = vec![];
     let fail_w = (t1 - t0).max(1e-9) * 0.004;
     for (i, r) in wf.rows.iter().enumerate() {
         let row = i as f64 + 0.5;
         let (qa, rel) = (secs(r.queued), secs(r.released));
         match r.admitted.map(secs) {
             None => q.push((row, qa, rel)),
-            Some(a) => {
+            Some(mut a) => {
                 q.push((row, qa, a));
+                if let Some(la) = r.last_attempt.map(secs).filter(|&la| la > a) {
+                    retry.push((row, a, la));
+                    a = la;
+                }
                 match (r.first_token.map(secs), r.last_token.map(secs)) {
                     (Some(f), Some(l)) => {
                         w.push((row, a, f));
@@ -412,6 +418,9 @@ pub fn waterfall(id: &str, s: &Series<'_>) -> String {
     let h = 0.8;
     ch.hbars("ph-queue", &q, h);
     ch.hbars("ph-wait", &w, h);
+    if !retry.is_empty() {
+        ch.hbars("ph-retry", &retry, h);
+    }
     ch.hbars("ph-stream", &st, h);
     ch.hbars("ph-post", &p, h);
     if !fail.is_empty() {
@@ -435,6 +444,12 @@ pub fn waterfall(id: &str, s: &Series<'_>) -> String {
             "post (last token → released)".to_string(),
         ),
     ];
+    if !retry.is_empty() {
+        keys.push((
+            "ph-retry".to_string(),
+            "failed attempts and back-off (admitted → last attempt)".to_string(),
+        ));
+    }
     if !fail.is_empty() {
         keys.push((
             "ph-fail".to_string(),

@@ -14,7 +14,8 @@ use tpscope_analysis::{Report, RunReport};
 use crate::compare::{criterion_cells, criterion_heads, headline_cells, method_line, side_line};
 use crate::fmt::{SUMMARY_HEADS, summary_cells};
 use crate::rows::{
-    by_cause, distribution_rows, headline_rows, length_label, missing_lines, window_line,
+    backlog_left, by_cause, closed_loop_note, distribution_rows, failure_message_lines,
+    headline_rows, length_label, missing_lines, window_line,
 };
 use charts::Series;
 use page::{Cell, document, table, warnings};
@@ -61,21 +62,60 @@ fn run_meta(r: &RunReport) -> String {
     s
 }
 
+/// What the server did (TTFT, TPOT, stream and system TPS), first.
+fn lead_table(r: &RunReport) -> String {
+    let rows: Vec<Vec<Cell>> = crate::lead::lead_rows(r)
+        .into_iter()
+        .map(|l| {
+            vec![
+                Cell::Text(l.label.to_string()),
+                Cell::Text(l.value),
+                Cell::Why(l.why.to_string()),
+            ]
+        })
+        .collect();
+    let mut s = String::from("<div class=\"lead\">\n");
+    s.push_str(&table(
+        &[
+            "what the server did".into(),
+            "value".into(),
+            "meaning".into(),
+        ],
+        &rows,
+    ));
+    if let Some(b) = crate::lead::backlog_line(r) {
+        s.push_str(&format!("<p class=\"note\">{}</p>\n", esc(&b)));
+    }
+    s.push_str("</div>\n");
+    s
+}
+
 fn summary_tables(r: &RunReport) -> String {
     let mut s = String::new();
     let c = &r.counts;
     s.push_str(&format!(
-        "<p>{} spans: {} ok, {} error, {} cancelled · failures by cause: {} · retries {} ({}) · wasted tokens {} · output tokens {}</p>\n",
+        "<p>{} spans: {} ok, {} error, {} cancelled{} · failures by cause: {} · retries {} ({}) · wasted tokens {} · output tokens {}</p>\n",
         c.spans,
         c.ok,
         c.error,
         c.cancelled,
+        esc(&backlog_left(c)),
         esc(&by_cause(&c.errors_by_cause)),
         c.retries,
         esc(&by_cause(&c.retries_by_cause)),
         c.wasted_tokens,
         c.output_tokens
     ));
+    let messages = failure_message_lines(r);
+    if !messages.is_empty() {
+        s.push_str(
+            "<p class=\"meta\">most frequent failure messages:</p>\n<ul class=\"failures\">\n",
+        );
+        for line in messages {
+            s.push_str(&format!("<li><code>{}</code></li>\n", esc(&line)));
+        }
+        s.push_str("</ul>\n");
+    }
     let rows: Vec<Vec<Cell>> = headline_rows(r)
         .into_iter()
         .map(|(k, v, why)| {
@@ -127,6 +167,9 @@ fn distribution_tables(r: &RunReport) -> String {
         })
         .collect();
     s.push_str(&table(&heads, &rows));
+    if let Some(note) = closed_loop_note(r) {
+        s.push_str(&format!("<p class=\"note\">{}</p>\n", esc(note)));
+    }
     let missing = missing_lines(r);
     if !missing.is_empty() {
         s.push_str(&format!(
@@ -175,6 +218,7 @@ fn run_section(prefix: &str, r: &RunReport, d: Option<&Detail>, heading: &str) -
     s.push_str(&run_meta(r));
     s.push_str(&warnings(&r.warnings));
     s.push_str("<h2>Summary</h2>\n");
+    s.push_str(&lead_table(r));
     s.push_str(&summary_tables(r));
     match d {
         Some(d) => {
@@ -236,6 +280,22 @@ pub fn report(report: &Report, details: &[Detail]) -> Vec<u8> {
         };
         body.push_str(&format!("<section id=\"run-{i}\">\n"));
         body.push_str(&run_section(&format!("r{i}"), r, d, &heading));
+        body.push_str("</section>\n");
+    }
+    for t in &report.sweeps {
+        body.push_str(&format!(
+            "<section class=\"sweep\">\n<h2>Sweep of {}: throughput vs latency</h2>\n",
+            esc(&t.parameter)
+        ));
+        let (heads, rows) = crate::sweep::cells(t);
+        let rows: Vec<Vec<Cell>> = rows
+            .into_iter()
+            .map(|r| r.into_iter().map(Cell::Text).collect())
+            .collect();
+        body.push_str(&table(&heads, &rows));
+        for l in crate::sweep::lines(t) {
+            body.push_str(&format!("<p class=\"note\">{}</p>\n", esc(&l)));
+        }
         body.push_str("</section>\n");
     }
     document(&title, &body).into_bytes()
@@ -317,6 +377,14 @@ pub fn compare(compared: &Compared, baseline: &Detail, candidate: &Detail) -> Ve
     body.push_str(&charts::queue("cmp-queue", &runs));
     body.push_str("<h2>System TPS over time</h2>\n");
     body.push_str(&charts::tps("cmp-tps", &runs));
+    if let Some(b) = baseline.tps.first().map(|p| p.duration) {
+        body.push_str(&format!(
+            "<p class=\"note\">Both runs in {} buckets, chosen so the longer run spans 30–60 of them. \
+             The baseline is the wide, pale line underneath; the candidate the thin line on top. \
+             The verdicts' intervals resample finer buckets.</p>\n",
+            esc(&charts::short_secs(b.as_secs_f64()))
+        ));
+    }
     body.push_str("<h2>Distributions</h2>\n");
     body.push_str(&cdf_grid("cmp", &runs));
     body.push_str(CDF_NOTE);

@@ -55,6 +55,10 @@ path.line.cap{stroke:var(--cap);stroke-dasharray:6 4}
 .base{stroke:var(--base);fill:var(--base)}
 .cand{stroke:var(--cand);fill:var(--cand)}
 path.line.dashed{stroke-dasharray:6 4}
+path.line.base{stroke-width:3.6;opacity:.5}
+path.line.cand{stroke-width:1.5}
+path.line.base.dashed{stroke-dasharray:10 5}
+path.line.cand.dashed{stroke-dasharray:3 3}
 g.gap path{fill:var(--gap);opacity:.2}
 g.gap.base path{fill:var(--base);opacity:.13}
 g.gap.cand path{fill:var(--cand);opacity:.13}
@@ -67,7 +71,7 @@ g.window line{stroke:var(--window);stroke-width:1.2;stroke-dasharray:2 3}
 g.window text{fill:var(--window)}
 path.bar{stroke:none}
 .ph-queue{fill:var(--ph-queue)}.ph-wait{fill:var(--ph-wait)}.ph-stream{fill:var(--ph-stream)}.ph-post{fill:var(--ph-post)}
-.ph-fail{fill:var(--fail)}
+.ph-fail{fill:var(--fail)}.ph-retry{fill:var(--fail);fill-opacity:.45}
 .gapkey{fill:var(--gap);opacity:.35}
 .gapswatch{opacity:.35}
 .steadykey{fill:var(--steady);opacity:.3}

@@ -55,7 +55,16 @@ pub fn decode<D>(ev: Event<'_>, now: Instant, account: &mut StreamAccount<D>) {
     }
     account.event(now);
     if is_done(ev.data) {
-        account.done(now);
+        if account.completion_events == 0 {
+            // A 200 stream of nothing but `[DONE]` (or of JSON that is not a
+            // completion) is not an empty success: nothing was generated.
+            let n = account.events - 1;
+            account.fail(Cause::Malformed, format!(
+                "the stream ended with data: [DONE] before any completion chunk ({n} other events, none with `choices` or `usage`)"
+            ));
+        } else {
+            account.done(now);
+        }
         return;
     }
     match parse_chunk(ev.data) {
@@ -78,6 +87,9 @@ pub fn decode<D>(ev: Event<'_>, now: Instant, account: &mut StreamAccount<D>) {
 
 /// Takes what one parsed chunk (or a whole non-streaming answer) carries.
 pub fn absorb<D>(account: &mut StreamAccount<D>, chunk: &Chunk<'_>, now: Instant) {
+    if chunk.choices.is_some() || chunk.usage.is_some() {
+        account.completion_events += 1;
+    }
     if let Some(id) = chunk.id {
         account.response_id(|| id.to_cow().into_owned());
     }
@@ -88,5 +100,7 @@ pub fn absorb<D>(account: &mut StreamAccount<D>, chunk: &Chunk<'_>, now: Instant
     let seen = chunk.collect_output(account.text_sink());
     if seen.any() {
         account.output(now, seen.content, usage_growth);
+    } else {
+        account.growth_without_output(usage_growth);
     }
 }

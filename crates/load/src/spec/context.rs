@@ -1,0 +1,128 @@
+//! Fitting a workload to the model's context (`max_model_len`, which vLLM lists
+//! per model in `/v1/models`): default lengths are shortened to fit, with a note;
+//! lengths the user gave that cannot fit are an error naming the flags. Without
+//! this, a 4k-context vLLM answered 31 of 320 default requests with HTTP 400.
+
+use crate::azure::azure_lengths;
+use crate::dist::{Column, LengthDist};
+use crate::workload::Workload;
+
+use super::{BenchSpec, SpecError};
+
+/// What fitting the workload to a context decided.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ContextFit {
+    /// The most tokens (prompt + output) a request may ask for; `None` when every
+    /// request fits as it is.
+    pub limit: Option<u32>,
+    /// What the user is told, when requests are shortened.
+    pub note: Option<String>,
+}
+
+/// The tokens of the context kept free for the chat template and for the model's
+/// tokenizer counting the prompt differently from the one that wrote it: a tenth
+/// of the context, at least 64 tokens.
+pub fn usable(max_model_len: u32) -> u32 {
+    max_model_len
+        .saturating_sub((max_model_len / 10).max(64))
+        .max(2)
+}
+
+/// A request's lengths shortened to fit `limit`: the output first to at most half
+/// of it, then the prompt to the rest (each at least 1 token).
+pub fn fit(n_in: u32, n_out: u32, limit: Option<u32>) -> (u32, u32) {
+    match limit {
+        Some(l) if u64::from(n_in) + u64::from(n_out) > u64::from(l) => {
+            let out = n_out.min(l / 2).max(1);
+            (n_in.min(l.saturating_sub(out)).max(1), out)
+        }
+        _ => (n_in, n_out),
+    }
+}
+
+/// The least and the most a distribution gives (`None`: no bound).
+fn bounds(d: &LengthDist) -> (u32, Option<u32>) {
+    match d {
+        LengthDist::Fixed(n) => (*n, Some(*n)),
+        LengthDist::Uniform { lo, hi } => (*lo, Some(*hi)),
+        LengthDist::Azure(col) => {
+            let pick = |p: &(u32, u32)| match col {
+                Column::Input => p.0,
+                Column::Output => p.1,
+            };
+            let t = azure_lengths();
+            (
+                t.iter().map(pick).min().unwrap_or(1),
+                t.iter().map(pick).max(),
+            )
+        }
+        _ => (1, None),
+    }
+}
+
+impl BenchSpec {
+    /// Fits the workload to a model context of `max_model_len` tokens.
+    pub fn context_fit(&self, max_model_len: u32) -> Result<ContextFit, SpecError> {
+        let limit = usable(max_model_len);
+        let (least, most) = match &*self.workload {
+            Workload::Synthetic { input, output } => {
+                let (i, o) = (bounds(input), bounds(output));
+                (
+                    u64::from(i.0) + u64::from(o.0),
+                    i.1.zip(o.1).map(|(a, b)| u64::from(a) + u64::from(b)),
+                )
+            }
+            Workload::AzureChat => {
+                let t = azure_lengths();
+                let m = t.iter().map(|(a, b)| u64::from(*a) + u64::from(*b));
+                (m.clone().min().unwrap_or(2), m.max())
+            }
+            Workload::Trace { entries, .. } => {
+                let m = entries
+                    .iter()
+                    .map(|e| u64::from(e.input) + u64::from(e.output));
+                (m.clone().min().unwrap_or(2), m.max())
+            }
+            // Prompt files: their lengths are the server's to judge.
+            Workload::Prompts { .. } => return Ok(ContextFit::default()),
+        };
+        if most.is_some_and(|m| m <= u64::from(limit)) {
+            return Ok(ContextFit::default());
+        }
+        if self.lengths_given && least > u64::from(limit) {
+            return Err(SpecError::ContextTooSmall {
+                asked: least,
+                max_model_len,
+                limit,
+            });
+        }
+        let what = if self.lengths_given {
+            "--input-tokens/--output-tokens"
+        } else {
+            "the default lengths"
+        };
+        Ok(ContextFit {
+            limit: Some(limit),
+            note: Some(format!(
+                "the model's context is {max_model_len} tokens (max_model_len): requests of \
+                 {what} longer than {limit} tokens (prompt + output) are shortened to fit, \
+                 leaving room for the chat template"
+            )),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shortened_requests_fit_and_keep_what_fits() {
+        assert_eq!(fit(100, 50, Some(1000)), (100, 50));
+        assert_eq!(fit(5000, 300, Some(3600)), (3300, 300));
+        assert_eq!(fit(5000, 3000, Some(3600)), (1800, 1800));
+        assert_eq!(fit(5000, 3000, None), (5000, 3000));
+        assert_eq!(usable(4096), 3687);
+        assert_eq!(usable(100), 36);
+    }
+}
