@@ -35,18 +35,21 @@ pub struct BenchArgs {
         help_heading = "Target"
     )]
     pub url: Option<String>,
-    /// API to call: chat (/chat/completions) or completions (/completions).
-    /// Default: chat, or what --endpoint names.
+    /// API to call: chat (/chat/completions), completions (/completions) or
+    /// anthropic (Anthropic Messages, /messages). Default: chat, or what
+    /// --endpoint names.
     #[arg(long, value_parser = parse_api, help_heading = "Target")]
     pub api: Option<Api>,
     /// vLLM's endpoint: the API's path under the base URL, e.g.
-    /// /v1/chat/completions or /v1/completions (sets --api and the URL's /v1).
+    /// /v1/chat/completions, /v1/completions or /v1/messages (sets --api and
+    /// the URL's /v1).
     #[arg(long, value_name = "PATH", help_heading = "Target")]
     pub endpoint: Option<String>,
     /// Model name to request (default: the first model of GET /models).
     #[arg(long, help_heading = "Target")]
     pub model: Option<String>,
-    /// API key, sent as `Authorization: Bearer`; never written to the log.
+    /// API key, sent as `Authorization: Bearer` (with --api anthropic as
+    /// `x-api-key`); never written to the log.
     #[arg(
         long,
         env = "OPENAI_API_KEY",

@@ -13,6 +13,7 @@ mod compare_cmd;
 mod exit;
 mod import_cmd;
 mod progress;
+mod proxy_cmd;
 mod report_cmd;
 mod signals;
 mod sim_cmd;
@@ -47,6 +48,8 @@ enum Command {
     Sim(Box<sim_cmd::SimArgs>),
     /// Turn other tools' results (vLLM, AIPerf, GuideLLM, genai-bench, inference-perf, LLMPerf, OTLP traces) into a span log.
     Import(Box<import_cmd::ImportArgs>),
+    /// Forward to an inference server, recording every completion as a span (cap, queue, Prometheus metrics).
+    Proxy(Box<proxy_cmd::ProxyArgs>),
 }
 
 /// Whether an error chain is a broken pipe (e.g. `tpscope report … | head`), which
@@ -66,6 +69,7 @@ fn main() -> ExitCode {
         Command::Compare(a) => compare_cmd::run(*a),
         Command::Sim(a) => sim_cmd::run(*a),
         Command::Import(a) => import_cmd::run(*a),
+        Command::Proxy(a) => proxy_cmd::run(*a),
     };
     match result {
         Ok(code) => code,

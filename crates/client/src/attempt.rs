@@ -94,7 +94,7 @@ impl Client {
         };
 
         let start = Instant::now();
-        let mut rec = Recorder::new(clock, start, cfg);
+        let mut rec = Recorder::new(clock, start, cfg, inner.endpoint.api.dialect());
         if cancel.is_cancelled() {
             return rec.finish(
                 Some(Cause::Cancelled),

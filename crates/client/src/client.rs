@@ -16,7 +16,7 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 use tpscope_model::Cause;
 use tpscope_stream::openai;
 
-use crate::config::{ClientConfig, Endpoint};
+use crate::config::{Api, ClientConfig, Endpoint};
 use crate::connector::{ConnectError, Connector, tls_config};
 use crate::live::LiveTokens;
 
@@ -306,6 +306,9 @@ fn endpoint_uris(endpoint: &Endpoint) -> Result<(bool, Uri, Uri), ClientError> {
     Ok((https, request_uri, models_uri))
 }
 
+/// The `anthropic-version` header sent with `--api anthropic`.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
 /// The headers of `GET`s and of the streaming `POST`: user agent, API key and the
 /// endpoint's extra headers (all marked sensitive), and the accepted types.
 fn endpoint_headers(endpoint: &Endpoint) -> Result<(HeaderMap, HeaderMap), ClientError> {
@@ -316,14 +319,23 @@ fn endpoint_headers(endpoint: &Endpoint) -> Result<(HeaderMap, HeaderMap), Clien
         HeaderValue::from_static(concat!("tpscope/", env!("CARGO_PKG_VERSION"))),
     );
     if let Some(key) = &endpoint.api_key {
-        let mut v = HeaderValue::from_str(&format!("Bearer {}", key.trim())).map_err(|_| {
-            ClientError::InvalidHeader {
-                name: "authorization".into(),
-                reason: "the API key holds characters not allowed in a header".into(),
-            }
+        // Anthropic takes the bare key in `x-api-key`; the others a bearer token.
+        let (name, value) = match endpoint.api {
+            Api::Anthropic => (HeaderName::from_static("x-api-key"), key.trim().to_string()),
+            _ => (header::AUTHORIZATION, format!("Bearer {}", key.trim())),
+        };
+        let mut v = HeaderValue::from_str(&value).map_err(|_| ClientError::InvalidHeader {
+            name: name.as_str().into(),
+            reason: "the API key holds characters not allowed in a header".into(),
         })?;
         v.set_sensitive(true);
-        get_headers.insert(header::AUTHORIZATION, v);
+        get_headers.insert(name, v);
+    }
+    if endpoint.api == Api::Anthropic {
+        get_headers.insert(
+            HeaderName::from_static("anthropic-version"),
+            HeaderValue::from_static(ANTHROPIC_VERSION),
+        );
     }
     let mut post_headers = get_headers.clone();
     post_headers.insert(

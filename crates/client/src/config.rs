@@ -4,7 +4,7 @@
 use std::fmt;
 use std::time::Duration;
 
-/// Which OpenAI-compatible API to call.
+/// Which API to call: OpenAI-compatible chat or completions, or Anthropic Messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Api {
     /// `POST {base}/chat/completions` with `messages`.
@@ -12,6 +12,9 @@ pub enum Api {
     Chat,
     /// `POST {base}/completions` (legacy) with `prompt`.
     Completions,
+    /// `POST {base}/messages` (Anthropic Messages) with `messages` and `system`;
+    /// the key goes in `x-api-key`, with `anthropic-version`.
+    Anthropic,
 }
 
 impl Api {
@@ -20,6 +23,15 @@ impl Api {
         match self {
             Api::Chat => "/chat/completions",
             Api::Completions => "/completions",
+            Api::Anthropic => "/messages",
+        }
+    }
+
+    /// The wire format of its responses.
+    pub fn dialect(self) -> tpscope_stream::Dialect {
+        match self {
+            Api::Chat | Api::Completions => tpscope_stream::Dialect::OpenAi,
+            Api::Anthropic => tpscope_stream::Dialect::Anthropic,
         }
     }
 
@@ -28,13 +40,14 @@ impl Api {
         match self {
             Api::Chat => "chat",
             Api::Completions => "completions",
+            Api::Anthropic => "anthropic",
         }
     }
 }
 
 /// An `--api` value that is neither `chat` nor `completions`.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("`{0}` is not an API (expected chat or completions)")]
+#[error("`{0}` is not an API (expected chat, completions or anthropic)")]
 pub struct BadApi(pub String);
 
 impl std::str::FromStr for Api {
@@ -42,7 +55,7 @@ impl std::str::FromStr for Api {
 
     // The names are `as_str`'s, so a new API is named in one place.
     fn from_str(s: &str) -> Result<Self, BadApi> {
-        [Api::Chat, Api::Completions]
+        [Api::Chat, Api::Completions, Api::Anthropic]
             .into_iter()
             .find(|a| a.as_str() == s)
             .ok_or_else(|| BadApi(s.to_string()))

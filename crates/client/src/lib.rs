@@ -7,6 +7,7 @@ mod attempt;
 mod client;
 pub mod config;
 mod connector;
+mod forward;
 mod live;
 mod outcome;
 mod request;
@@ -17,6 +18,7 @@ pub use config::{
     Api, BadApi, BadRxTimestamps, ClientConfig, Endpoint, Message, Prompt, RequestSpec,
     RxTimestamps, Timeouts,
 };
+pub use forward::{ForwardBody, Forwarder};
 pub use live::LiveTokens;
 pub use outcome::AttemptOutcome;
 pub use request::{parse_retry_after, request_body};

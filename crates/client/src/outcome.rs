@@ -5,8 +5,7 @@ use std::time::{Duration, Instant};
 
 use hyper::StatusCode;
 use tpscope_model::{Attempt, Cause, ChunkMark, RunClock, Timestamp};
-use tpscope_stream::openai::{self, StreamState};
-use tpscope_stream::{StreamEnd, Usage};
+use tpscope_stream::{AnyStream, Dialect, StreamEnd, Usage};
 
 use crate::config::ClientConfig;
 use crate::connector::ConnInfo;
@@ -85,7 +84,8 @@ impl AttemptOutcome {
 pub(crate) struct Recorder<'c> {
     clock: &'c RunClock,
     pub attempt: Attempt,
-    pub stream: StreamState,
+    pub stream: AnyStream,
+    dialect: Dialect,
     pub retry_after: Option<Duration>,
     pub bytes_received: u64,
     pub connection_id: Option<u64>,
@@ -133,7 +133,7 @@ impl RxTally {
 }
 
 impl<'c> Recorder<'c> {
-    pub fn new(clock: &'c RunClock, start: Instant, cfg: &ClientConfig) -> Self {
+    pub fn new(clock: &'c RunClock, start: Instant, cfg: &ClientConfig, dialect: Dialect) -> Self {
         let t = clock.at(start);
         Recorder {
             clock,
@@ -156,7 +156,8 @@ impl<'c> Recorder<'c> {
                 first_token_exact: None,
                 resends: 0,
             },
-            stream: StreamState::new(cfg.keep_text, cfg.record_chunks),
+            stream: dialect.account(cfg.keep_text, cfg.record_chunks),
+            dialect,
             retry_after: None,
             bytes_received: 0,
             connection_id: None,
@@ -191,33 +192,9 @@ impl<'c> Recorder<'c> {
 
     /// A complete non-streaming answer.
     pub fn whole_answer(mut self, body: &[u8], now: Instant) -> AttemptOutcome {
-        match openai::parse_response(body) {
-            Err(e) => self.finish(
-                Some(Cause::Malformed),
-                now,
-                Some(format!("response does not parse: {}", e.0)),
-            ),
-            Ok(c) => {
-                if let Some(err) = c.server_error() {
-                    return self.finish(Some(err.cause), now, Some(err.message));
-                }
-                if c.choices.is_none() {
-                    // JSON, but not a completion (another API's answer, a proxy's
-                    // page): not an ok request with 0 tokens.
-                    let shown = String::from_utf8_lossy(&body[..body.len().min(120)]);
-                    return self.finish(
-                        Some(Cause::Malformed),
-                        now,
-                        Some(format!(
-                            "the 200 response is not a completion (no `choices`): {}",
-                            shown.trim()
-                        )),
-                    );
-                }
-                self.stream.events += 1;
-                openai::absorb(&mut self.stream, &c, now);
-                self.finish(None, now, None)
-            }
+        match self.dialect.absorb_answer(&mut self.stream, body, now) {
+            Err((cause, message)) => self.finish(Some(cause), now, Some(message)),
+            Ok(()) => self.finish(None, now, None),
         }
     }
 

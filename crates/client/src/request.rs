@@ -1,6 +1,7 @@
 //! The wire side of one request that is not HTTP plumbing: the JSON body sent
-//! (chat `messages` or completions `prompt`, tpscope's fields, the endpoint's extra
-//! fields) and the `Retry-After` header read back.
+//! (chat `messages`, completions `prompt`, or Anthropic `system` + `messages`,
+//! tpscope's fields, the endpoint's extra fields) and the `Retry-After` header
+//! read back.
 
 use std::time::{Duration, SystemTime};
 
@@ -29,10 +30,14 @@ struct WireMessage<'a> {
     content: &'a str,
 }
 
+/// `max_tokens` of an Anthropic request that did not set one (the API requires it).
+pub const ANTHROPIC_DEFAULT_MAX_TOKENS: u32 = 4096;
+
 /// The JSON body of one request: `model`, `messages` (chat) or `prompt`
 /// (completions), `max_tokens`, `stream: true`, `stream_options.include_usage`
 /// when asked, then the endpoint's extra fields (which replace tpscope's own of the
-/// same name).
+/// same name). Anthropic: system messages become the top-level `system`,
+/// `max_tokens` is always sent, and usage needs no asking.
 pub fn request_body(endpoint: &Endpoint, spec: &RequestSpec) -> Vec<u8> {
     let mut out = Vec::with_capacity(192 + prompt_len(&spec.prompt));
     let extra = &endpoint.extra_body;
@@ -70,9 +75,37 @@ pub fn request_body(endpoint: &Endpoint, spec: &RequestSpec) -> Vec<u8> {
                 let joined: Vec<&str> = ms.iter().map(|m| m.content.as_str()).collect();
                 map.serialize_entry("prompt", &joined.join("\n\n"))?;
             }
+            (Api::Anthropic, Prompt::Text(t)) if !extra.contains_key("messages") => {
+                map.serialize_entry(
+                    "messages",
+                    &[WireMessage {
+                        role: "user",
+                        content: t,
+                    }],
+                )?;
+            }
+            (Api::Anthropic, Prompt::Messages(ms)) if !extra.contains_key("messages") => {
+                let (system, rest): (Vec<_>, Vec<_>) = ms.iter().partition(|m| m.role == "system");
+                if !system.is_empty() && !extra.contains_key("system") {
+                    let joined: Vec<&str> = system.iter().map(|m| m.content.as_str()).collect();
+                    map.serialize_entry("system", &joined.join("\n\n"))?;
+                }
+                let wire: Vec<WireMessage<'_>> = rest
+                    .iter()
+                    .map(|m| WireMessage {
+                        role: &m.role,
+                        content: &m.content,
+                    })
+                    .collect();
+                map.serialize_entry("messages", &wire)?;
+            }
             _ => {}
         }
-        if let Some(n) = spec.max_tokens
+        let max_tokens = match endpoint.api {
+            Api::Anthropic => Some(spec.max_tokens.unwrap_or(ANTHROPIC_DEFAULT_MAX_TOKENS)),
+            _ => spec.max_tokens,
+        };
+        if let Some(n) = max_tokens
             && !extra.contains_key("max_tokens")
         {
             map.serialize_entry("max_tokens", &n)?;
@@ -80,7 +113,10 @@ pub fn request_body(endpoint: &Endpoint, spec: &RequestSpec) -> Vec<u8> {
         if !extra.contains_key("stream") {
             map.serialize_entry("stream", &true)?;
         }
-        if endpoint.include_usage && !extra.contains_key("stream_options") {
+        if endpoint.include_usage
+            && endpoint.api != Api::Anthropic
+            && !extra.contains_key("stream_options")
+        {
             map.serialize_entry(
                 "stream_options",
                 &serde_json::json!({"include_usage": true}),
@@ -159,6 +195,35 @@ mod tests {
                 "stream_options": {"include_usage": true},
                 "ignore_eos": true,
                 "max_tokens": 9,
+            })
+        );
+    }
+
+    #[test]
+    fn anthropic_body_moves_system_messages_and_always_has_max_tokens() {
+        let ep = Endpoint::new("http://h/v1", Api::Anthropic, "claude");
+        let spec = RequestSpec {
+            prompt: Prompt::Messages(vec![
+                Message {
+                    role: "system".into(),
+                    content: "be brief".into(),
+                },
+                Message {
+                    role: "user".into(),
+                    content: "hi".into(),
+                },
+            ]),
+            max_tokens: None,
+        };
+        let v: serde_json::Value = serde_json::from_slice(&request_body(&ep, &spec)).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({
+                "model": "claude",
+                "system": "be brief",
+                "messages": [{"role": "user", "content": "hi"}],
+                "max_tokens": ANTHROPIC_DEFAULT_MAX_TOKENS,
+                "stream": true,
             })
         );
     }

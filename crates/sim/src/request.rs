@@ -1,4 +1,5 @@
-//! What a client asked for: the two completion endpoints, and a request body
+//! What a client asked for: the completion endpoints (OpenAI chat and legacy
+//! completions, Anthropic messages), and a request body
 //! parsed and validated (model, streaming and usage options, token limits, and the
 //! prompt counted by OpenAI's rules), with OpenAI-shaped errors for what is not
 //! supported.
@@ -8,11 +9,13 @@ use tpscope_tokens::Tokenizer;
 
 use crate::api_error::ApiError;
 
-/// The two OpenAI endpoints.
+/// The completion endpoints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Endpoint {
     Chat,
     Completions,
+    /// Anthropic's `/v1/messages`.
+    Messages,
 }
 
 impl Endpoint {
@@ -20,6 +23,7 @@ impl Endpoint {
         match self {
             Endpoint::Chat => "chat",
             Endpoint::Completions => "completions",
+            Endpoint::Messages => "messages",
         }
     }
 }
@@ -189,7 +193,9 @@ pub(crate) fn parse(endpoint: Endpoint, body: &[u8], tok: Tokenizer) -> Result<P
         ));
     }
     let stream = field_bool(&v, "stream")?.unwrap_or(false);
+    // Anthropic streams always carry usage (message_start, message_delta).
     let include_usage = match v.get("stream_options") {
+        _ if endpoint == Endpoint::Messages => stream,
         None | Some(Value::Null) => false,
         Some(o @ Value::Object(_)) => field_bool(o, "include_usage")?.unwrap_or(false),
         Some(x) => {
@@ -213,6 +219,13 @@ pub(crate) fn parse(endpoint: Endpoint, body: &[u8], tok: Tokenizer) -> Result<P
     let prompt_tokens = match endpoint {
         Endpoint::Chat => chat_prompt_tokens(tok, &v)?,
         Endpoint::Completions => completion_prompt_tokens(tok, &v)?,
+        Endpoint::Messages => {
+            chat_prompt_tokens(tok, &v)?
+                + match v.get("system") {
+                    Some(Value::String(s)) => 3 + tok.count(s),
+                    _ => 0,
+                }
+        }
     };
     Ok(Parsed {
         model,
@@ -260,6 +273,18 @@ mod tests {
         )
         .unwrap();
         assert_eq!(p.prompt_tokens, 3);
+    }
+
+    #[test]
+    fn messages_count_the_system_prompt_and_always_stream_usage() {
+        let tok = Tokenizer::O200kBase;
+        let v = json!({"model": "m", "max_tokens": 4, "stream": true, "system": "Hello, world!",
+                       "messages": [{"role": "user", "content": "Hello, world!"}]});
+        let p = parse(Endpoint::Messages, v.to_string().as_bytes(), tok).unwrap();
+        // The chat count (11) plus 3 + 4 for the system prompt.
+        assert_eq!(p.prompt_tokens, 18);
+        assert!(p.stream && p.include_usage);
+        assert_eq!(p.max_tokens, Some(4));
     }
 
     #[test]

@@ -34,6 +34,7 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .route("/v1/models", get(models))
         .route("/v1/chat/completions", post(chat))
         .route("/v1/completions", post(completions))
+        .route("/v1/messages", post(messages))
         .route("/health", get(health))
         .route("/metrics", get(metrics))
         .fallback(not_found)
@@ -101,10 +102,15 @@ async fn completions(State(app): State<Arc<App>>, req: Request) -> Response {
     completion(app, Endpoint::Completions, req).await
 }
 
+async fn messages(State(app): State<Arc<App>>, req: Request) -> Response {
+    completion(app, Endpoint::Messages, req).await
+}
+
 fn ids(endpoint: Endpoint, index: u64) -> String {
     match endpoint {
         Endpoint::Chat => format!("chatcmpl-sim-{index}"),
         Endpoint::Completions => format!("cmpl-sim-{index}"),
+        Endpoint::Messages => format!("msg_sim-{index}"),
     }
 }
 
@@ -265,8 +271,15 @@ async fn completion(app: Arc<App>, endpoint: Endpoint, req: Request) -> Response
     };
     let created = app.clock.at(received).unix_nanos().max(0) as u64 / 1_000_000_000;
     if p.stream {
-        let fmt = ChunkFmt::new(endpoint, &id, created, &app.model_json, p.include_usage);
-        let body = SseBody::new(delivery, fmt, p.include_usage);
+        let fmt = ChunkFmt::new(
+            endpoint,
+            &id,
+            created,
+            &app.model_json,
+            p.include_usage,
+            p.prompt_tokens,
+        );
+        let body = SseBody::new(delivery, fmt);
         let mut r = Response::new(Body::new(body));
         let h = r.headers_mut();
         h.insert(
@@ -335,6 +348,13 @@ async fn non_streaming(mut d: Delivery, endpoint: Endpoint, id: &str, created: u
                 "index": 0, "text": text, "logprobs": null, "finish_reason": d.finish_reason,
             }],
             "usage": usage,
+        }),
+        Endpoint::Messages => json!({
+            "id": id, "type": "message", "role": "assistant", "model": model,
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": crate::stream::anthropic_stop_reason(d.finish_reason),
+            "stop_sequence": null,
+            "usage": {"input_tokens": d.prompt_tokens, "output_tokens": produced},
         }),
     };
     let mut bytes = serde_json::to_vec(&v).unwrap_or_default();

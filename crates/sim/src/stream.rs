@@ -1,5 +1,5 @@
-//! Response bodies: the SSE body that formats one chunk per token from pre-built
-//! byte prefixes (no per-token allocation or serde), fed by the engine through the
+//! Response bodies: the SSE body that formats one chunk per token (OpenAI chunks,
+//! or Anthropic `content_block_delta` events) from pre-built byte prefixes (no per-token allocation or serde), fed by the engine through the
 //! sequence's hand-off ([`crate::handoff`]); fault injection on the way out (cut,
 //! stall, malformed event, slow first token); and ground-truth stamps taken when a
 //! frame is handed to the socket writer.
@@ -38,6 +38,15 @@ pub(crate) struct ChunkFmt {
     /// Closes a token chunk (with `,"usage":null` when usage was asked for).
     tok_post: &'static [u8],
     usage_null: bool,
+    prompt_tokens: u32,
+}
+
+/// Anthropic's `stop_reason` for the simulator's finish reason.
+pub(crate) fn anthropic_stop_reason(finish_reason: &str) -> &'static str {
+    match finish_reason {
+        "length" => "max_tokens",
+        _ => "end_turn",
+    }
 }
 
 impl ChunkFmt {
@@ -47,19 +56,35 @@ impl ChunkFmt {
         created: u64,
         model_json: &str,
         include_usage: bool,
+        prompt_tokens: u32,
     ) -> Self {
         let object = match endpoint {
             Endpoint::Chat => "chat.completion.chunk",
             Endpoint::Completions => "text_completion",
+            Endpoint::Messages => "message",
         };
-        let head = format!(
-            "data: {{\"id\":\"{id}\",\"object\":\"{object}\",\"created\":{created},\"model\":{model_json},\"choices\":["
-        );
+        let head = match endpoint {
+            // message_start and the text block's start; the id and usage are
+            // known before the first token.
+            Endpoint::Messages => format!(
+                "event: message_start\ndata: {{\"type\":\"message_start\",\"message\":{{\"id\":\"{id}\",\"type\":\"{object}\",\"role\":\"assistant\",\"content\":[],\"model\":{model_json},\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{{\"input_tokens\":{prompt_tokens},\"output_tokens\":0}}}}}}\n\n\
+                 event: content_block_start\ndata: {{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{{\"type\":\"text\",\"text\":\"\"}}}}\n\n"
+            ),
+            _ => format!(
+                "data: {{\"id\":\"{id}\",\"object\":\"{object}\",\"created\":{created},\"model\":{model_json},\"choices\":["
+            ),
+        };
         let open: &str = match endpoint {
             Endpoint::Chat => "{\"index\":0,\"delta\":{\"content\":\"",
             Endpoint::Completions => "{\"index\":0,\"text\":\"",
+            Endpoint::Messages => "",
+        };
+        let tok_pre = match endpoint {
+            Endpoint::Messages => "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"".to_string(),
+            _ => format!("{head}{open}"),
         };
         let tok_post: &'static [u8] = match (endpoint, include_usage) {
+            (Endpoint::Messages, _) => b"\"}}\n\n",
             (Endpoint::Chat, false) => b"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n",
             (Endpoint::Chat, true) => {
                 b"\"},\"logprobs\":null,\"finish_reason\":null}],\"usage\":null}\n\n"
@@ -71,10 +96,11 @@ impl ChunkFmt {
         };
         ChunkFmt {
             endpoint,
-            tok_pre: format!("{head}{open}").into_bytes().into_boxed_slice(),
+            tok_pre: tok_pre.into_bytes().into_boxed_slice(),
             head: head.into_bytes().into_boxed_slice(),
             tok_post,
             usage_null: include_usage,
+            prompt_tokens,
         }
     }
 
@@ -86,8 +112,12 @@ impl ChunkFmt {
         }
     }
 
-    /// The chat role chunk (`delta: {role, content: ""}`), which carries no token.
+    /// The chat role chunk (`delta: {role, content: ""}`), or Anthropic's
+    /// `message_start` and `content_block_start`, which carry no token.
     fn role(&self, buf: &mut BytesMut) {
+        if self.endpoint == Endpoint::Messages {
+            buf.extend_from_slice(&self.head);
+        }
         if self.endpoint == Endpoint::Chat {
             buf.extend_from_slice(&self.head);
             buf.extend_from_slice(
@@ -106,6 +136,29 @@ impl ChunkFmt {
         buf.extend_from_slice(self.tok_post);
     }
 
+    /// Everything after the last token: the finish reason, usage when asked for
+    /// and the end marker (`[DONE]`, or Anthropic's `message_delta` with usage and
+    /// `message_stop`).
+    fn end(&self, buf: &mut BytesMut, reason: &str, completion: u32) {
+        if self.endpoint == Endpoint::Messages {
+            let stop = anthropic_stop_reason(reason);
+            buf.extend_from_slice(
+                format!(
+                    "event: content_block_stop\ndata: {{\"type\":\"content_block_stop\",\"index\":0}}\n\n\
+                     event: message_delta\ndata: {{\"type\":\"message_delta\",\"delta\":{{\"stop_reason\":\"{stop}\",\"stop_sequence\":null}},\"usage\":{{\"output_tokens\":{completion}}}}}\n\n\
+                     event: message_stop\ndata: {{\"type\":\"message_stop\"}}\n\n"
+                )
+                .as_bytes(),
+            );
+            return;
+        }
+        self.finish(buf, reason);
+        if self.usage_null {
+            self.usage(buf, self.prompt_tokens, completion);
+        }
+        buf.extend_from_slice(b"data: [DONE]\n\n");
+    }
+
     /// The last choice chunk: empty content and the finish reason.
     fn finish(&self, buf: &mut BytesMut, reason: &str) {
         buf.extend_from_slice(&self.head);
@@ -113,7 +166,7 @@ impl ChunkFmt {
             Endpoint::Chat => buf.extend_from_slice(
                 b"{\"index\":0,\"delta\":{},\"logprobs\":null,\"finish_reason\":\"",
             ),
-            Endpoint::Completions => buf.extend_from_slice(
+            Endpoint::Completions | Endpoint::Messages => buf.extend_from_slice(
                 b"{\"index\":0,\"text\":\"\",\"logprobs\":null,\"finish_reason\":\"",
             ),
         }
@@ -194,7 +247,6 @@ impl Drop for Delivery {
 pub(crate) struct SseBody {
     d: Delivery,
     fmt: ChunkFmt,
-    include_usage: bool,
     sent: u32,
     /// The cut/stall/malformed/slow-first fault, until it has been applied.
     pending: Option<Fault>,
@@ -206,12 +258,11 @@ pub(crate) struct SseBody {
 }
 
 impl SseBody {
-    pub(crate) fn new(d: Delivery, fmt: ChunkFmt, include_usage: bool) -> Self {
+    pub(crate) fn new(d: Delivery, fmt: ChunkFmt) -> Self {
         let pending = d.fault;
         SseBody {
             d,
             fmt,
-            include_usage,
             sent: 0,
             pending,
             sleep: None,
@@ -311,12 +362,7 @@ impl Body for SseBody {
                 if from == 0 && limit == 0 {
                     this.fmt.role(&mut this.buf);
                 }
-                this.fmt.finish(&mut this.buf, this.d.finish_reason);
-                if this.include_usage {
-                    this.fmt
-                        .usage(&mut this.buf, this.d.prompt_tokens, produced);
-                }
-                this.buf.extend_from_slice(b"data: [DONE]\n\n");
+                this.fmt.end(&mut this.buf, this.d.finish_reason, produced);
                 this.ended = true;
                 this.d.armed = false;
                 this.d.truth.finish_reason = Some(this.d.finish_reason);

@@ -23,6 +23,11 @@ pub trait Decoder: Default {
     /// One completed SSE event, stamped with the instant of the read that
     /// completed it; called only while the stream has not ended.
     fn on_event(&mut self, ev: Event<'_>, now: Instant, account: &mut StreamAccount<Self>);
+
+    /// [`Self::MISSING_END`], or this decoder's own when it is chosen at run time.
+    fn missing_end(&self) -> &'static str {
+        Self::MISSING_END
+    }
 }
 
 /// How a stream ended, once it has.
@@ -90,6 +95,11 @@ pub struct StreamAccount<D> {
 impl<D: Decoder> StreamAccount<D> {
     /// An empty account.
     pub fn new(keep_text: bool, record_chunks: bool) -> Self {
+        Self::with_decoder(D::default(), keep_text, record_chunks)
+    }
+
+    /// An empty account fed by `decoder` (a dialect chosen at run time).
+    pub fn with_decoder(decoder: D, keep_text: bool, record_chunks: bool) -> Self {
         StreamAccount {
             keep_text,
             first_token: None,
@@ -107,7 +117,7 @@ impl<D: Decoder> StreamAccount<D> {
             end: None,
             last_completion_tokens: 0,
             pending_growth: 0,
-            decoder: D::default(),
+            decoder,
         }
     }
 
@@ -132,7 +142,7 @@ impl<D: Decoder> StreamAccount<D> {
         if self.end.is_none() {
             self.end = Some(StreamEnd::Failed {
                 cause: Cause::Disconnect,
-                message: D::MISSING_END.into(),
+                message: self.decoder.missing_end().into(),
             });
         }
     }
@@ -143,8 +153,8 @@ impl<D: Decoder> StreamAccount<D> {
         if self.end.is_some() {
             return;
         }
-        // The decoder is taken out while it writes to the account (for OpenAI's
-        // stateless decoder this is free).
+        // The decoder is taken out while it writes to the account (for the
+        // stateless decoders this is free).
         let mut decoder = std::mem::take(&mut self.decoder);
         decoder.on_event(ev, now, self);
         self.decoder = decoder;

@@ -1,6 +1,6 @@
 //! The server's token counts, in a dialect-neutral shape: each decoder maps its
 //! wire fields onto it (OpenAI `usage`; Anthropic `message_start`/`message_delta`
-//! usage would map `input_tokens`/`output_tokens` the same way).
+//! usage, see [`crate::anthropic`]).
 
 /// The server's token counts. Each is `None` when the server omitted it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

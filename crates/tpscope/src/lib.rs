@@ -19,6 +19,7 @@ pub use tpscope_client as client;
 pub use tpscope_load as load;
 pub use tpscope_log as log;
 pub use tpscope_model as model;
+pub use tpscope_proxy as proxy;
 pub use tpscope_record as record;
 pub use tpscope_render as render;
 pub use tpscope_scrape as scrape;

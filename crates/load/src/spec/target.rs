@@ -82,6 +82,7 @@ fn split_endpoint(e: &str) -> Result<(String, Api), SpecError> {
     for (suffix, api) in [
         ("/chat/completions", Api::Chat),
         ("/completions", Api::Completions),
+        ("/messages", Api::Anthropic),
     ] {
         if let Some(prefix) = t.strip_suffix(suffix) {
             return Ok((prefix.to_string(), api));
@@ -126,6 +127,10 @@ mod tests {
         assert_eq!(
             resolve("http://h:8000", Some("chat/completions")),
             ("http://h:8000".into(), Api::Chat, 0)
+        );
+        assert_eq!(
+            resolve("http://h:8000", Some("/v1/messages")),
+            ("http://h:8000/v1".into(), Api::Anthropic, 0)
         );
     }
 

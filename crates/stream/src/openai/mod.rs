@@ -28,54 +28,59 @@ impl Decoder for OpenAi {
     const MISSING_END: &'static str = "the stream ended without data: [DONE]";
 
     fn on_event(&mut self, ev: Event<'_>, now: Instant, account: &mut StreamAccount<Self>) {
-        if !ev.is_message() {
-            if ev.event == b"error" {
-                account.event(now);
-                let err = match parse_chunk(ev.data).ok().and_then(|c| c.server_error()) {
-                    Some(e) => e,
-                    None => chunk::ServerError {
-                        cause: Cause::Http5xx,
-                        message: error_body_message(ev.data)
-                            .unwrap_or_else(|| "(no message)".into()),
-                    },
-                };
-                account.fail(
-                    err.cause,
-                    format!("error event in the stream: {}", err.message),
-                );
-            }
-            // Other named events (keep-alives of some gateways) are not chunks.
-            return;
+        decode(ev, now, account);
+    }
+}
+
+/// Decodes one OpenAI-style event into `account` (the dialect-neutral entry that
+/// [`crate::Dialect`] calls too).
+pub fn decode<D>(ev: Event<'_>, now: Instant, account: &mut StreamAccount<D>) {
+    if !ev.is_message() {
+        if ev.event == b"error" {
+            account.event(now);
+            let err = match parse_chunk(ev.data).ok().and_then(|c| c.server_error()) {
+                Some(e) => e,
+                None => chunk::ServerError {
+                    cause: Cause::Http5xx,
+                    message: error_body_message(ev.data).unwrap_or_else(|| "(no message)".into()),
+                },
+            };
+            account.fail(
+                err.cause,
+                format!("error event in the stream: {}", err.message),
+            );
         }
-        account.event(now);
-        if is_done(ev.data) {
-            if account.completion_events == 0 {
-                // A 200 stream of nothing but `[DONE]` (or of JSON that is not a
-                // completion) is not an empty success: nothing was generated.
-                let n = account.events - 1;
-                account.fail(Cause::Malformed, format!(
-                    "the stream ended with data: [DONE] before any completion chunk ({n} other events, none with `choices` or `usage`)"
-                ));
+        // Other named events (keep-alives of some gateways) are not chunks.
+        return;
+    }
+    account.event(now);
+    if is_done(ev.data) {
+        if account.completion_events == 0 {
+            // A 200 stream of nothing but `[DONE]` (or of JSON that is not a
+            // completion) is not an empty success: nothing was generated.
+            let n = account.events - 1;
+            account.fail(Cause::Malformed, format!(
+                "the stream ended with data: [DONE] before any completion chunk ({n} other events, none with `choices` or `usage`)"
+            ));
+        } else {
+            account.done(now);
+        }
+        return;
+    }
+    match parse_chunk(ev.data) {
+        Ok(c) => {
+            if let Some(err) = c.server_error() {
+                account.fail(err.cause, format!("error in the stream: {}", err.message));
             } else {
-                account.done(now);
+                absorb(account, &c, now);
             }
-            return;
         }
-        match parse_chunk(ev.data) {
-            Ok(c) => {
-                if let Some(err) = c.server_error() {
-                    account.fail(err.cause, format!("error in the stream: {}", err.message));
-                } else {
-                    absorb(account, &c, now);
-                }
-            }
-            Err(e) => {
-                let n = account.events;
-                account.fail(
-                    Cause::Malformed,
-                    format!("event {n} does not parse: {}", e.0),
-                );
-            }
+        Err(e) => {
+            let n = account.events;
+            account.fail(
+                Cause::Malformed,
+                format!("event {n} does not parse: {}", e.0),
+            );
         }
     }
 }

@@ -1,0 +1,190 @@
+//! `tpscope proxy`: flags of the recording reverse proxy, and its life: start,
+//! print where it listens, serve until SIGINT/SIGTERM/SIGHUP, then drain open
+//! requests, write the `end` record and flush.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use tpscope_proxy::{Dispatch, ProxyConfig, ProxyError, Rotate};
+
+use crate::exit::ResultExt;
+use crate::signals::StopSignals;
+
+/// Flags of `tpscope proxy`.
+#[derive(clap::Args, Debug)]
+pub struct ProxyArgs {
+    /// The server to forward to: `http(s)://host:port` (a path is put before
+    /// every request's path).
+    #[arg(long, value_name = "URL")]
+    pub upstream: String,
+    /// Where clients connect. Loopback unless told otherwise; port 0 picks a
+    /// free one (the address is printed).
+    #[arg(long, default_value = "127.0.0.1:9000", value_name = "ADDR", value_parser = parse_addr)]
+    pub listen: SocketAddr,
+    /// The span log (completions become spans; other requests pass untouched).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Rotate the span log by size (1GiB) or age (1h): files FILE-0000, -0001, …
+    /// each start with the run record and read on their own.
+    #[arg(long, value_name = "SIZE|DURATION", value_parser = parse_rotate, requires = "out")]
+    pub rotate: Option<Rotate>,
+    /// Serve Prometheus metrics on this address (`/metrics`).
+    #[arg(long, value_name = "ADDR", value_parser = parse_addr)]
+    pub metrics_listen: Option<SocketAddr>,
+    /// Forward at most N completions at once; the rest wait in a FIFO queue.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub cap: Option<u32>,
+    /// Completions that may wait for a slot (with --cap); beyond it they are refused.
+    #[arg(long, default_value_t = 1000, value_name = "N")]
+    pub queue_limit: usize,
+    /// The status of a refusal when the queue is full: 429 (with Retry-After) or 503.
+    #[arg(long, default_value_t = 429, value_name = "STATUS", value_parser = parse_full_status)]
+    pub queue_full_status: u16,
+    /// How --cap lets work through: work-conserving (a freed slot is filled at
+    /// once) or waves (all slots, then wait for all of them: to show what a
+    /// wave-shaped pipeline costs).
+    #[arg(long, default_value = "work-conserving", value_parser = parse_dispatch)]
+    pub dispatch: Dispatch,
+    /// Cadence of the `sample` records and of the gap counters.
+    #[arg(long, default_value = "10ms", value_name = "DURATION", value_parser = parse_dur)]
+    pub sample_interval: Duration,
+    /// Largest request body forwarded (413 beyond).
+    #[arg(long, default_value = "32MiB", value_name = "SIZE", value_parser = tpscope_proxy::parse_size)]
+    pub max_body: u64,
+    /// Longest wait for a request's headers, and for the next request on an idle
+    /// keep-alive connection.
+    #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = parse_dur)]
+    pub header_timeout: Duration,
+    /// Longest wait for the upstream's response head (504 beyond).
+    #[arg(long, default_value = "10m", value_name = "DURATION", value_parser = parse_dur)]
+    pub upstream_timeout: Duration,
+    /// Longest silence of the upstream inside a response (the response is cut).
+    #[arg(long, default_value = "5m", value_name = "DURATION", value_parser = parse_dur)]
+    pub idle_timeout: Duration,
+    /// Longest wait to connect to the upstream (502 beyond).
+    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = parse_dur)]
+    pub connect_timeout: Duration,
+    /// At a stop, how long open requests may take to finish.
+    #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = parse_dur)]
+    pub drain_timeout: Duration,
+    /// A label of the run record, `KEY=VALUE` (repeatable).
+    #[arg(long = "label", value_name = "KEY=VALUE", value_parser = parse_label)]
+    pub labels: Vec<(String, String)>,
+}
+
+fn parse_addr(s: &str) -> Result<SocketAddr, String> {
+    let t = s
+        .strip_prefix("localhost:")
+        .map(|p| format!("127.0.0.1:{p}"));
+    t.as_deref()
+        .unwrap_or(s)
+        .parse()
+        .map_err(|_| format!("`{s}` is not an address (expected e.g. 127.0.0.1:9000)"))
+}
+
+fn parse_rotate(s: &str) -> Result<Rotate, String> {
+    s.parse()
+}
+
+fn parse_dur(s: &str) -> Result<Duration, String> {
+    tpscope_model::parse_duration(s).map_err(|e| e.to_string())
+}
+
+fn parse_dispatch(s: &str) -> Result<Dispatch, String> {
+    s.parse()
+        .map_err(|e: tpscope_record::BadDispatch| e.to_string())
+}
+
+fn parse_full_status(s: &str) -> Result<u16, String> {
+    match s.trim() {
+        "429" => Ok(429),
+        "503" => Ok(503),
+        _ => Err(format!("`{s}`: expected 429 or 503")),
+    }
+}
+
+fn parse_label(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().into(), v.into())),
+        _ => Err(format!("`{s}`: expected KEY=VALUE")),
+    }
+}
+
+/// Runs `tpscope proxy`.
+pub fn run(args: ProxyArgs) -> anyhow::Result<ExitCode> {
+    let mut cfg = ProxyConfig::new(args.upstream.clone());
+    cfg.listen = args.listen;
+    cfg.out = args.out.clone();
+    cfg.rotate = args.rotate;
+    cfg.metrics_listen = args.metrics_listen;
+    cfg.cap = args.cap;
+    cfg.queue_limit = args.queue_limit;
+    cfg.queue_full_status = args.queue_full_status;
+    cfg.dispatch = args.dispatch;
+    cfg.sample_interval = args.sample_interval;
+    cfg.max_body = args.max_body;
+    cfg.header_timeout = args.header_timeout;
+    cfg.upstream_timeout = args.upstream_timeout;
+    cfg.idle_timeout = args.idle_timeout;
+    cfg.connect_timeout = args.connect_timeout;
+    cfg.drain_timeout = args.drain_timeout;
+    cfg.labels = args.labels.into_iter().collect::<BTreeMap<_, _>>();
+    // Each client and each upstream stream is a socket: make room for thousands.
+    let _ = tpscope_sim::raise_nofile_limit();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+        .failure()?;
+    rt.block_on(async move {
+        let mut signals = StopSignals::install()
+            .context("installing the signal handlers")
+            .failure()?;
+        let handle = match tpscope_proxy::start(cfg).await {
+            Ok(h) => h,
+            // A bad --upstream or status is bad input (exit 2); the rest failed
+            // while starting (exit 1).
+            Err(e @ (ProxyError::Upstream { .. } | ProxyError::QueueFullStatus(_))) => {
+                return Err(e.into());
+            }
+            Err(e) => return Err(e).failure(),
+        };
+        {
+            let mut out = std::io::stdout().lock();
+            write!(
+                out,
+                "tpscope proxy listening on http://{} → {}",
+                handle.addr(),
+                tpscope_record::redact_url(&args.upstream)
+            )?;
+            if let Some(m) = handle.metrics_addr() {
+                write!(out, " (metrics on http://{m}/metrics)")?;
+            }
+            writeln!(out)?;
+            out.flush()?;
+        }
+        let signo = signals.recv().await;
+        let counts = handle.shutdown().await.failure()?;
+        let mut err = std::io::stderr().lock();
+        writeln!(
+            err,
+            "tpscope proxy stopped{}: {} spans ({} ok, {} error, {} cancelled){}",
+            signo.map(|s| format!(" by signal {s}")).unwrap_or_default(),
+            counts.spans,
+            counts.ok,
+            counts.error,
+            counts.cancelled,
+            args.out
+                .as_ref()
+                .map(|p| format!(" in {}", p.display()))
+                .unwrap_or_default(),
+        )?;
+        anyhow::Ok(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,299 @@
+//! One completion request's record while it passes through: the queue and slot
+//! instants, the upstream response's head, the relayed body fed to the dialect's
+//! stream account (SSE), kept for parsing (a JSON answer), or read for its
+//! message (an error status); and, when it ends (or is dropped: the client went
+//! away), the attempt [`Outcome`] handed to the writer thread as a [`Finished`].
+//! Memory per request is bounded: body copies and kept text stop at fixed caps.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant, SystemTime};
+
+use hyper::StatusCode;
+use hyper::header::{self, HeaderMap};
+use tpscope_client::parse_retry_after;
+use tpscope_model::{Attempt, Cause, Timestamp};
+use tpscope_record::{Finished, Outcome, Usage};
+use tpscope_stream::{AnyStream, Dialect, SseParser, StreamEnd, openai};
+
+use crate::gate::Permit;
+use crate::rec::{ADMIT, Rec, SLOT};
+
+/// Largest non-streaming answer kept for parsing (tokens and usage).
+const ANSWER_LIMIT: usize = 8 << 20;
+/// Largest error body kept for its message.
+const ERROR_LIMIT: usize = 64 << 10;
+/// Largest output text kept per stream for the tokenizer when the server sends
+/// no usage; past it the count falls back to content chunks.
+const TEXT_LIMIT: usize = 1 << 20;
+/// Largest SSE event accepted (as the client's default).
+const MAX_EVENT: usize = 1 << 20;
+
+enum Kind {
+    /// Before the response head.
+    Waiting,
+    Sse(SseParser),
+    Answer(Vec<u8>, bool),
+    Error(Vec<u8>),
+}
+
+/// The record of one completion request.
+pub(crate) struct Track {
+    rec: Arc<Rec>,
+    dialect: Dialect,
+    queued_at: Timestamp,
+    admitted_at: Option<Timestamp>,
+    permit: Option<Permit>,
+    first_byte_at: Option<Timestamp>,
+    http_status: Option<u16>,
+    retry_after: Option<Duration>,
+    kind: Kind,
+    account: AnyStream,
+    text_dropped: bool,
+    done: bool,
+}
+
+impl Track {
+    /// A request that arrived (or that its client queued at `queued_at`).
+    pub fn queued(rec: Arc<Rec>, dialect: Dialect, queued_at: Timestamp) -> Track {
+        rec.occupancy.fetch_add(1, Relaxed);
+        Track {
+            account: dialect.account(true, false),
+            rec,
+            dialect,
+            queued_at,
+            admitted_at: None,
+            permit: None,
+            first_byte_at: None,
+            http_status: None,
+            retry_after: None,
+            kind: Kind::Waiting,
+            text_dropped: false,
+            done: false,
+        }
+    }
+
+    /// The request is not one to record after all (refused before it was sent):
+    /// it leaves the occupancy and writes no span.
+    pub fn forget(&mut self) {
+        if !self.done {
+            self.done = true;
+            let back = if self.admitted_at.is_some() { SLOT } else { 1 };
+            self.rec.occupancy.fetch_sub(back, Relaxed);
+            self.permit = None;
+        }
+    }
+
+    /// It took a slot: now (no cap), or at `at` when the gate handed one over
+    /// (the gate has moved the occupancy then).
+    pub fn admitted(&mut self, permit: Option<Permit>, at: Option<Timestamp>) {
+        match at {
+            Some(t) => self.admitted_at = Some(t),
+            None => {
+                self.admitted_at = Some(self.rec.clock.now());
+                self.rec.occupancy.fetch_add(ADMIT, Relaxed);
+            }
+        }
+        self.permit = permit;
+    }
+
+    /// The response head arrived at `now`.
+    pub fn head(&mut self, status: StatusCode, headers: &HeaderMap, now: Instant) {
+        self.first_byte_at = Some(self.rec.clock.at(now));
+        self.http_status = Some(status.as_u16());
+        if matches!(
+            status,
+            StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE
+        ) {
+            self.retry_after = headers
+                .get(header::RETRY_AFTER)
+                .and_then(|v| parse_retry_after(v.as_bytes(), SystemTime::now()));
+        }
+        let sse = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|ct| ct.trim_start().starts_with("text/event-stream"));
+        self.kind = if !status.is_success() {
+            Kind::Error(Vec::new())
+        } else if sse {
+            Kind::Sse(SseParser::with_limit(MAX_EVENT))
+        } else {
+            Kind::Answer(Vec::new(), false)
+        };
+    }
+
+    /// One relayed body read, at `now`.
+    pub fn data(&mut self, bytes: &[u8], now: Instant) {
+        match &mut self.kind {
+            Kind::Sse(parser) => {
+                self.account.push(parser, bytes, now);
+                if !self.text_dropped && self.account.text.len() > TEXT_LIMIT {
+                    self.text_dropped = true;
+                    self.account.keep_text = false;
+                    self.account.text = String::new();
+                }
+            }
+            Kind::Answer(buf, over) => {
+                if buf.len() + bytes.len() > ANSWER_LIMIT {
+                    *over = true;
+                    *buf = Vec::new();
+                } else if !*over {
+                    buf.extend_from_slice(bytes);
+                }
+            }
+            Kind::Error(buf) => {
+                let room = ERROR_LIMIT.saturating_sub(buf.len());
+                buf.extend_from_slice(&bytes[..bytes.len().min(room)]);
+            }
+            Kind::Waiting => {}
+        }
+    }
+
+    /// The upstream body ended at `now` and its last byte went to the client.
+    pub fn end(&mut self, now: Instant) {
+        let (cause, message, ended) = match std::mem::replace(&mut self.kind, Kind::Waiting) {
+            Kind::Sse(mut parser) => {
+                self.account.end_of_body(&mut parser, now);
+                match self.account.end.take() {
+                    Some(StreamEnd::Done(at)) => (None, None, at),
+                    Some(StreamEnd::Failed { cause, message }) => (Some(cause), Some(message), now),
+                    None => (
+                        Some(Cause::Disconnect),
+                        Some("the stream ended".into()),
+                        now,
+                    ),
+                }
+            }
+            Kind::Answer(buf, over) => {
+                if over {
+                    // Too large to parse here: ok as far as the proxy can tell.
+                    self.account.event(now);
+                    (None, None, now)
+                } else {
+                    match self.dialect.absorb_answer(&mut self.account, &buf, now) {
+                        Ok(()) => (None, None, now),
+                        Err((c, m)) => (Some(c), Some(m), now),
+                    }
+                }
+            }
+            Kind::Error(buf) => {
+                let status = self.http_status.unwrap_or(500);
+                let cause = Cause::from_http_status(status).unwrap_or(Cause::Http4xx);
+                let base = openai::error_body_message(&buf).unwrap_or_default();
+                let message = if base.is_empty() {
+                    format!("HTTP {status}")
+                } else {
+                    format!("HTTP {status}: {base}")
+                };
+                (Some(cause), Some(message), now)
+            }
+            Kind::Waiting => (Some(Cause::Disconnect), Some("no response".into()), now),
+        };
+        self.finish(cause, message, ended, now);
+    }
+
+    /// The request ended without a (complete) response: `cause` and what happened.
+    pub fn fail(&mut self, cause: Cause, message: String) {
+        let now = Instant::now();
+        self.finish(Some(cause), Some(message), now, now);
+    }
+
+    fn finish(
+        &mut self,
+        cause: Option<Cause>,
+        message: Option<String>,
+        ended: Instant,
+        now: Instant,
+    ) {
+        if self.done {
+            return;
+        }
+        self.done = true;
+        let rec = &self.rec;
+        let clock = &rec.clock;
+        let released_at = clock.at(now);
+        let st = &mut self.account;
+        let outcomes = match self.admitted_at {
+            None => {
+                rec.occupancy.fetch_sub(1, Relaxed);
+                Vec::new()
+            }
+            Some(admitted_at) => {
+                rec.occupancy.fetch_sub(SLOT, Relaxed);
+                // The slot changes hands at the release instant: the next in
+                // line is admitted as of then.
+                if let Some(p) = self.permit.take() {
+                    p.release_at(released_at);
+                }
+                let usage = st.usage.and_then(|u| {
+                    u.completion_tokens.map(|c| Usage {
+                        prompt_tokens: u.prompt_tokens,
+                        completion_tokens: c,
+                    })
+                });
+                let text = (usage.is_none() && !self.text_dropped && !st.text.is_empty())
+                    .then(|| std::mem::take(&mut st.text));
+                vec![Outcome {
+                    attempt: Attempt {
+                        started_at: admitted_at,
+                        first_byte_at: self.first_byte_at,
+                        first_token_at: st.first_token.map(|t| clock.at(t)),
+                        ended_at: clock.at(ended).max(admitted_at),
+                        http_status: self.http_status,
+                        cause,
+                        tokens: st.tokens(),
+                        connection_reused: None,
+                        connect_time: None,
+                        backoff: None,
+                        // The proxy reads through hyper without kernel stamps:
+                        // no end marker arrival, lag or exactness figures.
+                        end_at: None,
+                        client_lag: None,
+                        reads: None,
+                        traced_chunks: None,
+                        inexact_chunks: None,
+                        first_token_exact: None,
+                        resends: 0,
+                    },
+                    last_token_at: st.last_token.map(|t| clock.at(t)),
+                    usage,
+                    content_chunks: st.content_chunks,
+                    text,
+                    chunks: None,
+                    retry_after: self.retry_after,
+                    error_message: cause.and(message.clone()),
+                    response_id: st.response_id.take(),
+                }]
+            }
+        };
+        let cancelled = self
+            .admitted_at
+            .is_none()
+            .then(|| message.unwrap_or_else(|| "left the queue".into()));
+        rec.finished(Finished {
+            seq: 0,
+            queued_at: self.queued_at,
+            admitted_at: self.admitted_at,
+            released_at,
+            outcomes,
+            planned_input_tokens: None,
+            cancelled,
+        });
+    }
+}
+
+impl Drop for Track {
+    fn drop(&mut self) {
+        if !self.done {
+            let msg = match (self.admitted_at, self.first_byte_at) {
+                (None, _) => "the client went away while queued (never sent)".to_string(),
+                (Some(_), None) => "the client went away before the response".to_string(),
+                (Some(_), Some(_)) => format!(
+                    "the client went away after {} output tokens",
+                    self.account.tokens()
+                ),
+            };
+            self.fail(Cause::Cancelled, msg);
+        }
+    }
+}

@@ -1,0 +1,177 @@
+//! Helpers of the proxy tests: a simulator and a proxy on 127.0.0.1:0, one
+//! request per fresh connection (HTTP/1.1, or HTTP/2 prior knowledge), and the
+//! span log read back. Every wait is bounded.
+
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::Request;
+use hyper::header::HeaderMap;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use serde_json::{Value, json};
+use tokio::net::TcpStream;
+use tpscope_model::{Record, Span};
+use tpscope_proxy::{ProxyConfig, ProxyHandle};
+use tpscope_sim::{SimConfig, SimHandle, Speed};
+
+pub const TIMEOUT: Duration = Duration::from_secs(30);
+
+pub async fn sim(speed: Speed) -> SimHandle {
+    let cfg = SimConfig {
+        speed,
+        ..SimConfig::default()
+    };
+    sim_with(cfg).await
+}
+
+pub async fn sim_with(cfg: SimConfig) -> SimHandle {
+    tpscope_sim::start(cfg, "127.0.0.1:0".parse().unwrap())
+        .await
+        .expect("simulator starts")
+}
+
+pub fn config(upstream: SocketAddr, out: &Path) -> ProxyConfig {
+    let mut c = ProxyConfig::new(format!("http://{upstream}"));
+    c.listen = "127.0.0.1:0".parse().unwrap();
+    c.out = Some(out.to_path_buf());
+    c.sample_interval = Duration::from_millis(5);
+    c
+}
+
+pub async fn proxy(cfg: ProxyConfig) -> ProxyHandle {
+    tpscope_proxy::start(cfg).await.expect("proxy starts")
+}
+
+pub fn chat(model: &str, stream: bool, max_tokens: u32) -> Value {
+    json!({
+        "model": model,
+        "messages": [{"role": "user", "content": "Tell me about rivers."}],
+        "stream": stream,
+        "stream_options": if stream { json!({"include_usage": true}) } else { Value::Null },
+        "max_tokens": max_tokens,
+        "ignore_eos": true,
+    })
+}
+
+/// A response read to its end.
+#[derive(Debug)]
+pub struct Resp {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+    pub frames: usize,
+    pub complete: bool,
+}
+
+impl Resp {
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).expect("JSON body")
+    }
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+pub async fn send(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    body: Vec<u8>,
+    headers: &[(&str, &str)],
+    h2: bool,
+) -> Resp {
+    tokio::time::timeout(TIMEOUT, send_inner(addr, method, path, body, headers, h2))
+        .await
+        .expect("request finished in time")
+}
+
+async fn send_inner(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    body: Vec<u8>,
+    headers: &[(&str, &str)],
+    h2: bool,
+) -> Resp {
+    let stream = TcpStream::connect(addr).await.expect("connect");
+    let mut b = Request::builder()
+        .method(method)
+        .uri(format!("http://{addr}{path}"))
+        .header("content-type", "application/json");
+    if !h2 {
+        b = b.header("host", addr.to_string());
+    }
+    for (k, v) in headers {
+        b = b.header(*k, *v);
+    }
+    let req = b.body(Full::new(Bytes::from(body))).unwrap();
+    let resp = if h2 {
+        let (mut s, conn) =
+            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
+                .await
+                .expect("h2 handshake");
+        tokio::spawn(conn);
+        s.send_request(req).await.expect("response head")
+    } else {
+        let (mut s, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .expect("handshake");
+        tokio::spawn(conn);
+        s.send_request(req).await.expect("response head")
+    };
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let mut body = resp.into_body();
+    let mut out = Vec::new();
+    let mut frames = 0;
+    let mut complete = true;
+    loop {
+        match body.frame().await {
+            None => break,
+            Some(Ok(f)) => {
+                if let Ok(d) = f.into_data() {
+                    frames += 1;
+                    out.extend_from_slice(&d);
+                }
+            }
+            Some(Err(_)) => {
+                complete = false;
+                break;
+            }
+        }
+    }
+    Resp {
+        status,
+        headers,
+        body: out,
+        frames,
+        complete,
+    }
+}
+
+pub async fn post(addr: SocketAddr, path: &str, v: &Value) -> Resp {
+    send(addr, "POST", path, v.to_string().into_bytes(), &[], false).await
+}
+
+pub fn records(path: &Path) -> Vec<Record> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect()
+}
+
+pub fn spans(path: &Path) -> Vec<Span> {
+    records(path)
+        .into_iter()
+        .filter_map(|r| match r {
+            Record::Span(s) => Some(s),
+            _ => None,
+        })
+        .collect()
+}
