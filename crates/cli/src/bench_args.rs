@@ -61,11 +61,16 @@ pub struct BenchArgs {
     #[arg(long, value_name = "JSON", value_parser = parse_extra_body, help_heading = "Target")]
     pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
     /// Do not ask for `stream_options.include_usage` (for servers that reject it);
-    /// tokens are then counted from the text with o200k_base.
+    /// tokens are then counted from the text with --tokenizer.
     #[arg(long, help_heading = "Target")]
     pub no_usage: bool,
+    /// Tokenizer of exact-length prompts and of counts without usage: o200k_base
+    /// (default), cl100k_base, or hf:PATH (a Hugging Face tokenizer.json, or a model
+    /// directory holding one; loaded offline). The run record names it.
+    #[arg(long, value_name = "NAME|hf:PATH", value_parser = parse_tokenizer, default_value = "o200k_base", help_heading = "Target")]
+    pub tokenizer: tpscope_tokens::Tokenizer,
 
-    /// Prompt length in tokens (o200k_base): N or a distribution
+    /// Prompt length in tokens (under --tokenizer): N or a distribution
     /// (uniform:LO..HI, normal:MEAN,SD, lognormal:MEAN,SD, exp:MEAN, azure).
     /// Default without any workload flag: (input, output) pairs drawn from the
     /// bundled Azure 2023 conversation trace.
@@ -384,6 +389,11 @@ fn parse_label(s: &str) -> Result<(String, String), String> {
     }
 }
 
+fn parse_tokenizer(s: &str) -> Result<tpscope_tokens::Tokenizer, String> {
+    s.parse()
+        .map_err(|e: tpscope_tokens::TokenizerError| e.to_string())
+}
+
 fn parse_trace(s: &str) -> Result<(TraceFormat, PathBuf), String> {
     parse_trace_arg(s).map_err(|e| e.to_string())
 }
@@ -436,6 +446,7 @@ impl BenchArgs {
             record_chunks: self.record_chunks,
             rx_timestamps: self.rx_timestamps,
             labels: self.labels.clone(),
+            tokenizer: self.tokenizer,
         }
     }
 }

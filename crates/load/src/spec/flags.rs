@@ -130,4 +130,6 @@ pub struct Flags {
     pub rx_timestamps: RxTimestamps,
     /// `--label`s.
     pub labels: Vec<(String, String)>,
+    /// `--tokenizer`: of exact-length prompts and of counts without `usage`.
+    pub tokenizer: tpscope_tokens::Tokenizer,
 }

@@ -148,7 +148,7 @@ impl BenchSpec {
         if a.input_tokens.is_some() && sources > 0 {
             return Err(SpecError::InputWithFile);
         }
-        let tokenizer = Tokenizer::O200kBase;
+        let tokenizer = a.tokenizer;
         let mut trace: Option<Vec<TraceEntry>> = None;
         let workload = if let Some(p) = &a.dataset {
             let items = read_prompts_jsonl(p).map_err(SpecError::Dataset)?;

@@ -47,6 +47,7 @@ fn flags() -> Flags {
         record_chunks: false,
         rx_timestamps: RxTimestamps::User,
         labels: vec![],
+        tokenizer: tpscope_tokens::Tokenizer::O200kBase,
     }
 }
 
