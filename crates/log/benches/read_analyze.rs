@@ -148,6 +148,8 @@ fn generate(path: &PathBuf, n: u64) {
                 message: "stream ended without [DONE]".into(),
             }),
             chunks: None,
+            session_id: None,
+            turn: None,
         }))
         .unwrap();
     }

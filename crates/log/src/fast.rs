@@ -155,6 +155,13 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
     } else {
         None
     };
+    // Multi-turn fields: read past (the analysis does not use them).
+    if c.lit(key::session_id) {
+        c.str()?;
+    }
+    if c.lit(key::turn) {
+        c.uint()?;
+    }
     let facts = SpanFacts {
         status,
         error_cause,

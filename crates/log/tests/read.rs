@@ -299,6 +299,8 @@ fn ok_span(run_id: &str, span_id: &str) -> Span {
         attempts: vec![],
         error: None,
         chunks: None,
+        session_id: None,
+        turn: None,
     }
 }
 

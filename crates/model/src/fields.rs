@@ -64,6 +64,12 @@ macro_rules! span_fields {
             /// Per-chunk arrivals, when recording them was asked for.
             #[serde(default, skip_serializing_if = "Option::is_none")]
             chunks: Option<Vec<ChunkMark>>,
+            /// The conversation this request is a turn of (multi-turn workloads).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            session_id: Option<String>,
+            /// Its turn in the conversation, from 1.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            turn: Option<u32>,
         }
     };
 }

@@ -378,6 +378,8 @@ mod tests {
             attempts: vec![],
             error: None,
             chunks: None,
+            session_id: None,
+            turn: None,
         }
     }
 

@@ -156,6 +156,8 @@ pub fn assemble(run_id: &str, tokenizer_name: &str, f: Finished) -> (Span, ToCou
         attempts,
         error,
         chunks,
+        session_id: None,
+        turn: None,
     };
     (span, to_count)
 }

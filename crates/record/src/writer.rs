@@ -350,6 +350,8 @@ mod tests {
                 message: "x".into(),
             }),
             chunks: None,
+            session_id: None,
+            turn: None,
         }
     }
 

@@ -120,6 +120,8 @@ pub fn records(run_id: &str, model: &str, source: TokenSource, load: Load) -> Ve
                 message: "injected".into(),
             }),
             chunks: None,
+            session_id: None,
+            turn: None,
         });
     }
     // Spans in release order, as a recorder writes them.

@@ -189,6 +189,8 @@ fn span() -> impl Strategy<Value = Span> {
                     attempts,
                     error: error.map(|(cause, message)| SpanError { cause, message }),
                     chunks: None,
+                    session_id: None,
+                    turn: None,
                 }
             },
         )
@@ -370,6 +372,8 @@ fn fast_path_reads_a_span_with_every_field_in_the_model_order() {
             message: "cut".into(),
         }),
         chunks: None,
+        session_id: Some("3".into()),
+        turn: Some(2),
     };
     let line = serde_json::to_string(&Record::Span(span)).unwrap();
     let keys = Span::FIELDS.iter().chain(Attempt::FIELDS);

@@ -58,6 +58,9 @@ pub(super) struct Line<'a> {
 #[derive(Default)]
 pub(super) struct Extras<'a> {
     pub(super) request_id: Option<&'a str>,
+    /// Multi-turn workloads' `session_id` and `turn`.
+    pub(super) session_id: Option<&'a str>,
+    pub(super) turn: Option<&'a str>,
     /// The `message` of a span's `error`.
     pub(super) error_message: Option<&'a str>,
     /// Per element of `attempts`, in order.
@@ -223,6 +226,19 @@ fn scan<'a, const WHOLE: bool>(text: &'a str, line: &mut Line<'a>) -> JsonResult
                 let v = sc.raw()?;
                 if WHOLE {
                     line.extras.request_id = Some(v);
+                }
+            }
+            // Multi-turn fields: whole records keep them; the analysis skips them.
+            Key::session_id => {
+                let v = sc.raw()?;
+                if WHOLE {
+                    line.extras.session_id = Some(v);
+                }
+            }
+            Key::turn => {
+                let v = sc.raw()?;
+                if WHOLE {
+                    line.extras.turn = Some(v);
                 }
             }
             Key::status => scalar!(status),

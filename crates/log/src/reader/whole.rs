@@ -98,6 +98,11 @@ fn span_of(
     };
     let extras = &line.extras;
     let request_id = opt_string("request_id", extras.request_id)?;
+    let session_id = opt_string("session_id", extras.session_id)?;
+    let turn = match present(&scalar_of("turn", extras.turn)?) {
+        Some(v) => Some(as_u32("turn", v)?),
+        None => None,
+    };
     let mut attempts = Vec::new();
     let none = AttemptExtras::default();
     attempts_of(line, unit, |i, raw, core| {
@@ -130,6 +135,8 @@ fn span_of(
         attempts,
         error,
         chunks: facts.chunks.map(Vec::from),
+        session_id,
+        turn,
     })
 }
 
