@@ -48,6 +48,13 @@ fn flags() -> Flags {
         rx_timestamps: RxTimestamps::User,
         labels: vec![],
         tokenizer: tpscope_tokens::Tokenizer::O200kBase,
+        sessions: None,
+        turns: None,
+        think_time: None,
+        conversations: None,
+        prefix_count: None,
+        prefix_len: None,
+        prefix_share: None,
     }
 }
 
