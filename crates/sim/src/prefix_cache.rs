@@ -158,4 +158,83 @@ mod tests {
         assert_eq!(c.lookup(&a, 65), 0);
         assert_eq!(c.lookup(&b, 33), 32);
     }
+
+    /// Simulated time from adding a sequence to its first token, alone in the engine.
+    fn ttft(
+        e: &mut crate::engine::Engine<u64>,
+        id: u64,
+        units: &[u32],
+        prompt: u32,
+        out: u32,
+    ) -> f64 {
+        use crate::engine::{Event, SeqSpec};
+        e.add_hashed(
+            SeqSpec {
+                id,
+                prompt_tokens: prompt,
+                output_tokens: out,
+            },
+            id,
+            block_hashes(units),
+        );
+        let (mut t, mut first) = (0.0, None);
+        while let Some(plan) = e.schedule(&mut |_: &mut u64, _| {}) {
+            t += plan.duration.as_secs_f64();
+            e.complete(&mut |_: &mut u64, ev| {
+                if matches!(ev, Event::Token { count: 1, .. }) {
+                    first.get_or_insert(t);
+                }
+            });
+        }
+        first.unwrap()
+    }
+
+    /// Prefill time of prompt tokens `from..to` in chunks of the step budget.
+    fn prefill(r: &crate::roofline::Roofline, budget: u32, from: u32, to: u32) -> f64 {
+        let (mut t, mut c) = (0.0, from);
+        while c < to {
+            let want = (to - c).min(budget);
+            let mut w = crate::roofline::StepWork::default();
+            w.add(u64::from(c), u64::from(want), u64::from(to));
+            t += r.step(&w).as_secs_f64();
+            c += want;
+        }
+        t
+    }
+
+    #[test]
+    fn a_later_turn_is_faster_by_the_ratio_its_cached_prefix_predicts() {
+        use crate::config::SimConfig;
+        use crate::engine::{Engine, Limits};
+        use crate::roofline::Roofline;
+        let cfg = SimConfig::default();
+        let limits = Limits {
+            max_num_seqs: 8,
+            max_num_batched_tokens: cfg.max_num_batched_tokens,
+            num_blocks: 10_000,
+        };
+        let mut e = Engine::new(limits, Roofline::new(&cfg)).with_prefix_cache();
+        // Turn 1: a 3000-token prompt, a 40-token reply; turn 2 carries both plus
+        // 100 new tokens.
+        let (p1, o1, new) = (3000u32, 40u32, 100u32);
+        let turn1: Vec<u32> = (0..p1 + o1).collect();
+        let t1 = ttft(&mut e, 1, &turn1, p1, o1);
+        let mut turn2 = turn1.clone();
+        turn2.extend(100_000..100_000 + new);
+        let p2 = p1 + o1 + new;
+        let t2 = ttft(&mut e, 2, &turn2, p2, 5);
+        let cached = (p1 + o1 - 1) / BLOCK_SIZE * BLOCK_SIZE;
+        let r = Roofline::new(&cfg);
+        let budget = cfg.max_num_batched_tokens;
+        let predicted = prefill(&r, budget, cached, p2) / prefill(&r, budget, 0, p1);
+        let measured = t2 / t1;
+        assert!(measured < 0.5, "turn 2 must be much faster: {t2} vs {t1}");
+        assert!(
+            (measured / predicted - 1.0).abs() <= 0.2,
+            "measured {measured:.4} vs predicted {predicted:.4}"
+        );
+        // Without the cache, turn 2 prefills everything and is slower than turn 1.
+        let mut cold = Engine::new(limits, Roofline::new(&cfg));
+        assert!(ttft(&mut cold, 2, &turn2, p2, 5) > t1);
+    }
 }
