@@ -20,6 +20,7 @@ pub mod knee;
 pub mod metrics;
 pub mod report;
 pub mod series;
+pub mod sessions;
 pub mod stats;
 pub mod sweep;
 #[cfg(test)]

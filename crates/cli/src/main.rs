@@ -12,6 +12,7 @@ mod compare_cmd;
 mod exit;
 mod progress;
 mod report_cmd;
+mod sessions_section;
 mod signals;
 mod sim_cmd;
 mod sim_flags;

@@ -145,7 +145,12 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let cfg = ReportConfig::from_args(&args)?;
     let set = load(&args.files, cfg.read)?;
     let report = build_report(&set, &cfg.analysis);
-    let bytes = render(&report, &set, args.format).failure()?;
+    let mut bytes = render(&report, &set, args.format).failure()?;
+    if args.format == Format::Text
+        && let Some(section) = crate::sessions_section::text(&args.files, cfg.read)?
+    {
+        bytes.extend_from_slice(section.as_bytes());
+    }
     if let Some(path) = &args.html {
         let details: Vec<_> = set
             .runs

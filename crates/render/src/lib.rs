@@ -8,6 +8,7 @@ pub mod fmt;
 pub mod html;
 pub mod markdown;
 pub mod rows;
+pub mod sessions;
 pub mod text;
 
 use tpscope_analysis::Report;

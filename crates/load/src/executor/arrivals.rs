@@ -19,7 +19,7 @@ pub(super) async fn dispatch<S: Sender>(
     let plan = &sh.plan;
     let limit = plan.requests.unwrap_or(u64::MAX);
     if let Some(sessions) = &plan.sessions {
-        super::sessions::start_sessions(sh, sessions.clone(), start);
+        super::sessions::start_sessions(sh, sessions.clone());
         return;
     }
     if plan.schedule.is_backlog() {

@@ -18,11 +18,7 @@ use crate::workload::Request;
 use crate::workload::sessions::{SessionPlan, SessionSource, UserTurn};
 
 /// Starts every session's task (on the run's tracker, so the run waits for them).
-pub(super) fn start_sessions<S: Sender>(
-    sh: &Arc<Shared<S>>,
-    plan: Arc<SessionPlan>,
-    start: Instant,
-) {
+pub(super) fn start_sessions<S: Sender>(sh: &Arc<Shared<S>>, plan: Arc<SessionPlan>) {
     for session in 0..plan.sessions() {
         let (system, turns) = session_turns(sh, &plan, session);
         sh.tracker.spawn(session_task(
@@ -31,7 +27,6 @@ pub(super) fn start_sessions<S: Sender>(
             session,
             system,
             turns,
-            start,
         ));
     }
 }
@@ -82,7 +77,6 @@ async fn session_task<S: Sender>(
     session: u64,
     system: Option<String>,
     turns: Vec<UserTurn>,
-    start: Instant,
 ) {
     let mut rng = StdRng::seed_from_u64(mix(sh.plan.seed ^ mix(session) ^ 0x7111));
     let mut history: Vec<Message> = system
@@ -92,7 +86,6 @@ async fn session_task<S: Sender>(
         })
         .into_iter()
         .collect();
-    let mut ready = start;
     for (k, turn) in turns.into_iter().enumerate() {
         if k > 0
             && let Some(think) = plan.think_time
@@ -102,7 +95,6 @@ async fn session_task<S: Sender>(
                 _ = tokio::time::sleep(pause) => {}
                 _ = sh.stop.cancelled() => return,
             }
-            ready = Instant::now();
         }
         history.push(Message {
             role: "user".into(),
@@ -116,9 +108,11 @@ async fn session_task<S: Sender>(
                 .max_tokens()
         });
         let (tx, rx) = tokio::sync::oneshot::channel();
+        // Ready once the turn is built: the task's own wake-up and history copy are
+        // the client's work, not a wait of the pipeline's (DESIGN.md §13).
         let ticket = Ticket {
             seq: 0,
-            ready,
+            ready: Instant::now(),
             turn: Some(Box::new(TurnTicket {
                 request: Request {
                     spec: RequestSpec {
@@ -153,6 +147,5 @@ async fn session_task<S: Sender>(
             role: "assistant".into(),
             content: reply,
         });
-        ready = Instant::now();
     }
 }
