@@ -14,6 +14,7 @@
 pub mod analyze;
 mod collect;
 pub mod compare;
+pub mod count_check;
 pub mod detail;
 pub mod input;
 pub mod knee;

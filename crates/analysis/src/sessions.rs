@@ -153,6 +153,7 @@ mod tests {
             chunks: None,
             session_id: Some(sid.into()),
             turn: Some(turn),
+            tokenizer_output_tokens: None,
         }
     }
 

@@ -146,10 +146,8 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let set = load(&args.files, cfg.read)?;
     let report = build_report(&set, &cfg.analysis);
     let mut bytes = render(&report, &set, args.format).failure()?;
-    if args.format == Format::Text
-        && let Some(section) = crate::sessions_section::text(&args.files, cfg.read)?
-    {
-        bytes.extend_from_slice(section.as_bytes());
+    if args.format == Format::Text {
+        bytes.extend_from_slice(crate::record_sections::text(&args.files, cfg.read)?.as_bytes());
     }
     if let Some(path) = &args.html {
         let details: Vec<_> = set

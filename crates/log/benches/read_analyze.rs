@@ -150,6 +150,7 @@ fn generate(path: &PathBuf, n: u64) {
             chunks: None,
             session_id: None,
             turn: None,
+            tokenizer_output_tokens: None,
         }))
         .unwrap();
     }

@@ -162,6 +162,9 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
     if c.lit(key::turn) {
         c.uint()?;
     }
+    if c.lit(key::tokenizer_output_tokens) {
+        c.uint()?;
+    }
     let facts = SpanFacts {
         status,
         error_cause,

@@ -301,6 +301,7 @@ fn ok_span(run_id: &str, span_id: &str) -> Span {
         chunks: None,
         session_id: None,
         turn: None,
+        tokenizer_output_tokens: None,
     }
 }
 

@@ -390,6 +390,7 @@ fn records_written_by_the_writer_read_back_equal() {
             // A multi-turn span's fields round-trip too.
             session_id: Some("7".into()),
             turn: Some(2),
+            tokenizer_output_tokens: None,
         }),
         Record::Span(Span {
             run_id: "w".into(),
@@ -414,6 +415,7 @@ fn records_written_by_the_writer_read_back_equal() {
             chunks: None,
             session_id: None,
             turn: None,
+            tokenizer_output_tokens: None,
         }),
         Record::End(EndRecord {
             run_id: "w".into(),

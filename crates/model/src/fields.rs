@@ -70,6 +70,10 @@ macro_rules! span_fields {
             /// Its turn in the conversation, from 1.
             #[serde(default, skip_serializing_if = "Option::is_none")]
             turn: Option<u32>,
+            /// The count check: the final attempt's text counted by the run's
+            /// tokenizer, beside `output_tokens` from `usage` (on a sample of spans).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            tokenizer_output_tokens: Option<u64>,
         }
     };
 }

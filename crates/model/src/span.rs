@@ -380,6 +380,7 @@ mod tests {
             chunks: None,
             session_id: None,
             turn: None,
+            tokenizer_output_tokens: None,
         }
     }
 

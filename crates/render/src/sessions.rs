@@ -1,6 +1,8 @@
-//! The multi-turn section of a text report: TTFT by turn index and per-session
-//! totals, as [`tpscope_analysis::sessions`] computed them.
+//! The text sections computed from whole span records: the multi-turn section
+//! (TTFT by turn index, per-session totals, as [`tpscope_analysis::sessions`]
+//! computed them) and the count check ([`tpscope_analysis::count_check`]).
 
+use tpscope_analysis::count_check::CountCheck;
 use tpscope_analysis::sessions::SessionReport;
 
 use crate::fmt::{or_dash, text_table};
@@ -48,5 +50,21 @@ pub fn text(r: &SessionReport) -> String {
         s(t.duration_p50_s),
         s(t.duration_p90_s),
     ));
+    out
+}
+
+/// The count check as text: one line, and the warning when there is one.
+pub fn count_check_text(c: &CountCheck) -> String {
+    let mut out = format!(
+        "\n  count check: on {} spans, the tokenizer counted {} output tokens where usage said {} ({}; {} spans differ)\n",
+        c.spans,
+        c.tokenizer_tokens,
+        c.usage_tokens,
+        or_dash(c.difference.map(|d| format!("{:+.2} %", d * 100.0))),
+        c.spans_differing,
+    );
+    if let Some(w) = &c.warning {
+        out.push_str(&format!("  warning: {w}\n"));
+    }
     out
 }

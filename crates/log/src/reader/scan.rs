@@ -61,6 +61,7 @@ pub(super) struct Extras<'a> {
     /// Multi-turn workloads' `session_id` and `turn`.
     pub(super) session_id: Option<&'a str>,
     pub(super) turn: Option<&'a str>,
+    pub(super) tokenizer_output_tokens: Option<&'a str>,
     /// The `message` of a span's `error`.
     pub(super) error_message: Option<&'a str>,
     /// Per element of `attempts`, in order.
@@ -239,6 +240,12 @@ fn scan<'a, const WHOLE: bool>(text: &'a str, line: &mut Line<'a>) -> JsonResult
                 let v = sc.raw()?;
                 if WHOLE {
                     line.extras.turn = Some(v);
+                }
+            }
+            Key::tokenizer_output_tokens => {
+                let v = sc.raw()?;
+                if WHOLE {
+                    line.extras.tokenizer_output_tokens = Some(v);
                 }
             }
             Key::status => scalar!(status),

@@ -103,6 +103,13 @@ fn span_of(
         Some(v) => Some(as_u32("turn", v)?),
         None => None,
     };
+    let tokenizer_output_tokens = match present(&scalar_of(
+        "tokenizer_output_tokens",
+        extras.tokenizer_output_tokens,
+    )?) {
+        Some(v) => Some(as_u64("tokenizer_output_tokens", v)?),
+        None => None,
+    };
     let mut attempts = Vec::new();
     let none = AttemptExtras::default();
     attempts_of(line, unit, |i, raw, core| {
@@ -137,6 +144,7 @@ fn span_of(
         chunks: facts.chunks.map(Vec::from),
         session_id,
         turn,
+        tokenizer_output_tokens,
     })
 }
 
