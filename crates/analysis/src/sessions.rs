@@ -52,6 +52,10 @@ pub struct SessionReport {
     pub totals: SessionTotals,
 }
 
+/// One session's running totals: turns, whether all were ok, output tokens, first
+/// `queued_at` and last `released_at` (unix seconds).
+type SessionAcc = (u64, bool, u64, f64, f64);
+
 fn pct(sorted: &[f64], q: f64) -> Option<f64> {
     quantile_sorted(sorted, q)
 }
@@ -59,8 +63,7 @@ fn pct(sorted: &[f64], q: f64) -> Option<f64> {
 /// The multi-turn section, or `None` when no span carries a turn.
 pub fn session_report<'a>(spans: impl IntoIterator<Item = &'a Span>) -> Option<SessionReport> {
     let mut turns: BTreeMap<u32, (u64, u64, Vec<f64>, Vec<u64>)> = BTreeMap::new();
-    // session → (turns, all ok, output tokens, first queued, last released)
-    let mut sessions: BTreeMap<(&str, &str), (u64, bool, u64, f64, f64)> = BTreeMap::new();
+    let mut sessions: BTreeMap<(&str, &str), SessionAcc> = BTreeMap::new();
     for s in spans {
         let (Some(turn), Some(sid)) = (s.turn, s.session_id.as_deref()) else {
             continue;

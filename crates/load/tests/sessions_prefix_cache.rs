@@ -80,10 +80,12 @@ fn metric(addr: SocketAddr, name: &str) -> f64 {
 
 /// Runs `p` against a fresh simulator; returns the spans and the cache counters.
 async fn run(p: RunPlan, usage: bool) -> (Vec<Span>, f64, f64) {
-    let mut cfg = SimConfig::default();
-    cfg.speed = Speed::Max;
-    cfg.prefix_caching = true;
-    cfg.tokenizer = p.tokenizer;
+    let cfg = SimConfig {
+        speed: Speed::Max,
+        prefix_caching: true,
+        tokenizer: p.tokenizer,
+        ..SimConfig::default()
+    };
     let sim = tpscope_sim::start(cfg, SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
         .await
         .unwrap();
