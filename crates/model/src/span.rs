@@ -443,6 +443,9 @@ mod tests {
             message: String::new(),
         });
         s.chunks = Some(vec![]);
+        s.session_id = Some("1".into());
+        s.turn = Some(1);
+        s.tokenizer_output_tokens = Some(1);
         let Keys(keys) = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
         assert_eq!(keys, Span::FIELDS);
         let a = Attempt {
