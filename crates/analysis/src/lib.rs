@@ -14,6 +14,7 @@
 pub mod analyze;
 mod collect;
 pub mod compare;
+pub mod count_check;
 pub mod detail;
 pub mod diagnosis;
 pub mod errors;
@@ -26,6 +27,7 @@ mod quality;
 pub mod report;
 pub mod series;
 pub mod server;
+pub mod sessions;
 pub mod stats;
 pub mod sweep;
 #[cfg(test)]

@@ -64,11 +64,16 @@ pub struct BenchArgs {
     #[arg(long, value_name = "JSON", value_parser = parse_extra_body, help_heading = "Target")]
     pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
     /// Do not ask for `stream_options.include_usage` (for servers that reject it);
-    /// tokens are then counted from the text with o200k_base.
+    /// tokens are then counted from the text with --tokenizer.
     #[arg(long, help_heading = "Target")]
     pub no_usage: bool,
+    /// Tokenizer of exact-length prompts and of counts without usage: o200k_base
+    /// (default), cl100k_base, or hf:PATH (a Hugging Face tokenizer.json, or a model
+    /// directory holding one; loaded offline). The run record names it.
+    #[arg(long, value_name = "NAME|hf:PATH", value_parser = parse_tokenizer, default_value = "o200k_base", help_heading = "Target")]
+    pub tokenizer: tpscope_tokens::Tokenizer,
 
-    /// Prompt length in tokens (o200k_base): N or a distribution
+    /// Prompt length in tokens (under --tokenizer): N or a distribution
     /// (uniform:LO..HI, normal:MEAN,SD, lognormal:MEAN,SD, exp:MEAN, azure).
     /// Default without any workload flag: (input, output) pairs drawn from the
     /// bundled Azure 2023 conversation trace.
@@ -85,6 +90,35 @@ pub struct BenchArgs {
     /// human turn is the prompt; a following reply sets the output length.
     #[arg(long, value_name = "FILE", help_heading = "Workload")]
     pub sharegpt: Option<PathBuf>,
+    /// Multi-turn: this many sessions, each sending its turns in order, each turn's
+    /// prompt the whole history with the server's replies. Turns are drawn from the
+    /// single-turn workload (--input-tokens, --dataset, ...).
+    #[arg(long, value_name = "N", value_parser = parse_positive_u64, help_heading = "Workload")]
+    pub sessions: Option<u64>,
+    /// Turns per session: N or a distribution, as --input-tokens (default 3).
+    #[arg(long, value_name = "N|DIST", value_parser = parse_turns, help_heading = "Workload")]
+    pub turns: Option<LengthDist>,
+    /// Pause between a reply and the session's next turn: a duration (2s),
+    /// exp:MEAN or uniform:LO..HI.
+    #[arg(long, value_name = "DIST", value_parser = parse_think_time, help_heading = "Workload")]
+    pub think_time: Option<tpscope_load::workload::sessions::ThinkTime>,
+    /// Multi-turn conversations from a file, one session each: ShareGPT
+    /// ({"conversations": [...]}, JSON array or JSONL) or OpenAI chat JSONL
+    /// ({"messages": [...]} with several user turns). The file's assistant turns
+    /// are replaced by the server's replies.
+    #[arg(long, value_name = "FILE", help_heading = "Workload")]
+    pub conversations: Option<PathBuf>,
+    /// Shared prefixes: prompts start with one of --prefix-count prefixes of this
+    /// many tokens, then a suffix of --input-tokens (vLLM's prefix_repetition).
+    #[arg(long, visible_alias = "prefix-repetition-prefix-len", value_name = "L", value_parser = parse_positive_u32, help_heading = "Workload")]
+    pub prefix_len: Option<u32>,
+    /// Shared prefixes: how many distinct prefixes (default 1).
+    #[arg(long, visible_alias = "prefix-repetition-num-prefixes", value_name = "K", value_parser = parse_positive_u32, help_heading = "Workload")]
+    pub prefix_count: Option<u32>,
+    /// Shared prefixes: the share of requests that start with a shared prefix, in
+    /// 0..=1 (default 1); the others get a prefix of the same length of their own.
+    #[arg(long, value_name = "R", help_heading = "Workload")]
+    pub prefix_share: Option<f64>,
     /// vLLM's dataset names: random (synthetic prompts; 1024 tokens in, 128 out
     /// unless --random-input-len/--random-output-len), sharegpt (as --sharegpt) or
     /// custom (a JSONL of prompts, as --dataset), the last two read from
@@ -334,6 +368,15 @@ fn parse_output_dist(s: &str) -> Result<LengthDist, String> {
     LengthDist::parse(s, Column::Output).map_err(|e| e.to_string())
 }
 
+fn parse_turns(s: &str) -> Result<LengthDist, String> {
+    LengthDist::parse(s, Column::Output).map_err(|e| e.to_string())
+}
+
+fn parse_think_time(s: &str) -> Result<tpscope_load::workload::sessions::ThinkTime, String> {
+    s.parse()
+        .map_err(|e: tpscope_load::workload::sessions::BadThinkTime| e.to_string())
+}
+
 fn parse_positive_u32(s: &str) -> Result<u32, String> {
     match s.trim().parse::<u32>() {
         Ok(n) if n > 0 => Ok(n),
@@ -408,6 +451,11 @@ fn parse_label(s: &str) -> Result<(String, String), String> {
     }
 }
 
+fn parse_tokenizer(s: &str) -> Result<tpscope_tokens::Tokenizer, String> {
+    s.parse()
+        .map_err(|e: tpscope_tokens::TokenizerError| e.to_string())
+}
+
 fn parse_trace(s: &str) -> Result<(TraceFormat, PathBuf), String> {
     parse_trace_arg(s).map_err(|e| e.to_string())
 }
@@ -462,6 +510,14 @@ impl BenchArgs {
             rx_timestamps: self.rx_timestamps,
             no_keepalive: self.no_keepalive,
             labels: self.labels.clone(),
+            tokenizer: self.tokenizer,
+            sessions: self.sessions,
+            turns: self.turns.clone(),
+            think_time: self.think_time,
+            conversations: self.conversations.clone(),
+            prefix_count: self.prefix_count,
+            prefix_len: self.prefix_len,
+            prefix_share: self.prefix_share,
         }
     }
 }

@@ -61,7 +61,7 @@ impl BenchConfig {
             None => {
                 let cfg = a
                     .sim
-                    .overrides(a.seed)?
+                    .overrides(a.seed, a.tokenizer)?
                     .resolve()
                     .map_err(|e| anyhow::anyhow!("built-in simulator (--sim-*): {e}"))?;
                 TargetConfig::Sim(Box::new(cfg))

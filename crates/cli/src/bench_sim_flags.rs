@@ -98,8 +98,13 @@ impl SimFlags {
     }
 
     /// The simulator's settings from `--sim-config` and the other flags (the run's
-    /// `--seed` is the simulator's too).
-    pub fn overrides(&self, seed: u64) -> anyhow::Result<SimOverrides> {
+    /// `--seed` is the simulator's too, and so is its `--tokenizer` unless the
+    /// config file names one).
+    pub fn overrides(
+        &self,
+        seed: u64,
+        tokenizer: tpscope_tokens::Tokenizer,
+    ) -> anyhow::Result<SimOverrides> {
         let a = self;
         let mut o = match &a.sim_config {
             Some(p) => SimOverrides::from_toml_file(p)
@@ -125,6 +130,9 @@ impl SimFlags {
             let knob = knob.with_context(|| format!("--sim-fault: `{k}`"))?;
             knob.set(&mut f, value)
                 .with_context(|| format!("--sim-fault {k}"))?;
+        }
+        if o.tokenizer.is_none() {
+            f.tokenizer = Some(tokenizer.spec());
         }
         o = o.merge(f);
         Ok(o)

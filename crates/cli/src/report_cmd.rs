@@ -149,7 +149,10 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let cfg = ReportConfig::from_args(&args)?;
     let set = load(&args.files, cfg.read, args.analysis.import_from()?)?;
     let report = build_report(&set, &cfg.analysis);
-    let bytes = render(&report, &set, args.format).failure()?;
+    let mut bytes = render(&report, &set, args.format).failure()?;
+    if args.format == Format::Text {
+        bytes.extend_from_slice(crate::record_sections::text(&args.files, cfg.read)?.as_bytes());
+    }
     if let Some(path) = &args.html {
         let details: Vec<_> = set
             .runs

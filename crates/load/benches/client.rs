@@ -128,6 +128,7 @@ fn plan(o: &Opts, requests: u64, output: u32) -> RunPlan {
             input: LengthDist::Fixed(32),
             output: LengthDist::Fixed(output),
         }),
+        sessions: None,
         tokenizer: Tokenizer::O200kBase,
         seed: 1,
         prompt_salt: 0,

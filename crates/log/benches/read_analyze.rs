@@ -162,6 +162,9 @@ fn generate(path: &PathBuf, n: u64) {
                 message: "stream ended without [DONE]".into(),
             }),
             chunks: None,
+            session_id: None,
+            turn: None,
+            tokenizer_output_tokens: None,
         }))
         .unwrap();
     }

@@ -177,6 +177,16 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
     } else {
         None
     };
+    // Multi-turn fields: read past (the analysis does not use them).
+    if c.lit(key::session_id) {
+        c.str()?;
+    }
+    if c.lit(key::turn) {
+        c.uint()?;
+    }
+    if c.lit(key::tokenizer_output_tokens) {
+        c.uint()?;
+    }
     let facts = SpanFacts {
         status,
         error_cause,

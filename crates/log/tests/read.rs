@@ -299,6 +299,9 @@ fn ok_span(run_id: &str, span_id: &str) -> Span {
         attempts: vec![],
         error: None,
         chunks: None,
+        session_id: None,
+        turn: None,
+        tokenizer_output_tokens: None,
     }
 }
 

@@ -401,6 +401,10 @@ fn records_written_by_the_writer_read_back_equal() {
                     tokens: 6,
                 },
             ]),
+            // A multi-turn span's fields round-trip too.
+            session_id: Some("7".into()),
+            turn: Some(2),
+            tokenizer_output_tokens: None,
         }),
         Record::Span(Span {
             run_id: "w".into(),
@@ -423,6 +427,9 @@ fn records_written_by_the_writer_read_back_equal() {
                 message: "stream ended without [DONE]".into(),
             }),
             chunks: None,
+            session_id: None,
+            turn: None,
+            tokenizer_output_tokens: None,
         }),
         Record::End(EndRecord {
             run_id: "w".into(),

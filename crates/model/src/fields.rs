@@ -64,6 +64,16 @@ macro_rules! span_fields {
             /// Per-chunk arrivals, when recording them was asked for.
             #[serde(default, skip_serializing_if = "Option::is_none")]
             chunks: Option<Vec<ChunkMark>>,
+            /// The conversation this request is a turn of (multi-turn workloads).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            session_id: Option<String>,
+            /// Its turn in the conversation, from 1.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            turn: Option<u32>,
+            /// The count check: the final attempt's text counted by the run's
+            /// tokenizer, beside `output_tokens` from `usage` (on a sample of spans).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            tokenizer_output_tokens: Option<u64>,
         }
     };
 }

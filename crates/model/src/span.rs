@@ -383,6 +383,9 @@ mod tests {
             attempts: vec![],
             error: None,
             chunks: None,
+            session_id: None,
+            turn: None,
+            tokenizer_output_tokens: None,
         }
     }
 
@@ -452,6 +455,9 @@ mod tests {
             message: String::new(),
         });
         s.chunks = Some(vec![]);
+        s.session_id = Some("1".into());
+        s.turn = Some(1);
+        s.tokenizer_output_tokens = Some(1);
         let Keys(keys) = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
         assert_eq!(keys, Span::FIELDS);
         let a = Attempt {

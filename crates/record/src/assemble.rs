@@ -33,12 +33,21 @@ pub struct ToCount {
     pub attempts: Vec<(usize, String)>,
     /// Whether the span's `output_tokens` is the final attempt's count.
     pub span_from_final: bool,
+    /// The final attempt's text when `usage` counted it too: counted into the span's
+    /// `tokenizer_output_tokens` (the count check).
+    pub check: Option<String>,
+}
+
+/// Spans whose text is counted beside `usage`: the first 64 of a run, then one in
+/// 16, so the check costs the writer little at any rate.
+fn checked(seq: u64) -> bool {
+    seq < 64 || seq.is_multiple_of(16)
 }
 
 impl ToCount {
     /// Whether nothing needs counting.
     pub fn is_empty(&self) -> bool {
-        self.attempts.is_empty()
+        self.attempts.is_empty() && self.check.is_none()
     }
 }
 
@@ -102,8 +111,11 @@ pub fn assemble(run_id: &str, tokenizer_name: &str, f: Finished) -> (Span, ToCou
             retry_causes.push(c);
         }
         let source = match (&o.usage, o.text) {
-            (Some(u), _) => {
+            (Some(u), text) => {
                 a.tokens = u.completion_tokens;
+                if is_final && checked(f.seq) {
+                    to_count.check = text.filter(|t| !t.is_empty());
+                }
                 TokenSource::Usage
             }
             (None, Some(t)) if !t.is_empty() => {
@@ -156,6 +168,9 @@ pub fn assemble(run_id: &str, tokenizer_name: &str, f: Finished) -> (Span, ToCou
         attempts,
         error,
         chunks,
+        session_id: None,
+        turn: None,
+        tokenizer_output_tokens: None,
     };
     (span, to_count)
 }
@@ -266,7 +281,10 @@ mod tests {
             (span.first_token_at, span.last_token_at),
             (Some(t(82)), Some(t(121)))
         );
-        assert!(to_count.is_empty());
+        // Usage gave the count: nothing to count for it, but its text is kept for
+        // the count check (span 1 is among a run's first 64).
+        assert!(to_count.attempts.is_empty());
+        assert!(to_count.check.is_some());
     }
 
     #[test]

@@ -255,6 +255,9 @@ fn writer_loop<W: Write>(
                         .map(|(i, text)| (*i, tokenizer.count(text) as u64))
                         .collect();
                     apply_counts(&mut s, &n, to_count.span_from_final);
+                    if let Some(text) = &to_count.check {
+                        s.tokenizer_output_tokens = Some(tokenizer.count(text) as u64);
+                    }
                     if let Some(live) = &live
                         && s.status == Status::Ok
                     {
@@ -369,6 +372,9 @@ mod tests {
                 message: "x".into(),
             }),
             chunks: None,
+            session_id: None,
+            turn: None,
+            tokenizer_output_tokens: None,
         }
     }
 
@@ -490,6 +496,7 @@ mod tests {
             ToCount {
                 attempts: vec![(0, "Hello, world!".into())],
                 span_from_final: true,
+                check: None,
             },
         );
         rec.finish().unwrap();

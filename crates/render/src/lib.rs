@@ -11,6 +11,7 @@ pub mod lead;
 pub mod markdown;
 mod quality;
 pub mod rows;
+pub mod sessions;
 pub mod sweep;
 pub mod text;
 

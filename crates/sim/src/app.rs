@@ -28,6 +28,8 @@ pub(crate) enum Cmd {
 pub(crate) struct Submission {
     pub index: u64,
     pub prompt_tokens: u32,
+    /// Chained hashes of the full blocks of prompt and reply (prefix caching on).
+    pub block_hashes: Vec<u64>,
     pub output_tokens: u32,
     /// Whether the output length is the `max_tokens` cap (finish reason `length`).
     pub capped: bool,

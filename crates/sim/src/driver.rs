@@ -63,7 +63,14 @@ impl Driver {
         };
         let now = Instant::now();
         Driver {
-            engine: Engine::new(limits, Roofline::new(cfg)),
+            engine: {
+                let e = Engine::new(limits, Roofline::new(cfg));
+                if cfg.prefix_caching {
+                    e.with_prefix_cache()
+                } else {
+                    e
+                }
+            },
             rx,
             metrics,
             lateness,
@@ -97,7 +104,7 @@ impl Driver {
 
     fn submit(&mut self, s: Submission) {
         let arrival = self.wall_sim(s.arrived).min(self.sim_now);
-        self.engine.add(
+        self.engine.add_hashed(
             SeqSpec {
                 id: s.index,
                 prompt_tokens: s.prompt_tokens,
@@ -110,6 +117,7 @@ impl Driver {
                 arrival,
                 last_token: arrival,
             },
+            s.block_hashes,
         );
     }
 
@@ -222,6 +230,10 @@ impl Driver {
         m.waiting = self.engine.num_waiting() as u64;
         m.kv_usage = self.engine.used_blocks() as f64 / self.engine.total_blocks().max(1) as f64;
         m.preemptions = self.engine.preemptions();
+        if let Some(c) = self.engine.prefix_cache() {
+            m.prefix_cache_queries = c.queries();
+            m.prefix_cache_hits = c.hits();
+        }
     }
 }
 

@@ -11,6 +11,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use crate::config::BLOCK_SIZE;
+use crate::prefix_cache::PrefixCache;
 use crate::roofline::{Roofline, StepWork};
 
 /// Limits of the scheduler.
@@ -73,6 +74,12 @@ struct Seq<T> {
     blocks: u32,
     scheduled: u32,
     started: bool,
+    /// Chained hashes of the full blocks of prompt plus output (prefix caching).
+    hashes: Vec<u64>,
+    /// Whether the prefix cache was consulted since the sequence last (re)started.
+    looked_up: bool,
+    /// Whether its prompt blocks were entered into the prefix cache.
+    prompt_cached: bool,
     data: T,
 }
 
@@ -95,6 +102,7 @@ pub struct Engine<T> {
     waiting: VecDeque<Seq<T>>,
     free_blocks: u64,
     preemptions: u64,
+    cache: Option<PrefixCache>,
 }
 
 impl<T> Engine<T> {
@@ -107,11 +115,30 @@ impl<T> Engine<T> {
             waiting: VecDeque::new(),
             free_blocks: limits.num_blocks,
             preemptions: 0,
+            cache: None,
         }
+    }
+
+    /// Turns automatic prefix caching on, holding at most as many blocks as the
+    /// KV cache.
+    pub fn with_prefix_cache(mut self) -> Self {
+        self.cache = Some(PrefixCache::new(self.limits.num_blocks));
+        self
+    }
+
+    /// The prefix cache, when on.
+    pub fn prefix_cache(&self) -> Option<&PrefixCache> {
+        self.cache.as_ref()
     }
 
     /// Queues a request at the back of the waiting queue.
     pub fn add(&mut self, spec: SeqSpec, data: T) {
+        self.add_hashed(spec, data, Vec::new());
+    }
+
+    /// Queues a request with the chained hashes of its blocks (prompt, then
+    /// output), so that it can use and fill the prefix cache.
+    pub fn add_hashed(&mut self, spec: SeqSpec, data: T, hashes: Vec<u64>) {
         self.waiting.push_back(Seq {
             spec: SeqSpec {
                 output_tokens: spec.output_tokens.max(1),
@@ -122,6 +149,9 @@ impl<T> Engine<T> {
             blocks: 0,
             scheduled: 0,
             started: false,
+            hashes,
+            looked_up: false,
+            prompt_cached: false,
             data,
         });
     }
@@ -211,6 +241,7 @@ impl<T> Engine<T> {
                 v.blocks = 0;
                 v.computed = 0;
                 v.scheduled = 0;
+                v.looked_up = false;
                 on(&mut v.data, Event::Preempted);
                 self.waiting.push_front(v);
                 self.preemptions += 1;
@@ -233,7 +264,18 @@ impl<T> Engine<T> {
         }
         if plan.preempted == 0 {
             while self.running.len() < self.limits.max_num_seqs && budget > 0 {
-                let Some(w) = self.waiting.front() else { break };
+                let Some(w) = self.waiting.front_mut() else {
+                    break;
+                };
+                // Once per (re)start: the cached prefix is computed already.
+                if !w.looked_up {
+                    w.looked_up = true;
+                    if let Some(c) = &mut self.cache
+                        && w.computed == 0
+                    {
+                        w.computed = c.lookup(&w.hashes, w.spec.prompt_tokens.max(1));
+                    }
+                }
                 let want = (w.len() - w.computed).min(budget);
                 let need = blocks_for(w.computed + want).saturating_sub(w.blocks);
                 if self.free_blocks < u64::from(need) {
@@ -264,12 +306,22 @@ impl<T> Engine<T> {
     /// reaches its output length finishes and leaves (blocks freed).
     pub fn complete(&mut self, on: &mut impl FnMut(&mut T, Event)) {
         let free = &mut self.free_blocks;
+        let cache = &mut self.cache;
         self.running.retain_mut(|s| {
             if s.scheduled == 0 {
                 return true;
             }
             s.computed += s.scheduled;
             s.scheduled = 0;
+            if let Some(c) = cache.as_mut()
+                && !s.prompt_cached
+                && s.computed >= s.spec.prompt_tokens
+            {
+                // The prompt's full blocks are computed: later requests share them.
+                s.prompt_cached = true;
+                let n = (s.spec.prompt_tokens / BLOCK_SIZE) as usize;
+                c.insert(&s.hashes[..n.min(s.hashes.len())]);
+            }
             if s.computed < s.len() {
                 return true;
             }
@@ -284,6 +336,11 @@ impl<T> Engine<T> {
             );
             if finished {
                 *free += u64::from(s.blocks);
+                if let Some(c) = cache.as_mut() {
+                    // Output blocks too: the next turn of a conversation carries them.
+                    let n = (s.len().saturating_sub(1) / BLOCK_SIZE) as usize;
+                    c.insert(&s.hashes[..n.min(s.hashes.len())]);
+                }
             }
             !finished
         });

@@ -15,6 +15,7 @@ mod error;
 mod handoff;
 mod listen;
 mod metrics;
+pub mod prefix_cache;
 mod request;
 pub mod roofline;
 mod server;

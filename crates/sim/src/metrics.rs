@@ -85,6 +85,10 @@ pub(crate) struct Metrics {
     pub prompt_tokens: u64,
     pub generation_tokens: u64,
     pub preemptions: u64,
+    /// Prompt tokens looked up in the prefix cache (vLLM counts tokens).
+    pub prefix_cache_queries: u64,
+    /// Of those, tokens found cached.
+    pub prefix_cache_hits: u64,
     pub success: [u64; 3],
     pub ttft: Histogram,
     pub itl: Histogram,
@@ -101,6 +105,8 @@ impl Metrics {
             prompt_tokens: 0,
             generation_tokens: 0,
             preemptions: 0,
+            prefix_cache_queries: 0,
+            prefix_cache_hits: 0,
             success: [0; 3],
             ttft: Histogram::new(TTFT_BUCKETS),
             itl: Histogram::new(ITL_BUCKETS),
@@ -164,6 +170,18 @@ impl Metrics {
             "counter",
             "Preemptions (recompute) of running requests.",
             self.preemptions.to_string(),
+        );
+        scalar(
+            "vllm:prefix_cache_queries_total",
+            "counter",
+            "Prefix cache queries, in terms of number of queried tokens.",
+            self.prefix_cache_queries.to_string(),
+        );
+        scalar(
+            "vllm:prefix_cache_hits_total",
+            "counter",
+            "Prefix cache hits, in terms of number of cached tokens.",
+            self.prefix_cache_hits.to_string(),
         );
         let _ = writeln!(
             out,

@@ -37,6 +37,43 @@ pub(crate) struct Parsed {
     pub(crate) include_usage: bool,
     pub(crate) max_tokens: Option<u32>,
     pub(crate) ignore_eos: bool,
+    /// The prompt's tokens (ids, with stand-ins for the chat format's own), when
+    /// prefix caching asked for them; as many as `prompt_tokens`.
+    pub(crate) prompt_units: Option<Vec<u32>>,
+}
+
+/// Stand-ins for the chat format's tokens (message start, content start, end,
+/// name), outside any vocabulary.
+const MARK_START: u32 = u32::MAX - 1;
+const MARK_MSG: u32 = u32::MAX - 2;
+const MARK_END: u32 = u32::MAX - 3;
+const MARK_NAME: u32 = u32::MAX - 4;
+
+/// Counts a prompt's tokens and, for prefix caching, keeps them.
+struct PromptTokens {
+    tok: Tokenizer,
+    n: usize,
+    units: Option<Vec<u32>>,
+}
+
+impl PromptTokens {
+    fn text(&mut self, s: &str) {
+        match &mut self.units {
+            Some(u) => {
+                let ids = self.tok.encode(s);
+                self.n += ids.len();
+                u.extend(ids);
+            }
+            None => self.n += self.tok.count(s),
+        }
+    }
+
+    fn mark(&mut self, m: u32) {
+        self.n += 1;
+        if let Some(u) = &mut self.units {
+            u.push(m);
+        }
+    }
 }
 
 fn field_u32(v: &Value, name: &'static str) -> Result<Option<u32>, ApiError> {
@@ -66,7 +103,10 @@ fn field_bool(v: &Value, name: &'static str) -> Result<Option<bool>, ApiError> {
 /// Prompt tokens of a chat request: OpenAI's counting rule (3 tokens per message
 /// for its role header and end marker, plus the role and content, plus 1 for a
 /// `name`), and 3 for priming the assistant's reply.
-fn chat_prompt_tokens(tok: Tokenizer, v: &Value) -> Result<usize, ApiError> {
+/// With `units`, the tokens are kept in order: per message start, role, content
+/// start, name, content, end; then start, `assistant`, content start (the reply's
+/// header, so that the next turn's copy of this prompt and reply is a prefix match).
+fn chat_prompt_tokens(p: &mut PromptTokens, v: &Value) -> Result<(), ApiError> {
     let msgs = match v.get("messages") {
         Some(Value::Array(a)) if !a.is_empty() => a,
         Some(Value::Array(_)) => {
@@ -82,7 +122,6 @@ fn chat_prompt_tokens(tok: Tokenizer, v: &Value) -> Result<usize, ApiError> {
             ));
         }
     };
-    let mut n = 3;
     for (i, m) in msgs.iter().enumerate() {
         let Some(role) = m.get("role").and_then(Value::as_str) else {
             return Err(ApiError::bad_request(
@@ -90,17 +129,20 @@ fn chat_prompt_tokens(tok: Tokenizer, v: &Value) -> Result<usize, ApiError> {
                 Some("messages"),
             ));
         };
-        n += 3 + tok.count(role);
+        p.mark(MARK_START);
+        p.text(role);
+        p.mark(MARK_MSG);
         if let Some(name) = m.get("name").and_then(Value::as_str) {
-            n += 1 + tok.count(name);
+            p.mark(MARK_NAME);
+            p.text(name);
         }
         match m.get("content") {
             None | Some(Value::Null) => {}
-            Some(Value::String(s)) => n += tok.count(s),
+            Some(Value::String(s)) => p.text(s),
             Some(Value::Array(parts)) => {
-                for p in parts {
-                    match (p.get("type").and_then(Value::as_str), p.get("text")) {
-                        (Some("text"), Some(Value::String(s))) => n += tok.count(s),
+                for part in parts {
+                    match (part.get("type").and_then(Value::as_str), part.get("text")) {
+                        (Some("text"), Some(Value::String(s))) => p.text(s),
                         _ => {
                             return Err(ApiError::bad_request(
                                 format!(
@@ -120,42 +162,72 @@ fn chat_prompt_tokens(tok: Tokenizer, v: &Value) -> Result<usize, ApiError> {
                 ));
             }
         }
+        p.mark(MARK_END);
     }
-    Ok(n)
+    // Priming the reply: 3 tokens, as a message header for `assistant` is when the
+    // role is one token.
+    p.mark(MARK_START);
+    match p.tok.encode("assistant").as_slice() {
+        [id] => {
+            p.n += 1;
+            if let Some(u) = &mut p.units {
+                u.push(*id);
+            }
+        }
+        _ => p.mark(MARK_NAME),
+    }
+    p.mark(MARK_MSG);
+    Ok(())
 }
 
 /// Prompt tokens of a legacy completion: a string, a one-element array of
 /// strings, or token ids (an array of integers, or a one-element array of them).
-fn completion_prompt_tokens(tok: Tokenizer, v: &Value) -> Result<usize, ApiError> {
+fn completion_prompt_tokens(p: &mut PromptTokens, v: &Value) -> Result<(), ApiError> {
     let bad = || {
         ApiError::bad_request(
             "`prompt` must be a string or an array of token ids (one prompt per request: n = 1)",
             Some("prompt"),
         )
     };
-    let n = match v.get("prompt") {
-        Some(Value::String(s)) => tok.count(s),
+    let ids = |a: &[Value]| a.iter().map(|x| x.as_u64().unwrap_or(0) as u32).collect();
+    match v.get("prompt") {
+        Some(Value::String(s)) => p.text(s),
         Some(Value::Array(a)) if a.len() == 1 && a[0].is_string() => {
-            tok.count(a[0].as_str().unwrap_or_default())
+            p.text(a[0].as_str().unwrap_or_default())
         }
-        Some(Value::Array(a)) if !a.is_empty() && a.iter().all(Value::is_u64) => a.len(),
+        Some(Value::Array(a)) if !a.is_empty() && a.iter().all(Value::is_u64) => {
+            p.n += a.len();
+            if let Some(u) = &mut p.units {
+                *u = ids(a);
+            }
+        }
         Some(Value::Array(a))
             if a.len() == 1 && a[0].as_array().is_some_and(|x| x.iter().all(Value::is_u64)) =>
         {
-            a[0].as_array().map_or(0, Vec::len)
+            let inner = a[0].as_array().map_or(&[][..], Vec::as_slice);
+            p.n += inner.len();
+            if let Some(u) = &mut p.units {
+                *u = ids(inner);
+            }
         }
         _ => return Err(bad()),
     };
-    if n == 0 {
+    if p.n == 0 {
         return Err(ApiError::bad_request(
             "`prompt` must not be empty",
             Some("prompt"),
         ));
     }
-    Ok(n)
+    Ok(())
 }
 
-pub(crate) fn parse(endpoint: Endpoint, body: &[u8], tok: Tokenizer) -> Result<Parsed, ApiError> {
+/// Parses a request; with `units`, keeps the prompt's tokens for prefix caching.
+pub(crate) fn parse(
+    endpoint: Endpoint,
+    body: &[u8],
+    tok: Tokenizer,
+    units: bool,
+) -> Result<Parsed, ApiError> {
     let v: Value = serde_json::from_slice(body).map_err(|e| {
         ApiError::bad_request(format!("the request body is not valid JSON: {e}"), None)
     })?;
@@ -216,20 +288,29 @@ pub(crate) fn parse(endpoint: Endpoint, body: &[u8], tok: Tokenizer) -> Result<P
         None => field_u32(&v, "max_tokens")?,
     };
     let ignore_eos = field_bool(&v, "ignore_eos")?.unwrap_or(false);
-    let prompt_tokens = match endpoint {
-        Endpoint::Chat => chat_prompt_tokens(tok, &v)?,
-        Endpoint::Completions => completion_prompt_tokens(tok, &v)?,
+    let mut p = PromptTokens {
+        tok,
+        n: 0,
+        units: units.then(Vec::new),
+    };
+    match endpoint {
+        Endpoint::Chat => chat_prompt_tokens(&mut p, &v)?,
+        Endpoint::Completions => completion_prompt_tokens(&mut p, &v)?,
         Endpoint::Messages => {
-            chat_prompt_tokens(tok, &v)?
-                + match v.get("system") {
-                    Some(Value::String(s)) => 3 + tok.count(s),
-                    _ => 0,
-                }
+            chat_prompt_tokens(&mut p, &v)?;
+            // Anthropic's top-level `system`: counted as one more message.
+            if let Some(Value::String(s)) = v.get("system") {
+                p.mark(MARK_START);
+                p.mark(MARK_MSG);
+                p.text(s);
+                p.mark(MARK_END);
+            }
         }
     };
     Ok(Parsed {
         model,
-        prompt_tokens: u32::try_from(prompt_tokens).unwrap_or(u32::MAX),
+        prompt_tokens: u32::try_from(p.n).unwrap_or(u32::MAX),
+        prompt_units: p.units,
         stream,
         include_usage,
         max_tokens,
@@ -247,10 +328,35 @@ mod tests {
     fn chat_prompt_is_counted_with_the_message_overhead() {
         let tok = Tokenizer::O200kBase;
         let v = json!({"model": "m", "messages": [{"role": "user", "content": "Hello, world!"}]});
-        let p = parse(Endpoint::Chat, v.to_string().as_bytes(), tok).unwrap();
+        let p = parse(Endpoint::Chat, v.to_string().as_bytes(), tok, false).unwrap();
         // 3 priming + 3 per message + 1 ("user") + 4 ("Hello, world!").
         assert_eq!(p.prompt_tokens, 11);
         assert!(!p.stream && !p.include_usage && p.max_tokens.is_none());
+    }
+
+    #[test]
+    fn prompt_units_are_as_many_as_prompt_tokens_and_turns_extend_them() {
+        let tok = Tokenizer::O200kBase;
+        let turn1 = json!({"model": "m", "messages": [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Hello, world!"}]});
+        let turn2 = json!({"model": "m", "messages": [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Hello, world!"},
+            {"role": "assistant", "content": " the model"},
+            {"role": "user", "content": "More."}]});
+        let a = parse(Endpoint::Chat, turn1.to_string().as_bytes(), tok, true).unwrap();
+        let b = parse(Endpoint::Chat, turn2.to_string().as_bytes(), tok, true).unwrap();
+        let (ua, ub) = (a.prompt_units.unwrap(), b.prompt_units.unwrap());
+        assert_eq!(ua.len(), a.prompt_tokens as usize);
+        assert_eq!(ub.len(), b.prompt_tokens as usize);
+        // Turn 1's prompt, then its reply's tokens, begin turn 2's prompt.
+        let mut reply = ua.clone();
+        reply.extend(tok.encode(" the model"));
+        assert_eq!(ub[..reply.len()], reply[..]);
+        let counted = parse(Endpoint::Chat, turn2.to_string().as_bytes(), tok, false).unwrap();
+        assert_eq!(counted.prompt_tokens, b.prompt_tokens);
+        assert!(counted.prompt_units.is_none());
     }
 
     #[test]
@@ -261,6 +367,7 @@ mod tests {
             Endpoint::Completions,
             v.to_string().as_bytes(),
             Tokenizer::O200kBase,
+            false,
         )
         .unwrap();
         assert_eq!(p.max_tokens, Some(7));
@@ -270,6 +377,7 @@ mod tests {
             Endpoint::Completions,
             ids.to_string().as_bytes(),
             Tokenizer::O200kBase,
+            false,
         )
         .unwrap();
         assert_eq!(p.prompt_tokens, 3);
@@ -280,7 +388,7 @@ mod tests {
         let tok = Tokenizer::O200kBase;
         let v = json!({"model": "m", "max_tokens": 4, "stream": true, "system": "Hello, world!",
                        "messages": [{"role": "user", "content": "Hello, world!"}]});
-        let p = parse(Endpoint::Messages, v.to_string().as_bytes(), tok).unwrap();
+        let p = parse(Endpoint::Messages, v.to_string().as_bytes(), tok, false).unwrap();
         // The chat count (11) plus 3 + 4 for the system prompt.
         assert_eq!(p.prompt_tokens, 18);
         assert!(p.stream && p.include_usage);
@@ -310,16 +418,17 @@ mod tests {
             ),
         ];
         for (v, needle) in cases {
-            let e = parse(Endpoint::Chat, v.to_string().as_bytes(), tok).unwrap_err();
+            let e = parse(Endpoint::Chat, v.to_string().as_bytes(), tok, false).unwrap_err();
             assert_eq!(e.status, StatusCode::BAD_REQUEST);
             assert!(e.message.contains(needle), "{} lacks {needle}", e.message);
         }
-        let e = parse(Endpoint::Chat, b"{not json", tok).unwrap_err();
+        let e = parse(Endpoint::Chat, b"{not json", tok, false).unwrap_err();
         assert!(e.message.contains("not valid JSON"));
         let e = parse(
             Endpoint::Completions,
             br#"{"model":"m","prompt":["a","b"]}"#,
             tok,
+            false,
         )
         .unwrap_err();
         assert!(e.message.contains("n = 1"));

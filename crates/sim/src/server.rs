@@ -19,6 +19,7 @@ use crate::api_error::ApiError;
 use crate::app::{App, Cmd, Submission};
 use crate::draws::{self, Fault};
 use crate::handoff::{Done, SeqShared, WaitDone};
+use crate::prefix_cache::block_hashes;
 use crate::request::{Endpoint, parse};
 use crate::stream::{ChunkFmt, Delivery, OnceBody, SseBody};
 use crate::sync::lock;
@@ -128,9 +129,10 @@ async fn completion(app: Arc<App>, endpoint: Endpoint, req: Request) -> Response
         }
     };
     let tok = app.config.tokenizer;
+    let units = app.config.prefix_caching;
     // Counting a long prompt takes milliseconds: keep it off the async workers.
     let parsed = if body.len() > 16 * 1024 {
-        match tokio::task::spawn_blocking(move || parse(endpoint, &body, tok)).await {
+        match tokio::task::spawn_blocking(move || parse(endpoint, &body, tok, units)).await {
             Ok(p) => p,
             Err(_) => {
                 return ApiError::new(
@@ -142,7 +144,7 @@ async fn completion(app: Arc<App>, endpoint: Endpoint, req: Request) -> Response
             }
         }
     } else {
-        parse(endpoint, &body, tok)
+        parse(endpoint, &body, tok, units)
     };
     let p = match parsed {
         Ok(p) => p,
@@ -235,9 +237,18 @@ async fn completion(app: Arc<App>, endpoint: Endpoint, req: Request) -> Response
         draws::output_len(&app.config.output_len, seed, index).min(max_tokens)
     };
     let shared = Arc::new(SeqShared::default());
+    let word_seed = draws::text_seed(seed, index);
+    // Prefix caching: the blocks of the prompt and of the reply this request will
+    // get (its words are known now), hashed here, off the engine thread.
+    let block_hashes = p.prompt_units.map_or_else(Vec::new, |mut u| {
+        let tok = app.config.tokenizer;
+        u.extend((0..u64::from(target)).map(|i| tok.word_id(word_seed, i)));
+        block_hashes(&u)
+    });
     let submitted = app.send(Cmd::Submit(Box::new(Submission {
         index,
         prompt_tokens: p.prompt_tokens,
+        block_hashes,
         output_tokens: target,
         capped: target == max_tokens,
         arrived: received,
@@ -257,7 +268,7 @@ async fn completion(app: Arc<App>, endpoint: Endpoint, req: Request) -> Response
         app: app.clone(),
         shared,
         index,
-        word_seed: draws::text_seed(seed, index),
+        word_seed,
         target,
         finish_reason: if target == max_tokens {
             "length"

@@ -120,6 +120,9 @@ pub fn records(run_id: &str, model: &str, source: TokenSource, load: Load) -> Ve
                 message: "injected".into(),
             }),
             chunks: None,
+            session_id: None,
+            turn: None,
+            tokenizer_output_tokens: None,
         });
     }
     // Spans in release order, as a recorder writes them.

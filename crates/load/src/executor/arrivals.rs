@@ -18,6 +18,10 @@ pub(super) async fn dispatch<S: Sender>(
 ) {
     let plan = &sh.plan;
     let limit = plan.requests.unwrap_or(u64::MAX);
+    if let Some(sessions) = &plan.sessions {
+        super::sessions::start_sessions(sh, sessions.clone());
+        return;
+    }
     if plan.schedule.is_backlog() {
         let mut next = Vec::new();
         {
@@ -32,7 +36,7 @@ pub(super) async fn dispatch<S: Sender>(
                 }
             };
             for seq in 0..initial {
-                st.adm.push(Ticket { seq, ready: start });
+                st.adm.push(Ticket::plain(seq, start));
             }
             st.next_seq = initial;
             admit_locked(sh, &mut st, start, &mut next);
@@ -95,7 +99,7 @@ fn pace<S: Sender>(sh: &Arc<Shared<S>>, start: Instant, stop: &CancellationToken
             // is reported apart (the run's `end` record, the live line).
             let ready = Instant::now().max(scheduled);
             sh.live.lag.schedule_late(ready - scheduled);
-            st.adm.push(Ticket { seq, ready });
+            st.adm.push(Ticket::plain(seq, ready));
             let now = Instant::now();
             admit_locked(sh, &mut st, now, &mut next);
             now

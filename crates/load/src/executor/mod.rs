@@ -15,6 +15,7 @@
 mod arrivals;
 mod plan;
 mod request;
+mod sessions;
 #[cfg(test)]
 mod tests;
 

@@ -11,6 +11,7 @@ use tpscope_tokens::Tokenizer;
 use crate::retry::RetryPolicy;
 use crate::schedule::Schedule;
 use crate::workload::Workload;
+use crate::workload::sessions::SessionPlan;
 
 /// Everything one run needs to know.
 #[derive(Clone, Debug)]
@@ -29,6 +30,9 @@ pub struct RunPlan {
     pub dispatch: Dispatch,
     /// What requests ask for.
     pub workload: Arc<Workload>,
+    /// Multi-turn sessions (`None`: independent requests). With sessions, the
+    /// schedule is a backlog of sessions and `requests` is not used.
+    pub sessions: Option<Arc<SessionPlan>>,
     /// The tokenizer of synthetic prompts and of counting replies without usage.
     pub tokenizer: Tokenizer,
     /// Seed of the schedule, the workload and the retry jitter.

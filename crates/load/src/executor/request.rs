@@ -15,11 +15,41 @@ use tpscope_tokens::mix;
 
 use super::plan::{RunPlan, RunSummary};
 use crate::sender::Sender;
+use crate::workload::Request;
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Debug)]
 pub(super) struct Ticket {
     pub(super) seq: u64,
     pub(super) ready: Instant,
+    /// A turn of a session: its request (built from the history) and where its
+    /// reply goes (`None` for independent requests).
+    pub(super) turn: Option<Box<TurnTicket>>,
+}
+
+/// A session's turn waiting for a slot.
+#[derive(Debug)]
+pub(super) struct TurnTicket {
+    pub(super) request: Request,
+    pub(super) session: u64,
+    /// From 1.
+    pub(super) turn: u32,
+    /// The reply text, sent once the turn ends ok; dropped (the session ends) when
+    /// it fails or is cancelled.
+    pub(super) reply: tokio::sync::oneshot::Sender<String>,
+}
+
+impl Ticket {
+    pub(super) fn plain(seq: u64, ready: Instant) -> Ticket {
+        Ticket {
+            seq,
+            ready,
+            turn: None,
+        }
+    }
+
+    fn session(&self) -> Option<(u64, u32)> {
+        self.turn.as_ref().map(|t| (t.session, t.turn))
+    }
 }
 
 pub(super) struct State {
@@ -71,7 +101,7 @@ pub(super) fn admit_locked<S: Sender>(
         for _ in 0..n {
             let seq = st.next_seq;
             st.next_seq += 1;
-            st.adm.push(Ticket { seq, ready: now });
+            st.adm.push(Ticket::plain(seq, now));
         }
     }
 }
@@ -92,8 +122,10 @@ pub(super) fn stop_admitting<S: Sender>(sh: &Arc<Shared<S>>, why: &str) {
         (st.adm.drain_queue(), Instant::now())
     };
     for t in drained {
+        let session = t.session();
         finish(
             sh,
+            session,
             Finished {
                 seq: t.seq,
                 queued_at: sh.clock.at(t.ready),
@@ -111,13 +143,20 @@ pub(super) fn stop_admitting<S: Sender>(sh: &Arc<Shared<S>>, why: &str) {
 /// (admitting the next at once) and hands the span to the writer.
 async fn request_task<S: Sender>(sh: Arc<Shared<S>>, t: Ticket, admitted: Instant) {
     let plan = &sh.plan;
-    let req = plan.workload.request(
-        t.seq,
-        plan.seed,
-        plan.prompt_salt,
-        plan.tokenizer,
-        plan.context,
-    );
+    let session = t.session();
+    let (req, reply) = match t.turn {
+        Some(tt) => (tt.request, Some(tt.reply)),
+        None => (
+            plan.workload.request(
+                t.seq,
+                plan.seed,
+                plan.prompt_salt,
+                plan.tokenizer,
+                plan.context,
+            ),
+            None,
+        ),
+    };
     let mut rng = StdRng::seed_from_u64(mix(plan.seed ^ mix(t.seq) ^ 0xB4C0FF));
     let mut outcomes = Vec::with_capacity(1);
     let mut cancelled = None;
@@ -160,8 +199,16 @@ async fn request_task<S: Sender>(sh: Arc<Shared<S>>, t: Ticket, admitted: Instan
         now
     };
     start_all(&sh, next, released);
+    // A session's next turn carries this reply, as the server returned it.
+    if let (Some(tx), Some(last)) = (reply, outcomes.last())
+        && cancelled.is_none()
+        && last.attempt.cause.is_none()
+    {
+        let _ = tx.send(last.text.clone().unwrap_or_default());
+    }
     finish(
         &sh,
+        session,
         Finished {
             seq: t.seq,
             queued_at: sh.clock.at(t.ready),
@@ -174,8 +221,12 @@ async fn request_task<S: Sender>(sh: Arc<Shared<S>>, t: Ticket, admitted: Instan
     );
 }
 
-pub(super) fn finish<S: Sender>(sh: &Arc<Shared<S>>, f: Finished) {
-    let (span, to_count) = assemble(&sh.plan.run_id, sh.plan.tokenizer.name(), f);
+pub(super) fn finish<S: Sender>(sh: &Arc<Shared<S>>, session: Option<(u64, u32)>, f: Finished) {
+    let (mut span, to_count) = assemble(&sh.plan.run_id, sh.plan.tokenizer.name(), f);
+    if let Some((id, turn)) = session {
+        span.session_id = Some(id.to_string());
+        span.turn = Some(turn);
+    }
     {
         let mut st = sh.lock();
         st.summary.spans += 1;

@@ -127,6 +127,7 @@ fn plan(
             input: LengthDist::Fixed(8),
             output: LengthDist::Fixed(5),
         }),
+        sessions: None,
         tokenizer: Tokenizer::O200kBase,
         seed: 1,
         prompt_salt: 0,

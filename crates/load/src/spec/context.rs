@@ -72,6 +72,17 @@ impl BenchSpec {
                     i.1.zip(o.1).map(|(a, b)| u64::from(a) + u64::from(b)),
                 )
             }
+            Workload::SharedPrefix {
+                len, input, output, ..
+            } => {
+                let (i, o) = (bounds(input), bounds(output));
+                let fixed = u64::from(*len);
+                (
+                    fixed + u64::from(i.0) + u64::from(o.0),
+                    i.1.zip(o.1)
+                        .map(|(a, b)| fixed + u64::from(a) + u64::from(b)),
+                )
+            }
             Workload::AzureChat => {
                 let t = azure_lengths();
                 let m = t.iter().map(|(a, b)| u64::from(*a) + u64::from(*b));

@@ -72,6 +72,30 @@ pub enum SpecError {
     /// `--duration 0`.
     #[error("--duration must be longer than 0")]
     ZeroDuration,
+    /// The `--conversations` file cannot be used.
+    #[error("--conversations: {0}")]
+    Conversations(FileError),
+    /// Sessions with an open loop or a trace.
+    #[error(
+        "--sessions/--conversations run each session's turns in order as replies arrive (a closed loop): --rate and --trace do not apply"
+    )]
+    SessionsOpenLoop,
+    /// `--turns` or `--think-time` without sessions.
+    #[error(
+        "--turns and --think-time shape multi-turn sessions: give --sessions N or --conversations FILE"
+    )]
+    TurnsWithoutSessions,
+    /// `--sessions 0`.
+    #[error("--sessions must be at least 1")]
+    ZeroSessions,
+    /// A shared-prefix flag without `--prefix-len`, or with a file workload.
+    #[error(
+        "--prefix-len L (with --prefix-count and --prefix-share) makes synthetic prompts with shared prefixes; it cannot be combined with a file or trace, and --prefix-count/--prefix-share need it"
+    )]
+    PrefixFlags,
+    /// `--prefix-share` outside 0..=1 or `--prefix-count 0`.
+    #[error("--prefix-share must be in 0..=1 and --prefix-count at least 1")]
+    PrefixRange,
     /// Waves without a cap.
     #[error("--dispatch waves needs a cap: give --concurrency")]
     WavesWithoutCap,

@@ -134,4 +134,20 @@ pub struct Flags {
     pub no_keepalive: bool,
     /// `--label`s.
     pub labels: Vec<(String, String)>,
+    /// `--tokenizer`: of exact-length prompts and of counts without `usage`.
+    pub tokenizer: tpscope_tokens::Tokenizer,
+    /// `--sessions`: multi-turn sessions.
+    pub sessions: Option<u64>,
+    /// `--turns`: turns per session.
+    pub turns: Option<LengthDist>,
+    /// `--think-time`: the pause between a reply and the next turn.
+    pub think_time: Option<crate::workload::sessions::ThinkTime>,
+    /// `--conversations`: a file of multi-turn conversations.
+    pub conversations: Option<PathBuf>,
+    /// `--prefix-count`: distinct shared prefixes.
+    pub prefix_count: Option<u32>,
+    /// `--prefix-len`: tokens of each shared prefix.
+    pub prefix_len: Option<u32>,
+    /// `--prefix-share`: the share of requests that start with a shared prefix.
+    pub prefix_share: Option<f64>,
 }

@@ -30,6 +30,7 @@ use crate::executor::RunPlan;
 use crate::retry::RetryPolicy;
 use crate::schedule::{Arrival, Schedule, scale_offsets};
 use crate::workload::prompts::{read_prompts_jsonl, read_sharegpt};
+use crate::workload::sessions::{SessionPlan, SessionSource, read_conversations};
 use crate::workload::trace::TraceEntry;
 use crate::workload::{Prompt, Workload};
 
@@ -122,6 +123,8 @@ pub struct BenchSpec {
     pub drain_timeout: Duration,
     /// What requests ask for.
     pub workload: Arc<Workload>,
+    /// Multi-turn sessions (`--sessions`, `--conversations`).
+    pub sessions: Option<Arc<SessionPlan>>,
     /// The tokenizer of synthetic prompts and of counting replies without usage.
     pub tokenizer: Tokenizer,
     /// Warm-up.
@@ -157,7 +160,7 @@ impl BenchSpec {
         if a.input_tokens.is_some() && sources > 0 {
             return Err(SpecError::InputWithFile);
         }
-        let tokenizer = Tokenizer::O200kBase;
+        let tokenizer = a.tokenizer;
         let mut trace: Option<Vec<TraceEntry>> = None;
         let workload = if let Some(p) = &a.dataset {
             let items = read_prompts_jsonl(p).map_err(SpecError::Dataset)?;
@@ -200,6 +203,24 @@ impl BenchSpec {
                 source: format!("{}:{}", fmt.name(), p.display()),
                 entries: Arc::new(entries),
             }
+        } else if let Some(len) = a.prefix_len {
+            let (count, share) = (a.prefix_count.unwrap_or(1), a.prefix_share.unwrap_or(1.0));
+            if count == 0 || !(0.0..=1.0).contains(&share) {
+                return Err(SpecError::PrefixRange);
+            }
+            Workload::SharedPrefix {
+                count,
+                len,
+                share,
+                input: a
+                    .input_tokens
+                    .clone()
+                    .unwrap_or(LengthDist::Azure(Column::Input)),
+                output: a
+                    .output_tokens
+                    .clone()
+                    .unwrap_or(LengthDist::Azure(Column::Output)),
+            }
         } else if a.input_tokens.is_none() && a.output_tokens.is_none() {
             Workload::AzureChat
         } else {
@@ -215,6 +236,12 @@ impl BenchSpec {
             }
         };
 
+        if (a.prefix_count.is_some() || a.prefix_share.is_some()) && a.prefix_len.is_none()
+            || a.prefix_len.is_some() && sources > 0
+        {
+            return Err(SpecError::PrefixFlags);
+        }
+        let sessions = session_plan(&a)?;
         let arrival = match (a.arrival, a.burstiness) {
             (Some(x), _) => x,
             (None, Some(b)) => Arrival::from_burstiness(b),
@@ -246,6 +273,9 @@ impl BenchSpec {
             return Err(SpecError::RepeatedLevel);
         }
         let open = !open_rates.is_empty();
+        if sessions.is_some() && (open || trace.is_some()) {
+            return Err(SpecError::SessionsOpenLoop);
+        }
         let replay = trace.is_some() && !open;
         let file_len = workload.len().map(|n| n as u64);
         let default_requests = |cap: Option<u32>| -> Option<u64> {
@@ -376,6 +406,7 @@ impl BenchSpec {
             sample_interval: a.sample_interval,
             drain_timeout: a.drain_timeout,
             workload: Arc::new(workload),
+            sessions,
             tokenizer,
             warmup: a.warmup,
             out: Output::from_flag(a.out),
@@ -396,6 +427,7 @@ impl BenchSpec {
             cap: level.cap,
             dispatch: self.dispatch,
             workload: self.workload.clone(),
+            sessions: self.sessions.clone(),
             tokenizer: self.tokenizer,
             seed: self.seed,
             context: None,
@@ -518,6 +550,40 @@ impl BenchSpec {
             .first_token
             .map_or(MODEL_LOOKUP_TIMEOUT, |t| t.min(MODEL_LOOKUP_TIMEOUT))
     }
+}
+
+/// `--sessions`, `--turns`, `--think-time` and `--conversations` as a session plan.
+fn session_plan(a: &Flags) -> Result<Option<Arc<SessionPlan>>, SpecError> {
+    if a.sessions == Some(0) {
+        return Err(SpecError::ZeroSessions);
+    }
+    let source = match (&a.conversations, a.sessions) {
+        (Some(p), n) => {
+            let items = read_conversations(p).map_err(SpecError::Conversations)?;
+            if a.turns.is_some() {
+                return Err(SpecError::TurnsWithoutSessions);
+            }
+            SessionSource::Conversations {
+                source: p.display().to_string(),
+                sessions: n.unwrap_or(items.len() as u64),
+                items: Arc::new(items),
+            }
+        }
+        (None, Some(n)) => SessionSource::Synthetic {
+            sessions: n,
+            turns: a.turns.clone().unwrap_or(LengthDist::Fixed(3)),
+        },
+        (None, None) => {
+            if a.turns.is_some() || a.think_time.is_some() {
+                return Err(SpecError::TurnsWithoutSessions);
+            }
+            return Ok(None);
+        }
+    };
+    Ok(Some(Arc::new(SessionPlan {
+        source,
+        think_time: a.think_time,
+    })))
 }
 
 /// vLLM's `--dataset-name`/`--dataset-path` as tpscope's own workload flags.

@@ -49,6 +49,14 @@ fn flags() -> Flags {
         rx_timestamps: RxTimestamps::User,
         no_keepalive: false,
         labels: vec![],
+        tokenizer: tpscope_tokens::Tokenizer::O200kBase,
+        sessions: None,
+        turns: None,
+        think_time: None,
+        conversations: None,
+        prefix_count: None,
+        prefix_len: None,
+        prefix_share: None,
     }
 }
 

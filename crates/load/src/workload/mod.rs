@@ -10,12 +10,13 @@
 
 mod file;
 pub mod prompts;
+pub mod sessions;
 pub mod trace;
 
 use std::sync::Arc;
 
-use rand::SeedableRng;
 use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 use serde::Serialize;
 use tpscope_tokens::{Tokenizer, mix};
 
@@ -69,6 +70,22 @@ pub enum Workload {
         /// Output lengths for items that do not give one.
         output: LengthDist,
     },
+    /// Synthetic prompts that start with one of `count` shared prefixes of `len`
+    /// tokens (a share `share` of requests; the others start with a prefix of the
+    /// same length of their own), then a suffix of `input` tokens: vLLM's
+    /// `prefix_repetition`, inference-perf's `shared_prefix`.
+    SharedPrefix {
+        /// Distinct shared prefixes.
+        count: u32,
+        /// Tokens of each prefix.
+        len: u32,
+        /// The share of requests that start with a shared prefix.
+        share: f64,
+        /// Suffix lengths.
+        input: LengthDist,
+        /// `max_tokens`.
+        output: LengthDist,
+    },
     /// Lengths (and prefix sharing) from a trace, in trace order.
     Trace {
         /// Where it came from (for the run record).
@@ -83,7 +100,9 @@ impl Workload {
     /// synthetic workloads, which never run out).
     pub fn len(&self) -> Option<usize> {
         match self {
-            Workload::Synthetic { .. } | Workload::AzureChat => None,
+            Workload::Synthetic { .. } | Workload::AzureChat | Workload::SharedPrefix { .. } => {
+                None
+            }
             Workload::Prompts { items, .. } => Some(items.len()),
             Workload::Trace { entries, .. } => Some(entries.len()),
         }
@@ -93,7 +112,7 @@ impl Workload {
     /// (synthetic prompts; a prompt file none of whose prompts gives its own).
     pub fn every_max_tokens_given_by_output(&self) -> bool {
         match self {
-            Workload::Synthetic { .. } => true,
+            Workload::Synthetic { .. } | Workload::SharedPrefix { .. } => true,
             Workload::Prompts { items, .. } => items.iter().all(|i| i.max_tokens.is_none()),
             Workload::AzureChat | Workload::Trace { .. } => false,
         }
@@ -131,6 +150,33 @@ impl Workload {
                 let n_out = output.sample(&mut rng);
                 let (n_in, n_out) = fit_context(n_in, n_out, context);
                 synthetic(n_in, n_out, text_seed, tokenizer)
+            }
+            Workload::SharedPrefix {
+                count,
+                len,
+                share,
+                input,
+                output,
+            } => {
+                let n_in = input.sample(&mut rng);
+                let n_out = output.sample(&mut rng);
+                let shared = rng.random::<f64>() < *share;
+                let prefix_seed = if shared {
+                    // Prefix k is the same text in every request (and every run
+                    // with the same seed).
+                    mix(seed ^ 0x5AA8_ED00 ^ mix(req_seed % u64::from(*count)))
+                } else {
+                    mix(req_seed ^ 0x0E1F)
+                };
+                let mut text = tokenizer.text_with_tokens(*len as usize, prefix_seed);
+                text.push_str(&tokenizer.text_with_tokens(n_in as usize, req_seed));
+                Request {
+                    spec: RequestSpec {
+                        prompt: Prompt::Text(text),
+                        max_tokens: Some(n_out.max(1)),
+                    },
+                    input_tokens: Some(u64::from(*len) + u64::from(n_in)),
+                }
             }
             Workload::AzureChat => {
                 let t = azure_lengths();
@@ -187,6 +233,19 @@ impl Workload {
                 input_tokens: input.to_string(),
                 output_tokens: output.to_string(),
             },
+            Workload::SharedPrefix {
+                count,
+                len,
+                share,
+                input,
+                output,
+            } => WorkloadSettings::SharedPrefix {
+                prefix_count: *count,
+                prefix_len: *len,
+                prefix_share: *share,
+                input_tokens: input.to_string(),
+                output_tokens: output.to_string(),
+            },
             Workload::AzureChat => WorkloadSettings::AzureChatLengths {
                 source: "Azure LLM inference trace 2023, conversation (bundled)",
             },
@@ -214,6 +273,19 @@ pub enum WorkloadSettings<'a> {
     /// Lengths from distributions, in their `--input-tokens` syntax.
     Synthetic {
         /// The prompt length distribution.
+        input_tokens: String,
+        /// The output length distribution.
+        output_tokens: String,
+    },
+    /// Shared prefixes, then synthetic suffixes.
+    SharedPrefix {
+        /// Distinct shared prefixes.
+        prefix_count: u32,
+        /// Tokens of each.
+        prefix_len: u32,
+        /// The share of requests that start with one.
+        prefix_share: f64,
+        /// Suffix lengths.
         input_tokens: String,
         /// The output length distribution.
         output_tokens: String,

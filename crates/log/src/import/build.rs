@@ -184,6 +184,11 @@ impl<'a> Cx<'a> {
             attempts: vec![],
             error,
             chunks: raw.chunks,
+            // Multi-turn ids and the count check are tpscope's own; no importer
+            // maps them (yet).
+            session_id: None,
+            turn: None,
+            tokenizer_output_tokens: None,
         };
         span.validate()
             .map_err(|e| self.bad(record, Some(e.field), e.problem))?;

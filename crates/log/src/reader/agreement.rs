@@ -235,6 +235,9 @@ fn span() -> impl Strategy<Value = Span> {
                     attempts,
                     error: error.map(|(cause, message)| SpanError { cause, message }),
                     chunks: None,
+                    session_id: None,
+                    turn: None,
+                    tokenizer_output_tokens: None,
                 }
             },
         )
@@ -423,6 +426,9 @@ fn fast_path_reads_a_span_with_every_field_in_the_model_order() {
             message: "cut".into(),
         }),
         chunks: None,
+        session_id: Some("3".into()),
+        turn: Some(2),
+        tokenizer_output_tokens: Some(5),
     };
     let line = serde_json::to_string(&Record::Span(span)).unwrap();
     let keys = Span::FIELDS.iter().chain(Attempt::FIELDS);

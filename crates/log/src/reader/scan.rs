@@ -61,6 +61,10 @@ pub(super) struct Line<'a> {
 #[derive(Default)]
 pub(super) struct Extras<'a> {
     pub(super) request_id: Option<&'a str>,
+    /// Multi-turn workloads' `session_id` and `turn`.
+    pub(super) session_id: Option<&'a str>,
+    pub(super) turn: Option<&'a str>,
+    pub(super) tokenizer_output_tokens: Option<&'a str>,
     /// The `message` of a span's `error` (read by both scans).
     pub(super) error_message: Option<&'a str>,
     /// Per element of `attempts`, in order.
@@ -270,6 +274,25 @@ fn scan<'a, const WHOLE: bool>(text: &'a str, line: &mut Line<'a>) -> JsonResult
             // Not checked for duplicates: the analysis never reads it (CSV
             // output does, so both scans keep it).
             Key::request_id => line.extras.request_id = Some(sc.raw()?),
+            // Multi-turn fields: whole records keep them; the analysis skips them.
+            Key::session_id => {
+                let v = sc.raw()?;
+                if WHOLE {
+                    line.extras.session_id = Some(v);
+                }
+            }
+            Key::turn => {
+                let v = sc.raw()?;
+                if WHOLE {
+                    line.extras.turn = Some(v);
+                }
+            }
+            Key::tokenizer_output_tokens => {
+                let v = sc.raw()?;
+                if WHOLE {
+                    line.extras.tokenizer_output_tokens = Some(v);
+                }
+            }
             Key::status => scalar!(status),
             Key::queued_at => scalar!(queued_at),
             Key::admitted_at => scalar!(admitted_at),

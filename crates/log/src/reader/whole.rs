@@ -103,6 +103,18 @@ fn span_of(
     };
     let extras = &line.extras;
     let request_id = opt_string("request_id", extras.request_id)?;
+    let session_id = opt_string("session_id", extras.session_id)?;
+    let turn = match present(&scalar_of("turn", extras.turn)?) {
+        Some(v) => Some(as_u32("turn", v)?),
+        None => None,
+    };
+    let tokenizer_output_tokens = match present(&scalar_of(
+        "tokenizer_output_tokens",
+        extras.tokenizer_output_tokens,
+    )?) {
+        Some(v) => Some(as_u64("tokenizer_output_tokens", v)?),
+        None => None,
+    };
     let mut attempts = Vec::new();
     let none = AttemptExtras::default();
     attempts_of(line, unit, |i, raw, core| {
@@ -135,6 +147,9 @@ fn span_of(
         attempts,
         error,
         chunks: facts.chunks.map(Vec::from),
+        session_id,
+        turn,
+        tokenizer_output_tokens,
     })
 }
 

@@ -326,7 +326,11 @@ knobs! {
         speed: String => |c, v| c.speed = v.parse::<Speed>()?,
         /// Seed of output lengths, text and faults.
         seed: u64 => |c, v| c.seed = v,
-        /// Tokenizer: o200k_base, cl100k_base.
+        /// Automatic prefix caching: hashed 16-token blocks, LRU eviction, cached
+        /// blocks skip prefill (vLLM's default is on; the simulator's is off).
+        prefix_caching: bool => |c, v| c.prefix_caching = v,
+        /// Tokenizer of prompt counts and output text: o200k_base, cl100k_base, or
+        /// hf:PATH (a Hugging Face tokenizer.json or a model directory holding one).
         tokenizer: String => |c, v| c.tokenizer = v.parse::<Tokenizer>()?,
         /// Output lengths when not ignore_eos: fixed:N, uniform:MIN,MAX,
         /// lognormal:MEDIAN,SIGMA, exponential:MEAN (capped by max_tokens).

@@ -52,6 +52,8 @@ pub struct SimConfig {
     pub seed: u64,
     /// Tokenizer counting prompts and defining output tokens.
     pub tokenizer: Tokenizer,
+    /// Automatic prefix caching (16-token blocks, LRU).
+    pub prefix_caching: bool,
     /// Output lengths of requests that may stop at EOS.
     pub output_len: OutputLen,
     /// Fault injection.
@@ -103,6 +105,7 @@ impl SimConfig {
             speed: Speed::Realtime,
             seed: 0,
             tokenizer: Tokenizer::O200kBase,
+            prefix_caching: false,
             output_len: OutputLen::default(),
             faults: Faults::default(),
             connection_close: false,

@@ -1,0 +1,136 @@
+//! The count check (pure): on spans that carry both the server's `usage` count
+//! (`output_tokens`, source `usage`) and the run tokenizer's count of the same text
+//! (`tokenizer_output_tokens`), how far they agree — the "tokenizer/model
+//! mismatch" failure mode made visible. A warning above [`WARN_ABOVE`].
+
+use serde::Serialize;
+use tpscope_model::{Span, TokenSource};
+
+/// The disagreement above which the report warns (2 %).
+pub const WARN_ABOVE: f64 = 0.02;
+
+/// The agreement of two counts of the same replies.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CountCheck {
+    /// Spans counted both ways.
+    pub spans: u64,
+    /// Σ output tokens by `usage`.
+    pub usage_tokens: u64,
+    /// Σ output tokens by the tokenizer.
+    pub tokenizer_tokens: u64,
+    /// (tokenizer − usage) / usage; `None` when usage counted nothing.
+    pub difference: Option<f64>,
+    /// Spans whose two counts differ.
+    pub spans_differing: u64,
+    /// The warning, with likely causes, when the difference is above 2 %.
+    pub warning: Option<String>,
+}
+
+/// The check over `spans`, or `None` when no span was counted both ways.
+pub fn count_check<'a>(
+    spans: impl IntoIterator<Item = &'a Span>,
+    tokenizer: Option<&str>,
+) -> Option<CountCheck> {
+    let (mut n, mut u, mut t, mut differ) = (0u64, 0u64, 0u64, 0u64);
+    for s in spans {
+        let Some(counted) = s.tokenizer_output_tokens else {
+            continue;
+        };
+        if !matches!(s.token_source, None | Some(TokenSource::Usage)) {
+            continue;
+        }
+        n += 1;
+        u += s.output_tokens;
+        t += counted;
+        differ += u64::from(counted != s.output_tokens);
+    }
+    if n == 0 {
+        return None;
+    }
+    let difference = (u > 0).then(|| (t as f64 - u as f64) / u as f64);
+    let warning = difference.filter(|d| d.abs() > WARN_ABOVE).map(|d| {
+        let name = tokenizer.unwrap_or("the run's tokenizer");
+        let cause = if d > 0.0 {
+            "the tokenizer splits the text into more tokens than the model does"
+        } else {
+            "the server counts tokens the text does not show (an end-of-turn or other \
+             special token, reasoning that was not streamed), or the model's tokenizer \
+             merges more"
+        };
+        format!(
+            "the tokenizer's counts differ from the server's usage by {:+.1} % over {n} spans: \
+             likely a tokenizer that is not the model's ({name}; give --tokenizer hf:PATH to \
+             the model's tokenizer.json), chat-template tokens, or a server that counts \
+             differently; {cause}",
+            d * 100.0
+        )
+    });
+    Some(CountCheck {
+        spans: n,
+        usage_tokens: u,
+        tokenizer_tokens: t,
+        difference,
+        spans_differing: differ,
+        warning,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tpscope_model::{Status, Timestamp};
+
+    fn span(usage: u64, counted: Option<u64>) -> Span {
+        let t = Timestamp::from_unix_nanos(1_767_225_600_000_000_000);
+        Span {
+            run_id: "r".into(),
+            span_id: "1".into(),
+            request_id: None,
+            status: Status::Ok,
+            queued_at: t,
+            admitted_at: Some(t),
+            first_token_at: Some(t),
+            last_token_at: Some(t),
+            released_at: t,
+            output_tokens: usage,
+            input_tokens: None,
+            token_source: Some(TokenSource::Usage),
+            retry_count: 0,
+            retry_causes: vec![],
+            attempts: vec![],
+            error: None,
+            chunks: None,
+            session_id: None,
+            turn: None,
+            tokenizer_output_tokens: counted,
+        }
+    }
+
+    #[test]
+    fn agreement_within_two_percent_has_no_warning() {
+        let spans = [span(100, Some(100)), span(100, Some(101)), span(50, None)];
+        let c = count_check(&spans, Some("o200k_base")).unwrap();
+        assert_eq!((c.spans, c.usage_tokens, c.tokenizer_tokens), (2, 200, 201));
+        assert_eq!(c.spans_differing, 1);
+        assert!((c.difference.unwrap() - 0.005).abs() < 1e-12);
+        assert!(c.warning.is_none());
+        assert!(count_check(&[span(5, None)], None).is_none());
+    }
+
+    #[test]
+    fn a_mismatch_above_two_percent_warns_with_likely_causes() {
+        let spans = [span(100, Some(120))];
+        let w = count_check(&spans, Some("o200k_base"))
+            .unwrap()
+            .warning
+            .unwrap();
+        assert!(w.contains("+20.0 %"), "{w}");
+        assert!(w.contains("not the model's (o200k_base"), "{w}");
+        assert!(w.contains("chat-template tokens"), "{w}");
+        let under = count_check(&[span(100, Some(90))], None)
+            .unwrap()
+            .warning
+            .unwrap();
+        assert!(under.contains("special token"), "{under}");
+    }
+}
