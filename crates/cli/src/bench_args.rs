@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use tpscope_client::{Api, RxTimestamps};
+use tpscope_load::ramp::{Ramp, RampShape};
 use tpscope_load::spec::{DatasetName, Flags};
 use tpscope_load::workload::trace::{TraceFormat, parse_trace_arg};
 use tpscope_load::{Arrival, Column, LengthDist};
@@ -184,6 +185,32 @@ pub struct BenchArgs {
     /// vLLM's name for the gamma shape (1 = Poisson); same as --arrival gamma:F.
     #[arg(long, value_name = "F", conflicts_with = "arrival", value_parser = parse_burstiness, help_heading = "Load")]
     pub burstiness: Option<f64>,
+    /// Grow the load over the run: linear:FROM..TO or exponential:FROM..TO — the
+    /// rate with --rate TO (requests per second), else the concurrency cap
+    /// (closed loop; --concurrency, if given, is TO). Over --duration when given
+    /// (a function of time), else over the requests (of the request's index).
+    #[arg(long, value_name = "SHAPE:FROM..TO", value_parser = parse_ramp, help_heading = "Load")]
+    pub ramp_up: Option<Ramp>,
+    /// vLLM's ramp: linear or exponential, from --ramp-up-start-rps to
+    /// --ramp-up-end-rps (same as --ramp-up SHAPE:START..END --rate END).
+    #[arg(long, value_name = "SHAPE", value_parser = ["linear", "exponential"], conflicts_with = "ramp_up", requires_all = ["ramp_up_start_rps", "ramp_up_end_rps"], help_heading = "Load")]
+    pub ramp_up_strategy: Option<String>,
+    /// vLLM's ramp start rate (with --ramp-up-strategy).
+    #[arg(
+        long,
+        value_name = "R",
+        requires = "ramp_up_strategy",
+        help_heading = "Load"
+    )]
+    pub ramp_up_start_rps: Option<f64>,
+    /// vLLM's ramp end rate (with --ramp-up-strategy).
+    #[arg(
+        long,
+        value_name = "R",
+        requires = "ramp_up_strategy",
+        help_heading = "Load"
+    )]
+    pub ramp_up_end_rps: Option<f64>,
     /// Warm-up before the measured run: N requests or a time (10s). Warm-up
     /// requests run the same load, finish, and are not written to the log.
     #[arg(long, value_name = "N|DUR", value_parser = parse_warmup_arg, help_heading = "Load")]
@@ -427,6 +454,10 @@ fn parse_arrival(s: &str) -> Result<Arrival, String> {
     s.parse::<Arrival>().map_err(|e| e.to_string())
 }
 
+fn parse_ramp(s: &str) -> Result<Ramp, String> {
+    s.parse::<Ramp>().map_err(|e| e.to_string())
+}
+
 fn parse_burstiness(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
         Ok(f) if f.is_finite() && f > 0.0 && f <= 1e6 => Ok(f),
@@ -461,6 +492,20 @@ fn parse_trace(s: &str) -> Result<(TraceFormat, PathBuf), String> {
 }
 
 impl BenchArgs {
+    /// `--ramp-up-strategy` with its start and end rates, unchecked (the spec
+    /// checks every ramp and names `--ramp-up` when one cannot ramp).
+    fn vllm_ramp(&self) -> Option<Ramp> {
+        let shape = match self.ramp_up_strategy.as_deref()? {
+            "exponential" => RampShape::Exponential,
+            _ => RampShape::Linear,
+        };
+        Some(Ramp {
+            shape,
+            from: self.ramp_up_start_rps?,
+            to: self.ramp_up_end_rps?,
+        })
+    }
+
     /// The load engine's flags (all but the target URL, the simulator's and `--quiet`).
     pub fn flags(&self) -> Flags {
         Flags {
@@ -490,9 +535,14 @@ impl BenchArgs {
             concurrency: self.concurrency.clone(),
             requests: self.requests,
             duration: self.duration,
-            rate: self.rate.clone(),
+            rate: match (self.rate.is_empty(), self.ramp_up_end_rps) {
+                // vLLM's ramp is of the rate, ending at its end rate.
+                (true, Some(end)) => vec![Some(end)],
+                _ => self.rate.clone(),
+            },
             arrival: self.arrival,
             burstiness: self.burstiness,
+            ramp_up: self.ramp_up.or_else(|| self.vllm_ramp()),
             warmup: self.warmup,
             dispatch: self.dispatch,
             drain_timeout: self.drain_timeout,

@@ -7,6 +7,7 @@ mod azure;
 pub mod dist;
 pub mod executor;
 pub mod http;
+pub mod ramp;
 pub mod retry;
 pub mod schedule;
 pub mod sender;

@@ -7,7 +7,13 @@
 //! - open loop (`--rate R`): the first request at 0, then inter-arrival gaps drawn
 //!   from an exponential (poisson), a constant `1/R`, or a gamma with shape k and mean
 //!   `1/R` (k < 1 burstier than Poisson, k > 1 smoother; k = 1 is Poisson);
-//! - trace replay: the trace's own offsets times `--time-scale`.
+//! - trace replay: the trace's own offsets times `--time-scale`;
+//! - ramped rate (`--rate` with `--ramp-up`): the same processes with a rate that
+//!   grows (see [`crate::ramp`]): over time by time-rescaling (unit-mean gaps on the
+//!   expected-arrivals axis, mapped back to time), over requests by drawing each
+//!   gap at the rate of its place in the run;
+//! - ramped backlog (closed loop with `--ramp-up`): a backlog whose cap grows
+//!   (the executor applies [`Schedule::cap_ramp`]).
 
 use std::fmt;
 use std::str::FromStr;
@@ -17,6 +23,8 @@ use std::time::Duration;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Gamma};
+
+use crate::ramp::{RampOver, RampPlan};
 
 /// How inter-arrival gaps are drawn in open loop.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -101,6 +109,18 @@ pub enum Schedule {
         /// Ready offsets from the start, non-decreasing.
         offsets: Arc<Vec<Duration>>,
     },
+    /// Open loop whose rate (requests per second) ramps.
+    RampedRate {
+        /// The rate's ramp.
+        ramp: RampPlan,
+        /// The inter-arrival process.
+        arrival: Arrival,
+    },
+    /// Closed loop whose cap ramps.
+    RampedBacklog {
+        /// The cap's ramp.
+        ramp: RampPlan,
+    },
 }
 
 impl Schedule {
@@ -118,7 +138,28 @@ impl Schedule {
 
     /// Whether the schedule is a closed-loop backlog.
     pub fn is_backlog(&self) -> bool {
-        matches!(self, Schedule::Backlog)
+        matches!(self, Schedule::Backlog | Schedule::RampedBacklog { .. })
+    }
+
+    /// The ramp of the cap, for a ramped closed loop.
+    pub fn cap_ramp(&self) -> Option<&RampPlan> {
+        match self {
+            Schedule::RampedBacklog { ramp } => Some(ramp),
+            _ => None,
+        }
+    }
+}
+
+/// One gap of mean `mean` drawn from `arrival`.
+fn draw_gap(arrival: Arrival, mean: f64, rng: &mut StdRng) -> f64 {
+    match arrival {
+        Arrival::Constant => mean,
+        // Inverse-CDF of the exponential; 1 - u is in (0, 1].
+        Arrival::Poisson => -(1.0 - rng.random::<f64>()).ln() * mean,
+        Arrival::Gamma { shape } => match Gamma::new(shape, mean / shape) {
+            Ok(g) => g.sample(rng),
+            Err(_) => mean,
+        },
     }
 }
 
@@ -137,21 +178,11 @@ impl Iterator for Offsets {
         let i = self.next_index;
         self.next_index += 1;
         match &self.schedule {
-            Schedule::Backlog => Some(Duration::ZERO),
+            Schedule::Backlog | Schedule::RampedBacklog { .. } => Some(Duration::ZERO),
             Schedule::Trace { offsets } => offsets.get(i as usize).copied(),
             Schedule::Rate { rate, arrival } => {
                 if i > 0 {
-                    let mean = 1.0 / rate;
-                    let gap = match arrival {
-                        Arrival::Constant => mean,
-                        // Inverse-CDF of the exponential; 1 - u is in (0, 1].
-                        Arrival::Poisson => -(1.0 - self.rng.random::<f64>()).ln() * mean,
-                        Arrival::Gamma { shape } => match Gamma::new(*shape, mean / shape) {
-                            Ok(g) => g.sample(&mut self.rng),
-                            Err(_) => mean,
-                        },
-                    };
-                    self.t += gap;
+                    self.t += draw_gap(*arrival, 1.0 / rate, &mut self.rng);
                 }
                 // Constant: compute from the index so rounding does not accumulate.
                 let secs = if *arrival == Arrival::Constant {
@@ -160,6 +191,32 @@ impl Iterator for Offsets {
                     self.t
                 };
                 Some(Duration::from_secs_f64(secs.min(1e9)))
+            }
+            Schedule::RampedRate { ramp, arrival } => {
+                let secs = match ramp.over {
+                    RampOver::Duration(d) => {
+                        // `t` counts expected arrivals here, not seconds.
+                        if i > 0 {
+                            self.t += draw_gap(*arrival, 1.0, &mut self.rng);
+                        }
+                        let n = if *arrival == Arrival::Constant {
+                            i as f64
+                        } else {
+                            self.t
+                        };
+                        ramp.ramp.time_of_arrivals(n, d.as_secs_f64())
+                    }
+                    RampOver::Requests(_) => {
+                        if i > 0 {
+                            // The gap before request i, at the rate of its middle.
+                            let p = ramp.request_progress(i as f64 - 0.5).unwrap_or(1.0);
+                            let rate = ramp.ramp.value(p).max(1e-9);
+                            self.t += draw_gap(*arrival, 1.0 / rate, &mut self.rng);
+                        }
+                        self.t
+                    }
+                };
+                Some(Duration::from_secs_f64(secs.clamp(0.0, 1e9)))
             }
         }
     }
@@ -263,5 +320,103 @@ mod tests {
         for bad in ["gamma", "gamma:0", "gamma:-1", "bursty", "gamma:nan"] {
             assert!(bad.parse::<Arrival>().is_err(), "{bad}");
         }
+    }
+
+    fn ramped(shape: &str, over: RampOver, arrival: Arrival) -> Schedule {
+        Schedule::RampedRate {
+            ramp: RampPlan {
+                ramp: shape.parse().unwrap(),
+                over,
+            },
+            arrival,
+        }
+    }
+
+    #[test]
+    fn linear_ramp_over_time_has_the_rate_of_its_moment() {
+        // 1 → 21 req/s over 10 s: 110 expected arrivals.
+        let s = ramped(
+            "linear:1..21",
+            RampOver::Duration(Duration::from_secs(10)),
+            Arrival::Constant,
+        );
+        let o: Vec<f64> = s
+            .offsets(0)
+            .take_while(|d| *d < Duration::from_secs(10))
+            .map(|d| d.as_secs_f64())
+            .collect();
+        assert_eq!(o.len(), 110, "arrivals before the end");
+        // The local rate (1/gap) follows 1 + 2t.
+        for w in o.windows(2).skip(5) {
+            let mid = (w[0] + w[1]) / 2.0;
+            let rate = 1.0 / (w[1] - w[0]);
+            assert!(
+                (rate - (1.0 + 2.0 * mid)).abs() / rate < 0.05,
+                "{mid}: {rate}"
+            );
+        }
+        // Poisson: the same count, about, and more in the second half.
+        let p = ramped(
+            "linear:1..21",
+            RampOver::Duration(Duration::from_secs(10)),
+            Arrival::Poisson,
+        );
+        let o: Vec<Duration> = p
+            .offsets(7)
+            .take_while(|d| *d < Duration::from_secs(10))
+            .collect();
+        assert!((90..=130).contains(&o.len()), "{}", o.len());
+        let late = o.iter().filter(|d| **d >= Duration::from_secs(5)).count();
+        assert!(late > 2 * (o.len() - late), "{late} of {}", o.len());
+    }
+
+    #[test]
+    fn exponential_ramp_doubles_the_rate_at_equal_steps() {
+        // 1 → 64 req/s over 6 s: the rate doubles every second.
+        let s = ramped(
+            "exponential:1..64",
+            RampOver::Duration(Duration::from_secs(6)),
+            Arrival::Constant,
+        );
+        let o: Vec<f64> = s
+            .offsets(0)
+            .take_while(|d| *d < Duration::from_secs(6))
+            .map(|d| d.as_secs_f64())
+            .collect();
+        // Expected arrivals: 63 / ln 2 ≈ 90.9.
+        assert_eq!(o.len(), 91);
+        let per_second: Vec<usize> = (0..6)
+            .map(|k| {
+                o.iter()
+                    .filter(|t| **t >= k as f64 && **t < (k + 1) as f64)
+                    .count()
+            })
+            .collect();
+        for w in per_second.windows(2).skip(2) {
+            let ratio = w[1] as f64 / w[0] as f64;
+            assert!((ratio - 2.0).abs() < 0.25, "{per_second:?}");
+        }
+    }
+
+    #[test]
+    fn ramp_over_requests_spaces_the_first_gaps_widest() {
+        let s = ramped("linear:2..20", RampOver::Requests(10), Arrival::Constant);
+        let o: Vec<f64> = s.offsets(0).take(10).map(|d| d.as_secs_f64()).collect();
+        let g: Vec<f64> = o.windows(2).map(|w| w[1] - w[0]).collect();
+        // Gap k is drawn at the rate of progress (k + ½) / 9.
+        for (k, gap) in g.iter().enumerate() {
+            let rate = 2.0 + 18.0 * (k as f64 + 0.5) / 9.0;
+            assert!((gap - 1.0 / rate).abs() < 1e-9, "{k}: {gap}");
+        }
+        assert!(g.windows(2).all(|w| w[1] < w[0]));
+        assert!(
+            Schedule::RampedBacklog {
+                ramp: RampPlan {
+                    ramp: "linear:1..4".parse().unwrap(),
+                    over: RampOver::Requests(10)
+                }
+            }
+            .is_backlog()
+        );
     }
 }

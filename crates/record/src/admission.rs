@@ -68,6 +68,12 @@ impl<T> Admission<T> {
         self.cap
     }
 
+    /// Changes the cap from now on (a ramp). Requests above a lowered cap keep
+    /// their slots. Call [`Admission::admit`] next.
+    pub fn set_cap(&mut self, cap: Option<u32>) {
+        self.cap = cap;
+    }
+
     /// Requests holding a slot.
     pub fn in_flight(&self) -> u32 {
         self.in_flight
@@ -179,6 +185,19 @@ mod tests {
         admitted(&mut b);
         assert_eq!(b.drain_queue(), vec![1, 2, 3]);
         assert_eq!(b.queue_depth(), 0);
+    }
+
+    #[test]
+    fn a_raised_cap_admits_the_waiting_at_once() {
+        let mut a = Admission::new(Some(1), Dispatch::WorkConserving);
+        for i in 0..4 {
+            a.push(i);
+        }
+        assert_eq!(admitted(&mut a), vec![0]);
+        a.set_cap(Some(3));
+        assert_eq!(a.cap(), Some(3));
+        assert_eq!(admitted(&mut a), vec![1, 2]);
+        assert_eq!((a.in_flight(), a.queue_depth()), (3, 1));
     }
 
     #[derive(Debug, Clone)]

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use super::request::{Shared, Ticket, admit_locked, start_all};
+use super::request::{Shared, Ticket, admit_locked, set_cap, start_all};
 use crate::sender::Sender;
 
 /// Feeds ready requests into the queue at their times. Returns when the schedule
@@ -50,6 +50,30 @@ pub(super) async fn dispatch<S: Sender>(
     let pacer_stop = stop.clone();
     let pacer = tokio::task::spawn_blocking(move || pace(&pacer_sh, start, &pacer_stop, limit));
     let _ = pacer.await;
+}
+
+/// Raises a ramped cap at each step's time, admitting what the new slots let
+/// through at once. Ends after the last step or when the run stops admitting.
+pub(super) async fn ramp_cap<S: Sender>(
+    sh: Arc<Shared<S>>,
+    steps: Vec<(Duration, u32)>,
+    start: Instant,
+) {
+    for (at, cap) in steps {
+        tokio::time::sleep_until((start + at).into()).await;
+        let mut next = Vec::new();
+        let now = {
+            let mut st = sh.lock();
+            if st.stopping {
+                return;
+            }
+            let now = Instant::now();
+            set_cap(&sh, &mut st, cap, now);
+            admit_locked(&sh, &mut st, now, &mut next);
+            now
+        };
+        start_all(&sh, next, now);
+    }
 }
 
 /// Sleeps until `until` with sub-millisecond precision (the thread's timer slack is

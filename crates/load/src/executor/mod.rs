@@ -26,6 +26,7 @@ use tokio_util::task::TaskTracker;
 use tpscope_model::RunClock;
 use tpscope_record::{Admission, LiveStats, Sampler, WriterTx};
 
+use crate::ramp::RampOver;
 use crate::sender::Sender;
 use arrivals::dispatch;
 pub use plan::{Control, RunPlan, RunSummary};
@@ -50,7 +51,14 @@ pub async fn execute<S: Sender>(
     let stop = control.stop.child_token();
     let sh = Arc::new(Shared {
         st: Mutex::new(State {
-            adm: Admission::new(plan.cap, plan.dispatch),
+            // A ramped cap starts at its first value.
+            adm: Admission::new(
+                plan.schedule
+                    .cap_ramp()
+                    .map(|r| r.ramp.cap_at(0.0))
+                    .or(plan.cap),
+                plan.dispatch,
+            ),
             stopping: false,
             topup: false,
             next_seq: 0,
@@ -95,6 +103,16 @@ pub async fn execute<S: Sender>(
     };
     tokio::pin!(until_deadline);
 
+    // A cap ramped over time steps on its own clock.
+    let ramp_task = sh.plan.schedule.cap_ramp().and_then(|r| match r.over {
+        RampOver::Duration(d) => Some(tokio::spawn(arrivals::ramp_cap(
+            sh.clone(),
+            r.ramp.cap_steps(d),
+            start,
+        ))),
+        RampOver::Requests(_) => None,
+    });
+
     // Phase 1: feed the schedule until it is exhausted, the deadline, or Ctrl-C.
     let mut interrupted = false;
     tokio::select! {
@@ -127,6 +145,9 @@ pub async fn execute<S: Sender>(
             _ = cancel.cancelled() => {}
         }
         sh.tracker.wait().await;
+    }
+    if let Some(t) = ramp_task {
+        t.abort();
     }
     if let Some(s) = sampler {
         s.stop();

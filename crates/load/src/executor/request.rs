@@ -9,7 +9,7 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tpscope_model::{Cause, RunClock, Status};
+use tpscope_model::{Cause, RunClock, SampleRecord, Status};
 use tpscope_record::{Admission, Finished, LiveStats, WriterTx, assemble};
 use tpscope_tokens::mix;
 
@@ -94,15 +94,63 @@ pub(super) fn admit_locked<S: Sender>(
         return;
     }
     let before = out.len();
-    st.adm.admit(|t| out.push(t));
+    match sh
+        .plan
+        .schedule
+        .cap_ramp()
+        .filter(|r| r.request_progress(0.0).is_some())
+    {
+        // A cap ramped over requests follows the admitted count: raise, admit,
+        // until the cap of the count reached is the cap in force.
+        Some(ramp) => loop {
+            let p = ramp.request_progress(st.summary.admitted as f64);
+            let cap = ramp.ramp.cap_at(p.unwrap_or(1.0));
+            if st.adm.cap() != Some(cap) {
+                set_cap(sh, st, cap, now);
+            }
+            let mut k = 0;
+            st.adm.admit(|t| {
+                out.push(t);
+                k += 1;
+            });
+            st.summary.admitted += k;
+            if k == 0
+                || ramp.ramp.cap_at(
+                    ramp.request_progress(st.summary.admitted as f64)
+                        .unwrap_or(1.0),
+                ) == cap
+            {
+                break;
+            }
+        },
+        None => {
+            st.adm.admit(|t| out.push(t));
+            st.summary.admitted += (out.len() - before) as u64;
+        }
+    }
     let n = (out.len() - before) as u64;
-    st.summary.admitted += n;
     if st.topup {
         for _ in 0..n {
             let seq = st.next_seq;
             st.next_seq += 1;
             st.adm.push(Ticket::plain(seq, now));
         }
+    }
+}
+
+/// Changes the cap (a ramp) and writes a sample stating it at once, so the
+/// analysis uses the new cap from that instant (as `Recorder::set_cap` does).
+pub(super) fn set_cap<S: Sender>(sh: &Shared<S>, st: &mut State, cap: u32, now: Instant) {
+    st.adm.set_cap(Some(cap));
+    sh.live.cap.store(cap, std::sync::atomic::Ordering::Relaxed);
+    if let (Some(rec), Some(_)) = (&sh.rec, sh.plan.sample_interval) {
+        rec.sample(SampleRecord {
+            run_id: sh.plan.run_id.clone(),
+            at: sh.clock.at(now),
+            in_flight: st.adm.in_flight(),
+            queue_depth: st.adm.queue_depth(),
+            cap: Some(cap),
+        });
     }
 }
 

@@ -96,6 +96,9 @@ pub enum SpecError {
     /// `--prefix-share` outside 0..=1 or `--prefix-count 0`.
     #[error("--prefix-share must be in 0..=1 and --prefix-count at least 1")]
     PrefixRange,
+    /// `--ramp-up` with something it cannot ramp.
+    #[error("--ramp-up: {0}")]
+    Ramp(String),
     /// Waves without a cap.
     #[error("--dispatch waves needs a cap: give --concurrency")]
     WavesWithoutCap,

@@ -99,6 +99,8 @@ pub struct Flags {
     pub arrival: Option<Arrival>,
     /// `--burstiness`.
     pub burstiness: Option<f64>,
+    /// `--ramp-up`: the rate (open loop) or the cap (closed loop) grows.
+    pub ramp_up: Option<crate::ramp::Ramp>,
     /// `--warmup`.
     pub warmup: Option<Warmup>,
     /// `--dispatch`.

@@ -10,6 +10,7 @@ mod context;
 mod error;
 mod flags;
 mod output;
+mod ramp;
 mod settings;
 mod target;
 #[cfg(test)]
@@ -39,8 +40,8 @@ pub use error::SpecError;
 pub use flags::{BadDatasetName, DatasetName, Flags};
 pub use output::{Output, unique_name};
 pub use settings::{
-    ConnectionSettings, LoadSettings, SimulatorSettings, SweepSettings, TimeoutSettings,
-    WarmupSettings,
+    ConnectionSettings, LoadSettings, RampSettings, SimulatorSettings, SweepSettings,
+    TimeoutSettings, WarmupSettings,
 };
 pub use target::{ResolvedTarget, resolve_target};
 
@@ -355,6 +356,15 @@ impl BenchSpec {
                 });
             }
         }
+        if let Some(ramp) = a.ramp_up {
+            ramp::ramp_levels(
+                &mut levels,
+                ramp,
+                duration,
+                &a.concurrency,
+                sessions.is_some(),
+            )?;
+        }
         if a.dispatch == Dispatch::Waves && levels.iter().any(|l| l.cap.is_none()) {
             return Err(SpecError::WavesWithoutCap);
         }
@@ -485,7 +495,12 @@ impl BenchSpec {
                 ("open_loop", Some(*rate), Some(arrival.to_string()))
             }
             Schedule::Trace { .. } => ("trace_replay", None, None),
+            Schedule::RampedRate { ramp, arrival } => {
+                ("open_loop", Some(ramp.ramp.to), Some(arrival.to_string()))
+            }
+            Schedule::RampedBacklog { .. } => ("closed_loop", None, None),
         };
+        let ramp_up = ramp::settings(&level.schedule);
         let t = &self.client.timeouts;
         LoadSettings {
             mode,
@@ -526,6 +541,7 @@ impl BenchSpec {
             },
             rate,
             arrival,
+            ramp_up,
             warmup: self.warmup.map(|w| WarmupSettings {
                 amount: w.to_string(),
                 written: false,

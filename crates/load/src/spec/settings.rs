@@ -57,6 +57,9 @@ pub struct LoadSettings<'a> {
     /// Open loop: the inter-arrival process.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub arrival: Option<String>,
+    /// `--ramp-up`: what grew, how, and over what.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ramp_up: Option<RampSettings>,
     /// The warm-up before the run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warmup: Option<WarmupSettings>,
@@ -133,4 +136,19 @@ pub struct SimulatorSettings {
     pub max_num_seqs: u32,
     /// Its seed.
     pub seed: u64,
+}
+
+/// The `ramp_up` object of the `load` settings.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RampSettings {
+    /// `linear` or `exponential`.
+    pub shape: &'static str,
+    /// `rate` (requests per second, open loop) or `concurrency` (the cap).
+    pub applies_to: &'static str,
+    /// The value at the start.
+    pub from: f64,
+    /// The value at the end.
+    pub to: f64,
+    /// `duration` (a function of time) or `requests` (of the request's index).
+    pub over: &'static str,
 }

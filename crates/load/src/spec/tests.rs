@@ -32,6 +32,7 @@ fn flags() -> Flags {
         rate: vec![],
         arrival: None,
         burstiness: None,
+        ramp_up: None,
         warmup: None,
         dispatch: Dispatch::WorkConserving,
         drain_timeout: Duration::from_secs(30),
