@@ -50,6 +50,27 @@ fn a_ramped_closed_loop_raises_its_cap_from_from_to_to() {
 }
 
 #[test]
+fn a_cap_ramped_over_the_duration_steps_on_its_clock() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "--sim-speed",
+        "max",
+        "--duration",
+        "1s",
+        "--ramp-up",
+        "exponential:1..4",
+    ];
+    let run = bench(dir.path(), "timed.jsonl", &args);
+    assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
+    let recs = records(&run.out);
+    let caps: Vec<u32> = samples(&recs).iter().filter_map(|s| s.cap).collect();
+    assert_eq!(caps.first(), Some(&1));
+    assert_eq!(caps.iter().max(), Some(&4));
+    assert!(caps.windows(2).all(|w| w[0] <= w[1]), "{caps:?}");
+    assert_eq!(runs(&recs)[0].load["ramp_up"]["over"], "duration");
+}
+
+#[test]
 fn a_ramped_rate_sends_more_in_the_second_half_as_vllm_flags_too() {
     let dir = tempfile::tempdir().unwrap();
     let args = [
