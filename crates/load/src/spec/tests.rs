@@ -339,3 +339,38 @@ fn the_default_workload_is_shortened_to_the_models_context_and_explicit_lengths_
     );
     assert_eq!(fixed.context_fit(8192).unwrap(), ContextFit::default());
 }
+
+#[test]
+fn a_ramp_spans_the_duration_when_given_else_the_requests() {
+    use crate::ramp::{RampOver, RampPlan};
+    let ramp = "linear:2..20".parse().unwrap();
+    let s = BenchSpec::from_flags(Flags {
+        rate: vec![Some(20.0)],
+        requests: Some(100),
+        ramp_up: Some(ramp),
+        ..flags()
+    })
+    .unwrap();
+    assert_eq!(
+        s.levels[0].schedule,
+        Schedule::RampedRate {
+            ramp: RampPlan {
+                ramp,
+                over: RampOver::Requests(100)
+            },
+            arrival: Arrival::Poisson
+        }
+    );
+    let s = BenchSpec::from_flags(Flags {
+        duration: Some(Duration::from_secs(9)),
+        ramp_up: Some("exponential:1..16".parse().unwrap()),
+        ..flags()
+    })
+    .unwrap();
+    let plan = s.levels[0].schedule.cap_ramp().unwrap();
+    assert_eq!(plan.over, RampOver::Duration(Duration::from_secs(9)));
+    assert_eq!(s.levels[0].cap, Some(16));
+    let settings = serde_json::to_value(s.load_settings(0, None)).unwrap();
+    assert_eq!(settings["ramp_up"]["applies_to"], "concurrency");
+    assert_eq!(settings["ramp_up"]["over"], "duration");
+}
