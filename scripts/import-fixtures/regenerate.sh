@@ -92,6 +92,15 @@ guidellm)
     --tokenizer kind=hf_auto,model="$V/rs/model/hf" \
     --output kind=json,path="$RUN/guidellm-out/benchmarks.json" --disable-progress >"$RUN/guidellm-stdout.txt" 2>&1
   cp "$RUN/guidellm-out/benchmarks.json" "$D/guidellm/"
+  stop
+  # A 2-benchmark sweep, saved as JSON and YAML by the same run.
+  sim 18016 29 "$D/guidellm/sweep-truth.jsonl"
+  "$V/guidellm/bin/guidellm" run --backend kind=openai_http,target=http://127.0.0.1:18016,model=$MODEL \
+    --profile kind=concurrent --override profile.streams 2,4 --constraint kind=max_requests,count=12 \
+    --data kind=synthetic_text,prompt_tokens=64,output_tokens=32 \
+    --tokenizer kind=hf_auto,model="$V/rs/model/hf" \
+    --output kind=json,path="$D/guidellm/sweep.json" --output kind=yaml,path="$D/guidellm/sweep.yaml" \
+    --disable-progress >"$RUN/guidellm-sweep-stdout.txt" 2>&1
   stop ;;
 genai-bench)
   venv genai python3.11 genai-bench==0.0.5

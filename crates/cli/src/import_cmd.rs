@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use tpscope_log::import::{Format, ImportOptions, Imported, import};
+use tpscope_log::import::{Format, ImportOptions, Imported, import_runs};
 use tpscope_log::{LogSet, LogWriter, ReadOptions, Reader};
 
 use crate::exit::ResultExt;
@@ -19,7 +19,7 @@ pub struct ImportArgs {
     /// The tool that wrote the files: auto, vllm, aiperf, guidellm, genai-bench, inference-perf, llmperf, otlp.
     #[arg(long, default_value = "auto", value_name = "FORMAT")]
     pub from: String,
-    /// The files to import (one run each).
+    /// The files to import (one run each; a GuideLLM sweep gives one run per benchmark).
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// The span log to write (`-` is standard output).
@@ -53,13 +53,14 @@ fn llmperf_clients(path: &Path) -> Option<u32> {
     u32::try_from(v.get("num_concurrent_requests")?.as_u64()?).ok()
 }
 
-/// Imports files (each its own run, with a run id unique among them).
+/// Imports files (each its own run, or one run per benchmark of a GuideLLM sweep), with
+/// run ids unique among them; each run comes with the file it came from.
 pub fn import_files(
     from: Option<Format>,
     files: &[PathBuf],
     skip_invalid: bool,
-) -> anyhow::Result<Vec<Imported>> {
-    let mut out: Vec<Imported> = Vec::new();
+) -> anyhow::Result<Vec<(PathBuf, Imported)>> {
+    let mut out: Vec<(PathBuf, Imported)> = Vec::new();
     for f in files {
         let bytes = std::fs::read(f).with_context(|| format!("reading {}", f.display()))?;
         let mut opts = ImportOptions {
@@ -67,12 +68,22 @@ pub fn import_files(
             run_id: None,
             clients: llmperf_clients(f),
         };
-        let mut imported = import(from, f, &bytes, &opts)?;
-        if out.iter().any(|o| o.run.run_id == imported.run.run_id) {
-            opts.run_id = Some(format!("{}#{}", imported.run.run_id, out.len() + 1));
-            imported = import(from, f, &bytes, &opts)?;
+        let mut runs = import_runs(from, f, &bytes, &opts)?;
+        let clash = |runs: &[Imported], out: &[(PathBuf, Imported)]| {
+            runs.iter()
+                .any(|r| out.iter().any(|(_, o)| o.run.run_id == r.run.run_id))
+        };
+        if clash(&runs, &out) {
+            // A sweep's ids end in `#N`: its base is what came before.
+            let first = &runs[0].run.run_id;
+            let base = match runs.len() {
+                1 => first.as_str(),
+                _ => first.rsplit_once('#').map_or(first.as_str(), |(b, _)| b),
+            };
+            opts.run_id = Some(format!("{base}#{}", out.len() + 1));
+            runs = import_runs(from, f, &bytes, &opts)?;
         }
-        out.push(imported);
+        out.extend(runs.into_iter().map(|r| (f.clone(), r)));
     }
     Ok(out)
 }
@@ -88,7 +99,7 @@ pub fn load_imported(
     let mut reader = Reader::new(read);
     let mut warnings = Vec::new();
     let mut skipped = Vec::new();
-    for (imported, f) in runs.iter().zip(files) {
+    for (f, imported) in &runs {
         let mut bytes = Vec::new();
         let mut w = LogWriter::new(&mut bytes);
         for r in imported.records() {
@@ -133,7 +144,7 @@ pub fn run(args: ImportArgs) -> anyhow::Result<ExitCode> {
     let runs = import_files(from, &args.files, args.skip_invalid)?;
     let mut w = LogWriter::new(BufWriter::new(open(&args.output, args.overwrite)?));
     let mut stderr = io::stderr().lock();
-    for r in &runs {
+    for (_, r) in &runs {
         for rec in r.records() {
             w.write(&rec).failure().context("writing the span log")?;
         }

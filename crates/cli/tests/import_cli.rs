@@ -107,3 +107,46 @@ fn a_file_of_another_tool_is_refused_with_its_name() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(text(&bad.stderr).contains("--from: unknown format `locust`"));
 }
+
+#[test]
+fn import_of_a_guidellm_sweep_writes_one_run_per_benchmark() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep.jsonl");
+    let src = data("guidellm/sweep.json");
+    let o = out.to_str().unwrap();
+    let r = tpscope(&[
+        "import",
+        "--from",
+        "guidellm",
+        src.to_str().unwrap(),
+        "-o",
+        o,
+    ]);
+    assert!(r.status.success(), "{}", text(&r.stderr));
+    let log = std::fs::read_to_string(&out).unwrap();
+    let runs: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["kind"] == "run")
+        .collect();
+    assert_eq!(runs.len(), 2, "{log}");
+    assert_eq!(runs[0]["run_id"], "guidellm:sweep.json#1");
+    assert_eq!(runs[1]["cap"], 4);
+    // compare --from picks two benchmarks of the one file.
+    let c = tpscope(&[
+        "compare",
+        "--from",
+        "guidellm",
+        src.to_str().unwrap(),
+        "--baseline-run",
+        "guidellm:sweep.json#1",
+        "--candidate-run",
+        "guidellm:sweep.json#2",
+    ]);
+    assert!(
+        text(&c.stdout).contains("run guidellm:sweep.json#2"),
+        "{}{}",
+        text(&c.stdout),
+        text(&c.stderr)
+    );
+}

@@ -51,8 +51,6 @@ pub struct Cx<'a> {
     /// Whether the tool recorded its own queue (or schedule) times.
     pub queue_known: bool,
     pub spans: Vec<Span>,
-    /// Which benchmark of a multi-benchmark file (GuideLLM sweeps).
-    pub benchmark: Option<usize>,
     skipped: BTreeMap<String, u64>,
     pub warnings: Vec<String>,
 }
@@ -89,7 +87,6 @@ impl<'a> Cx<'a> {
             },
             queue_known: false,
             spans: Vec::new(),
-            benchmark: None,
             skipped: BTreeMap::new(),
             warnings: Vec::new(),
         }

@@ -1,10 +1,12 @@
-//! GuideLLM benchmarks JSON (`--output kind=json`, report `metadata.version` 2, GuideLLM
-//! 0.4 to 0.8): `benchmarks[].requests.{successful,errored,incomplete}[]`, each with
+//! GuideLLM benchmarks JSON or YAML (`--output kind=json` / `kind=yaml`, report
+//! `metadata.version` 2, GuideLLM 0.4 to 0.8; the YAML is read into the same tree as
+//! the JSON): `benchmarks[].requests.{successful,errored,incomplete}[]`, each with
 //! `info.timings` in Unix seconds — `queued` (the request entered GuideLLM's queue),
 //! `request_start`, `first_token_iteration`, `last_token_iteration`,
 //! `request_end` — and `output_metrics.text_tokens`/`input_metrics.text_tokens`
 //! (the server's usage when it sent one, GuideLLM's `prefer_response_metrics`).
-//! Each benchmark of the file is one run (a sweep gives several).
+//! Each benchmark of the file is one run (a sweep gives several, see
+//! [`super::import_runs`]), with its strategy's concurrency or rate.
 
 use serde_json::Value;
 use tpscope_model::{Cause, Target, Timestamp, TokenSource};
@@ -69,13 +71,32 @@ fn request(cx: &Cx<'_>, record: &str, r: &Value, errored: bool) -> Result<Raw, I
     })
 }
 
-pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
-    let doc: Value = serde_json::from_slice(bytes)
-        .map_err(|e| cx.not_format(format!("{e} (expected GuideLLM's benchmarks JSON)")))?;
+/// The file's document: JSON when it starts with `{`, else GuideLLM's YAML.
+pub(super) fn parse(cx: &Cx<'_>, bytes: &[u8]) -> Result<Value, ImportError> {
+    let json = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+    let doc: Value = if json {
+        serde_json::from_slice(bytes)
+            .map_err(|e| cx.not_format(format!("{e} (expected GuideLLM's benchmarks JSON)")))?
+    } else {
+        serde_norway::from_slice(bytes)
+            .map_err(|e| cx.not_format(format!("{e} (expected GuideLLM's benchmarks YAML)")))?
+    };
+    if !doc["benchmarks"].is_array() {
+        return Err(cx.not_format("no `benchmarks` array"));
+    }
+    Ok(doc)
+}
+
+/// How many benchmarks (runs) the document holds.
+pub(super) fn count(doc: &Value) -> usize {
+    doc["benchmarks"].as_array().map_or(0, Vec::len)
+}
+
+/// Imports benchmark `index` of a parsed document into `cx`.
+pub(super) fn import(cx: &mut Cx<'_>, doc: &Value, index: usize) -> Result<(), ImportError> {
     let benches = doc["benchmarks"]
         .as_array()
         .ok_or_else(|| cx.not_format("no `benchmarks` array"))?;
-    let index = cx.benchmark.unwrap_or(0);
     let b = benches.get(index).ok_or_else(|| {
         cx.not_format(format!(
             "no benchmark {index} (the file has {})",
@@ -94,7 +115,14 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
         api: Some("guidellm".into()),
         ..Target::default()
     };
-    cx.run.load = serde_json::json!({ "strategy": strategy, "benchmark": index, "benchmarks": benches.len() });
+    // `benchmark` counts from 1, as the run id's `#N` does.
+    cx.run.load = serde_json::json!({
+        "strategy": strategy,
+        "max_concurrency": cx.run.cap,
+        "request_rate": strategy["rate"].as_f64(),
+        "benchmark": index + 1,
+        "benchmarks": benches.len(),
+    });
     cx.queue_known = true;
     let reqs = &b["requests"];
     if !reqs.is_object() {
@@ -129,13 +157,6 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
                 Err(e) => cx.reject(e)?,
             }
         }
-    }
-    if benches.len() > 1 && cx.benchmark.is_none() {
-        cx.warnings.push(format!(
-            "{}: the file holds {} benchmarks; imported the first",
-            cx.file.display(),
-            benches.len()
-        ));
     }
     Ok(())
 }

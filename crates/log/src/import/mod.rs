@@ -29,7 +29,7 @@ pub enum Format {
     Vllm,
     /// NVIDIA AIPerf `profile_export.jsonl`.
     Aiperf,
-    /// GuideLLM benchmarks JSON.
+    /// GuideLLM benchmarks JSON or YAML.
     Guidellm,
     /// genai-bench experiment JSON.
     GenaiBench,
@@ -79,6 +79,9 @@ impl Format {
         {
             Some(Format::Aiperf)
         } else if has("\"benchmarks\"") && (has("\"guidellm") || has("\"requests\"")) {
+            Some(Format::Guidellm)
+        } else if (head.starts_with(b"benchmarks:") || has("\nbenchmarks:")) && has("guidellm") {
+            // GuideLLM's YAML (`--output kind=yaml`): top-level keys unquoted.
             Some(Format::Guidellm)
         } else if has("\"aggregated_metrics\"") && has("\"individual_request_metrics\"") {
             Some(Format::GenaiBench)
@@ -221,13 +224,63 @@ pub fn import(
     match format {
         Format::Vllm => vllm::import(&mut cx, bytes),
         Format::Aiperf => aiperf::import(&mut cx, bytes),
-        Format::Guidellm => guidellm::import(&mut cx, bytes),
+        Format::Guidellm => {
+            let doc = guidellm::parse(&cx, bytes)?;
+            let n = guidellm::count(&doc);
+            guidellm::import(&mut cx, &doc, 0)?;
+            if n > 1 {
+                cx.warnings.push(format!(
+                    "{}: the file holds {n} benchmarks; imported the first (import_runs reads all)",
+                    file.display()
+                ));
+            }
+            Ok(())
+        }
         Format::GenaiBench => genai_bench::import(&mut cx, bytes),
         Format::InferencePerf => inference_perf::import(&mut cx, bytes),
         Format::Llmperf => llmperf::import(&mut cx, bytes, opts.clients),
         Format::Otlp => otlp::import(&mut cx, bytes),
     }?;
     Ok(cx.finish())
+}
+
+/// Imports every run a file holds: one per benchmark of a GuideLLM sweep (run ids
+/// `RUN-ID#1`…`#N`, where RUN-ID is `opts.run_id` or `guidellm:FILE-NAME`), the one
+/// run of [`import`] for every other file.
+pub fn import_runs(
+    format: Option<Format>,
+    file: &Path,
+    bytes: &[u8],
+    opts: &ImportOptions,
+) -> Result<Vec<Imported>, ImportError> {
+    let format = match format {
+        Some(f) => f,
+        None => Format::sniff(bytes).ok_or_else(|| ImportError::Unrecognised {
+            file: file.to_path_buf(),
+        })?,
+    };
+    if format != Format::Guidellm {
+        return Ok(vec![import(Some(format), file, bytes, opts)?]);
+    }
+    let doc = guidellm::parse(&build::Cx::new(format, file, opts), bytes)?;
+    let n = guidellm::count(&doc);
+    if n == 0 {
+        return Err(
+            build::Cx::new(format, file, opts).not_format("the `benchmarks` array is empty")
+        );
+    }
+    (0..n)
+        .map(|i| {
+            let mut each = opts.clone();
+            if n > 1 {
+                let base = build::Cx::new(format, file, opts).run.run_id;
+                each.run_id = Some(format!("{base}#{}", i + 1));
+            }
+            let mut cx = build::Cx::new(format, file, &each);
+            guidellm::import(&mut cx, &doc, i)?;
+            Ok(cx.finish())
+        })
+        .collect()
 }
 
 #[cfg(test)]
