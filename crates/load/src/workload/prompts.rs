@@ -145,15 +145,12 @@ pub fn read_prompts_jsonl(path: &Path) -> Result<Vec<PromptItem>, FileError> {
     Ok(items)
 }
 
-/// Reads a ShareGPT file: a JSON array (or JSONL) of `{"conversations": [{"from":
-/// "human", "value": ...}, {"from": "gpt", "value": ...}, ...]}`. The first human
-/// turn is the prompt; when a reply follows it, the reply's token count (under
-/// `tokenizer`) is the output length, as `vllm bench serve` does.
-pub fn read_sharegpt(path: &Path, tokenizer: Tokenizer) -> Result<Vec<PromptItem>, FileError> {
+/// The records of a conversation file, each with its line number (JSON Lines) or
+/// none (a JSON array): shared by the ShareGPT prompts and multi-turn sessions.
+pub(crate) fn conversation_records(path: &Path) -> Result<Vec<(Option<usize>, Value)>, FileError> {
     let text = read(path)?;
     let trimmed = text.trim_start();
-    // (line number for messages, record)
-    let records: Vec<(Option<usize>, Value)> = if trimmed.starts_with('[') {
+    Ok(if trimmed.starts_with('[') {
         let v: Vec<Value> = serde_json::from_str(trimmed).map_err(|e| {
             ferr(
                 path,
@@ -167,7 +164,15 @@ pub fn read_sharegpt(path: &Path, tokenizer: Tokenizer) -> Result<Vec<PromptItem
         json_lines(path, &text)
             .map(|parsed| parsed.map(|(line, v)| (Some(line), v)))
             .collect::<Result<_, _>>()?
-    };
+    })
+}
+
+/// Reads a ShareGPT file: a JSON array (or JSONL) of `{"conversations": [{"from":
+/// "human", "value": ...}, {"from": "gpt", "value": ...}, ...]}`. The first human
+/// turn is the prompt; when a reply follows it, the reply's token count (under
+/// `tokenizer`) is the output length, as `vllm bench serve` does.
+pub fn read_sharegpt(path: &Path, tokenizer: Tokenizer) -> Result<Vec<PromptItem>, FileError> {
+    let records = conversation_records(path)?;
     let mut items = Vec::new();
     for (idx, (line, rec)) in records.iter().enumerate() {
         let at = |field: &str| match line {

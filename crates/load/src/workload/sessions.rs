@@ -15,7 +15,8 @@ use rand::Rng;
 use serde_json::Value;
 use tpscope_model::units::parse_duration;
 
-use super::file::{FileError, ferr, json_lines, positive_u32, read};
+use super::file::{FileError, ferr, positive_u32};
+use super::prompts::conversation_records;
 use crate::dist::LengthDist;
 
 /// One user turn of a conversation.
@@ -249,23 +250,7 @@ fn conversation_of(
 /// record ShareGPT `{"conversations": [{"from": "human", "value": ...}, ...]}` or
 /// OpenAI chat `{"messages": [{"role": "user", "content": ...}, ...]}`.
 pub fn read_conversations(path: &Path) -> Result<Vec<Conversation>, FileError> {
-    let text = read(path)?;
-    let trimmed = text.trim_start();
-    let records: Vec<(Option<usize>, Value)> = if trimmed.starts_with('[') {
-        let v: Vec<Value> = serde_json::from_str(trimmed).map_err(|e| {
-            ferr(
-                path,
-                Some(e.line()),
-                None,
-                format!("not a JSON array of conversations: {e}"),
-            )
-        })?;
-        v.into_iter().map(|r| (None, r)).collect()
-    } else {
-        json_lines(path, &text)
-            .map(|parsed| parsed.map(|(line, v)| (Some(line), v)))
-            .collect::<Result<_, _>>()?
-    };
+    let records = conversation_records(path)?;
     let mut out = Vec::with_capacity(records.len());
     for (idx, (line, rec)) in records.iter().enumerate() {
         let at = |field: &str| match line {
