@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer as _};
 
-use crate::config::{Api, Endpoint, Prompt, RequestSpec};
+use crate::config::{Api, Endpoint, Message, Prompt, RequestSpec};
 
 /// Parses `Retry-After`: delay-seconds (a decimal number is accepted too) or an
 /// HTTP date (a date in the past gives zero).
@@ -48,58 +48,33 @@ pub fn request_body(endpoint: &Endpoint, spec: &RequestSpec) -> Vec<u8> {
         if !extra.contains_key("model") {
             map.serialize_entry("model", &endpoint.model)?;
         }
-        match (endpoint.api, &spec.prompt) {
-            (Api::Chat, Prompt::Text(t)) if !extra.contains_key("messages") => {
-                map.serialize_entry(
-                    "messages",
-                    &[WireMessage {
-                        role: "user",
-                        content: t,
-                    }],
-                )?;
-            }
-            (Api::Chat, Prompt::Messages(ms)) if !extra.contains_key("messages") => {
-                let wire: Vec<WireMessage<'_>> = ms
-                    .iter()
-                    .map(|m| WireMessage {
-                        role: &m.role,
-                        content: &m.content,
-                    })
-                    .collect();
-                map.serialize_entry("messages", &wire)?;
-            }
-            (Api::Completions, Prompt::Text(t)) if !extra.contains_key("prompt") => {
-                map.serialize_entry("prompt", t)?;
-            }
-            (Api::Completions, Prompt::Messages(ms)) if !extra.contains_key("prompt") => {
-                let joined: Vec<&str> = ms.iter().map(|m| m.content.as_str()).collect();
-                map.serialize_entry("prompt", &joined.join("\n\n"))?;
-            }
-            (Api::Anthropic, Prompt::Text(t)) if !extra.contains_key("messages") => {
-                map.serialize_entry(
-                    "messages",
-                    &[WireMessage {
-                        role: "user",
-                        content: t,
-                    }],
-                )?;
-            }
-            (Api::Anthropic, Prompt::Messages(ms)) if !extra.contains_key("messages") => {
-                let (system, rest): (Vec<_>, Vec<_>) = ms.iter().partition(|m| m.role == "system");
-                if !system.is_empty() && !extra.contains_key("system") {
-                    let joined: Vec<&str> = system.iter().map(|m| m.content.as_str()).collect();
-                    map.serialize_entry("system", &joined.join("\n\n"))?;
+        let prompt_key = match endpoint.api {
+            Api::Completions => "prompt",
+            Api::Chat | Api::Anthropic => "messages",
+        };
+        if !extra.contains_key(prompt_key) {
+            match (endpoint.api, &spec.prompt) {
+                (Api::Completions, Prompt::Text(t)) => map.serialize_entry("prompt", t)?,
+                (Api::Completions, Prompt::Messages(ms)) => {
+                    map.serialize_entry("prompt", &joined(ms.iter()))?
                 }
-                let wire: Vec<WireMessage<'_>> = rest
-                    .iter()
-                    .map(|m| WireMessage {
-                        role: &m.role,
-                        content: &m.content,
-                    })
-                    .collect();
-                map.serialize_entry("messages", &wire)?;
+                (_, Prompt::Text(t)) => map.serialize_entry(
+                    "messages",
+                    &[WireMessage {
+                        role: "user",
+                        content: t,
+                    }],
+                )?,
+                (Api::Anthropic, Prompt::Messages(ms)) => {
+                    let (system, rest): (Vec<_>, Vec<_>) =
+                        ms.iter().partition(|m| m.role == "system");
+                    if !system.is_empty() && !extra.contains_key("system") {
+                        map.serialize_entry("system", &joined(system.into_iter()))?;
+                    }
+                    map.serialize_entry("messages", &wire(rest.into_iter()))?;
+                }
+                (_, Prompt::Messages(ms)) => map.serialize_entry("messages", &wire(ms.iter()))?,
             }
-            _ => {}
         }
         let max_tokens = match endpoint.api {
             Api::Anthropic => Some(spec.max_tokens.unwrap_or(ANTHROPIC_DEFAULT_MAX_TOKENS)),
@@ -131,6 +106,21 @@ pub fn request_body(endpoint: &Endpoint, spec: &RequestSpec) -> Vec<u8> {
     out
 }
 
+fn wire<'a>(ms: impl Iterator<Item = &'a Message>) -> Vec<WireMessage<'a>> {
+    ms.map(|m| WireMessage {
+        role: &m.role,
+        content: &m.content,
+    })
+    .collect()
+}
+
+/// Messages' contents as one text, paragraphs apart.
+fn joined<'a>(ms: impl Iterator<Item = &'a Message>) -> String {
+    ms.map(|m| m.content.as_str())
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
 fn prompt_len(p: &Prompt) -> usize {
     match p {
         Prompt::Text(t) => t.len(),
@@ -141,7 +131,6 @@ fn prompt_len(p: &Prompt) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Message;
 
     #[test]
     fn retry_after_seconds_and_dates() {
