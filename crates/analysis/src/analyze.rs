@@ -373,6 +373,7 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
             .as_ref()
             .map(|r| r.target.clone())
             .unwrap_or_default(),
+        simulated: input.load_field("simulator").is_some(),
         labels: input
             .run
             .as_ref()

@@ -290,6 +290,10 @@ pub struct RunReport {
     pub tool: Option<String>,
     /// What was measured.
     pub target: Target,
+    /// Whether the target was tpscope's built-in simulator (the run record's
+    /// `load.simulator`); a run without a URL that is not is an import or a
+    /// library recording whose target was not recorded.
+    pub simulated: bool,
     /// Labels from the run record.
     pub labels: BTreeMap<String, String>,
     /// The cap from the run record.

@@ -16,7 +16,7 @@ pub fn render(report: &Report) -> Vec<u8> {
         let _ = writeln!(
             o,
             "Target {} · model `{}` · cap {} · {}{}\n",
-            t.url.as_deref().unwrap_or("built-in simulator"),
+            target_name(r),
             t.model.as_deref().unwrap_or("?"),
             r.cap.map_or("none".to_string(), |c| c.to_string()),
             window_line(r),

@@ -37,6 +37,16 @@ fn rate_row(name: &'static str, s: &Summary<TokensPerSecond>) -> DistRow {
     }
 }
 
+/// What the run measured, as the header names it: the URL, the built-in
+/// simulator, or neither recorded (an import or a library recording without one).
+pub fn target_name(r: &RunReport) -> &str {
+    match (&r.target.url, r.simulated) {
+        (Some(url), _) => url,
+        (None, true) => "built-in simulator",
+        (None, false) => "not recorded",
+    }
+}
+
 /// How a closed loop's queue-inclusive rows are named: its queue is the client's
 /// own backlog (every request was ready at the start), not a user's wait.
 fn backlog_name(name: &'static str) -> &'static str {

@@ -27,7 +27,7 @@ pub fn render(report: &Report) -> Vec<u8> {
         let _ = writeln!(
             o,
             "  target {} · model {} · api {} · cap {} · tokens from {}",
-            t.url.as_deref().unwrap_or("built-in simulator"),
+            target_name(r),
             t.model.as_deref().unwrap_or("?"),
             t.api.as_deref().unwrap_or("?"),
             r.cap.map_or("none".to_string(), |c| c.to_string()),

@@ -16,7 +16,7 @@ use crate::compare::{criterion_cells, criterion_heads, headline_cells, method_li
 use crate::fmt::{SUMMARY_HEADS, summary_cells};
 use crate::rows::{
     backlog_left, by_cause, closed_loop_note, distribution_rows, failure_message_lines,
-    headline_rows, length_label, missing_lines, window_line,
+    headline_rows, length_label, missing_lines, target_name, window_line,
 };
 use charts::Series;
 use page::{Cell, document, table, warnings};
@@ -26,7 +26,7 @@ fn run_meta(r: &RunReport) -> String {
     let t = &r.target;
     let mut s = format!(
         "<p class=\"meta\">target {} · model {} · api {} · cap {} · tokens from {}</p>\n",
-        esc(t.url.as_deref().unwrap_or("built-in simulator")),
+        esc(target_name(r)),
         esc(t.model.as_deref().unwrap_or("?")),
         esc(t.api.as_deref().unwrap_or("?")),
         r.cap.map_or("none".to_string(), |c| c.to_string()),
