@@ -34,8 +34,8 @@ use tokio::sync::watch;
 use tpscope_client::{ClientConfig, Forwarder, Timeouts};
 pub use tpscope_record::Dispatch;
 use tpscope_record::{RunCounts, RunInfo};
-pub use tpscope_scrape::{ScrapeSummary, ScraperConfig};
 use tpscope_scrape::Scraper;
+pub use tpscope_scrape::{ScrapeSummary, ScraperConfig};
 
 pub use headers::{QUEUED_AT, completion_dialect, queued_at, strip_hop_by_hop};
 pub use metrics::Metrics;

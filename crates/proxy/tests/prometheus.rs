@@ -76,7 +76,10 @@ impl Prometheus {
         let out = std::fs::File::create(&log).unwrap();
         let child = Command::new(bin)
             .arg(format!("--config.file={}", config.display()))
-            .arg(format!("--storage.tsdb.path={}", dir.join("tsdb").display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("tsdb").display()
+            ))
             .arg("--web.listen-address=127.0.0.1:0")
             .stdin(Stdio::null())
             .stdout(out.try_clone().unwrap())
@@ -94,7 +97,12 @@ impl Prometheus {
             .wait_for("its listening address", || {
                 let text = std::fs::read_to_string(&log_path).unwrap_or_default();
                 let line = text.lines().find(|l| l.contains("msg=\"Listening on\""))?;
-                line.split("address=").nth(1)?.split_whitespace().next()?.parse().ok()
+                line.split("address=")
+                    .nth(1)?
+                    .split_whitespace()
+                    .next()?
+                    .parse()
+                    .ok()
             })
             .await;
         p.addr = addr;
@@ -114,7 +122,11 @@ impl Prometheus {
             if let Some(v) = f() {
                 return v;
             }
-            assert!(t0.elapsed() < TIMEOUT, "Prometheus: no {what}\n{}", self.tail());
+            assert!(
+                t0.elapsed() < TIMEOUT,
+                "Prometheus: no {what}\n{}",
+                self.tail()
+            );
             self.pause(what).await;
         }
     }
@@ -275,8 +287,10 @@ async fn a_real_prometheus_sees_the_gap_fraction_of_the_span_log() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
+    // Runs of a few seconds: the client's own overhead around the pipeline (in
+    // the PromQL run length, no gap in it) is a small share of them.
     let sim = sim_with(SimConfig {
-        speed: Speed::Scaled(10.0),
+        speed: Speed::Scaled(5.0),
         seed: 5,
         ..SimConfig::default()
     })
@@ -328,14 +342,18 @@ async fn a_real_prometheus_sees_the_gap_fraction_of_the_span_log() {
         prom.scraped_after(&series, 0.0).await;
     }
 
-    // Each pipeline in turn, while Prometheus scrapes. The PromQL figure is the
-    // counter's scraped value after the run minus its value before, over the
-    // run's length (measured here, not from the log). The counter is flat outside
-    // the run (nothing waits), so that difference is exactly the run's gap
-    // seconds. `increase()`/`rate()` over the run are not used: they extrapolate
-    // from the first and last scrape inside the window to its edges (and clamp at
-    // the counter's zero), which moves a run a few scrapes long by up to a scrape
-    // interval's share of it: more than the tolerance.
+    // Each pipeline in turn, while Prometheus scrapes. The PromQL figure is
+    // `c @ after - c @ before` (the counter's last scrape before the run and its
+    // first scrape after the run's last sampler tick) over the run's length as
+    // this client's stopwatch saw it (not from the log). Nothing waits outside
+    // the run, so the counter is flat there and the difference is exactly the
+    // run's gap seconds, whatever the scrape phase. `increase()`/`rate()` over
+    // the run are not used: they extrapolate from the first and last scrape
+    // inside the window to its edges (clamped at the counter's zero), which moves
+    // a run a few seconds long by up to a scrape interval's share: about the
+    // tolerance itself. The stopwatch window holds the log's (first queued to
+    // last released) plus the client's own overhead at both ends, where nothing
+    // is queued, so the two fractions differ by that overhead's share.
     let mut promql = Vec::new();
     for (_, p) in &proxies {
         let series = format!(
@@ -391,14 +409,14 @@ async fn a_real_prometheus_sees_the_gap_fraction_of_the_span_log() {
         p.shutdown().await.unwrap();
         let set = tpscope_log::read_paths(&[out], tpscope_log::ReadOptions::default()).unwrap();
         assert_eq!(set.runs.len(), 1);
-        let r = tpscope_analysis::analyze(
-            &set.runs[0].input,
-            &tpscope_analysis::Options::default(),
-        );
+        let r =
+            tpscope_analysis::analyze(&set.runs[0].input, &tpscope_analysis::Options::default());
         assert_eq!(r.counts.ok, 64);
         let logged = r.gap_fraction.expect("a gap fraction");
+        let window_s = r.window.as_ref().unwrap().duration.as_secs_f64();
         eprintln!(
-            "{dispatch}: span log {logged:.4}, PromQL {from_prom:.4} ({gap_s:.3} s of {run_s:.3} s)"
+            "{dispatch}: span log {logged:.4} (window {window_s:.3} s), PromQL {from_prom:.4} \
+             ({gap_s:.3} s of {run_s:.3} s)"
         );
         assert!(
             (logged - from_prom).abs() <= 0.02,

@@ -75,7 +75,11 @@ async fn the_upstream_metrics_become_server_samples_whose_tokens_match_the_spans
     assert_eq!(set.runs.len(), 1);
     let r = tpscope_analysis::analyze(&set.runs[0].input, &tpscope_analysis::Options::default());
     let s = r.server.as_ref().expect("a server side");
-    assert_eq!(s.server.as_deref(), Some("vllm"), "the simulator speaks vLLM's names");
+    assert_eq!(
+        s.server.as_deref(),
+        Some("vllm"),
+        "the simulator speaks vLLM's names"
+    );
     assert_eq!(s.client_output_tokens, r.counts.output_tokens);
     assert_eq!(
         s.server_output_tokens,
