@@ -5,7 +5,8 @@
 //! writer thread, sampler, admission), with an optional cap and bounded FIFO, and
 //! Prometheus metrics on a separate port. Clients speak HTTP/1.1 (keep-alive) or
 //! HTTP/2 (h2c); upstreams `http` or `https` (rustls + ring, the client crate's
-//! connector).
+//! connector). Optionally the upstream's own metrics page is scraped into
+//! `server_sample` records of the same run (`tpscope_scrape`, as bench does).
 //!
 //! [`start`] binds and serves; the [`ProxyHandle`] stops it (drain, then the
 //! `end` record and flush).
