@@ -12,6 +12,7 @@ use std::time::Duration;
 use anyhow::Context;
 use tpscope_proxy::{Dispatch, ProxyConfig, ProxyError, Rotate};
 
+use crate::bench_scrape::ServerMetricsArgs;
 use crate::exit::ResultExt;
 use crate::signals::StopSignals;
 
@@ -75,6 +76,10 @@ pub struct ProxyArgs {
     /// A label of the run record, `KEY=VALUE` (repeatable).
     #[arg(long = "label", value_name = "KEY=VALUE", value_parser = parse_label)]
     pub labels: Vec<(String, String)>,
+    /// The upstream's own metrics, scraped into `server_sample` records as
+    /// `bench` does (default: the upstream root's /metrics when it answers).
+    #[command(flatten)]
+    pub server_metrics: ServerMetricsArgs,
 }
 
 fn parse_addr(s: &str) -> Result<SocketAddr, String> {
@@ -142,14 +147,21 @@ pub fn run(args: ProxyArgs) -> anyhow::Result<ExitCode> {
         .context("starting the async runtime")
         .failure()?;
     rt.block_on(async move {
+        let mut cfg = cfg;
         let mut signals = StopSignals::install()
             .context("installing the signal handlers")
             .failure()?;
+        // Before the proxy starts: an explicit page that does not answer is bad input.
+        cfg.server_metrics = args.server_metrics.resolve(&args.upstream).await?;
         let handle = match tpscope_proxy::start(cfg).await {
             Ok(h) => h,
             // A bad --upstream or status is bad input (exit 2); the rest failed
             // while starting (exit 1).
-            Err(e @ (ProxyError::Upstream { .. } | ProxyError::QueueFullStatus(_))) => {
+            Err(
+                e @ (ProxyError::Upstream { .. }
+                | ProxyError::QueueFullStatus(_)
+                | ProxyError::ServerMetrics { .. }),
+            ) => {
                 return Err(e.into());
             }
             Err(e) => return Err(e).failure(),
@@ -169,8 +181,17 @@ pub fn run(args: ProxyArgs) -> anyhow::Result<ExitCode> {
             out.flush()?;
         }
         let signo = signals.recv().await;
-        let counts = handle.shutdown().await.failure()?;
+        let (counts, scrapes) = handle.shutdown_with_scrapes().await.failure()?;
         let mut err = std::io::stderr().lock();
+        if let Some(s) = scrapes.filter(|s| s.failed > 0 || !s.problems.is_empty()) {
+            writeln!(
+                err,
+                "warning: {} of {} server scrapes failed; {}",
+                s.failed,
+                s.failed + s.scrapes,
+                s.problems.join("; ")
+            )?;
+        }
         writeln!(
             err,
             "tpscope proxy stopped{}: {} spans ({} ok, {} error, {} cancelled){}",

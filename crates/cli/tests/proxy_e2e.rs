@@ -242,3 +242,77 @@ fn a_cap_in_waves_shows_a_gap_that_a_work_conserving_cap_does_not() {
         "the work-conserving run had a backlog: {fractions:?}"
     );
 }
+
+#[test]
+fn the_proxy_scrapes_its_upstream_metrics_and_the_report_has_the_server_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = sim();
+    let plog = dir.path().join("scraped.jsonl");
+    // The default page: the upstream root's /metrics (the simulator serves one).
+    let p = proxy(&sim.addr, &plog, &["--server-metrics-interval", "50ms"]);
+    let url = format!("http://{}/v1", p.addr);
+    let run = bench(
+        dir.path(),
+        "b-scraped.jsonl",
+        &[
+            "--url",
+            url.as_str(),
+            "--concurrency",
+            "4",
+            "--requests",
+            "24",
+            "--output-tokens",
+            "32",
+            "--extra-body",
+            "{\"ignore_eos\": true}",
+            "--server-metrics",
+            "off",
+            "-q",
+        ],
+    );
+    assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
+    let err = p.stop("-TERM");
+    assert!(!err.contains("server scrapes failed"), "{err}");
+    sim.stop("-INT");
+    check_log(&plog);
+    let scrapes = bench_support::records(&plog)
+        .iter()
+        .filter(|r| matches!(r, tpscope_model::Record::ServerSample(_)))
+        .count();
+    assert!(scrapes >= 2, "{scrapes} server samples");
+    let r = &analyze(&plog)[0];
+    let s = r.server.as_ref().expect("the server side");
+    assert_eq!(s.server_output_tokens, Some(r.counts.output_tokens as f64));
+    let report = tpscope().arg("report").arg(&plog).output().unwrap();
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(report.status.success(), "{text}");
+    assert!(text.contains("server vs client (vllm"), "{text}");
+    assert!(text.contains("diagnosis (client and server)"), "{text}");
+}
+
+#[test]
+fn an_explicit_server_metrics_page_that_does_not_answer_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tpscope()
+        .args([
+            "proxy",
+            "--upstream",
+            "http://127.0.0.1:9",
+            "--listen",
+            "127.0.0.1:0",
+            "--server-metrics",
+            "http://127.0.0.1:9/metrics",
+            "--out",
+        ])
+        .arg(dir.path().join("never.jsonl"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--server-metrics: http://127.0.0.1:9/metrics"),
+        "{err}"
+    );
+    assert!(!dir.path().join("never.jsonl").exists());
+}

@@ -5,7 +5,8 @@
 //! writer thread, sampler, admission), with an optional cap and bounded FIFO, and
 //! Prometheus metrics on a separate port. Clients speak HTTP/1.1 (keep-alive) or
 //! HTTP/2 (h2c); upstreams `http` or `https` (rustls + ring, the client crate's
-//! connector).
+//! connector). Optionally the upstream's own metrics page is scraped into
+//! `server_sample` records of the same run (`tpscope_scrape`, as bench does).
 //!
 //! [`start`] binds and serves; the [`ProxyHandle`] stops it (drain, then the
 //! `end` record and flush).
@@ -34,6 +35,8 @@ use tokio::sync::watch;
 use tpscope_client::{ClientConfig, Forwarder, Timeouts};
 pub use tpscope_record::Dispatch;
 use tpscope_record::{RunCounts, RunInfo};
+use tpscope_scrape::Scraper;
+pub use tpscope_scrape::{ScrapeSummary, ScraperConfig};
 
 pub use headers::{QUEUED_AT, completion_dialect, queued_at, strip_hop_by_hop};
 pub use metrics::Metrics;
@@ -81,6 +84,10 @@ pub struct ProxyConfig {
     pub metrics_listen: Option<SocketAddr>,
     /// Labels of the run record.
     pub labels: BTreeMap<String, String>,
+    /// Scrape the upstream's own metrics page into `server_sample` records while
+    /// the proxy runs (first scrape before it serves, last after it drains), as
+    /// `bench --server-metrics` does; `None`: not scraped.
+    pub server_metrics: Option<ScraperConfig>,
 }
 
 impl ProxyConfig {
@@ -105,6 +112,7 @@ impl ProxyConfig {
             drain_timeout: Duration::from_secs(30),
             metrics_listen: None,
             labels: BTreeMap::new(),
+            server_metrics: None,
         }
     }
 }
@@ -130,6 +138,15 @@ pub enum ProxyError {
         addr: SocketAddr,
         /// What the system said.
         source: io::Error,
+    },
+    /// The upstream's metrics page cannot be scraped (a URL the client rejects,
+    /// or no thread for the scraper).
+    #[error("--server-metrics {url}: {reason}")]
+    ServerMetrics {
+        /// The page's URL.
+        url: String,
+        /// What is wrong.
+        reason: String,
     },
     /// Creating or writing the span log failed.
     #[error("{path}: {source}")]
@@ -197,6 +214,7 @@ pub struct ProxyHandle {
     metrics_task: Option<tokio::task::JoinHandle<()>>,
     running: rec::Running,
     run_id: String,
+    scraper: Option<Scraper>,
 }
 
 impl ProxyHandle {
@@ -218,19 +236,34 @@ impl ProxyHandle {
     /// Stops accepting, lets open requests finish (up to the drain timeout; the
     /// rest are cancelled), then writes the `end` record and flushes.
     pub async fn shutdown(self) -> Result<RunCounts, ProxyError> {
+        self.shutdown_with_scrapes().await.map(|(counts, _)| counts)
+    }
+
+    /// [`ProxyHandle::shutdown`], and what the scraper of the upstream's metrics
+    /// did (`None` when it did not run): its last scrape is taken after the drain,
+    /// so the server's counters cover every request the proxy forwarded.
+    pub async fn shutdown_with_scrapes(
+        self,
+    ) -> Result<(RunCounts, Option<ScrapeSummary>), ProxyError> {
         let _ = self.stop.send(true);
         let _ = self.served.await;
         if let Some(m) = self.metrics_task {
             m.abort();
             let _ = m.await;
         }
-        tokio::task::spawn_blocking(move || self.running.close())
-            .await
-            .unwrap_or_else(|_| Err(io::Error::other("the writer panicked")))
-            .map_err(|source| ProxyError::Log {
-                path: "the span log".into(),
-                source,
-            })
+        let running = self.running;
+        let scraper = self.scraper;
+        tokio::task::spawn_blocking(move || {
+            // Before the `end` record: the last server sample belongs to the run.
+            let scrapes = scraper.map(Scraper::stop);
+            running.close().map(|counts| (counts, scrapes))
+        })
+        .await
+        .unwrap_or_else(|_| Err(io::Error::other("the writer panicked")))
+        .map_err(|source| ProxyError::Log {
+            path: "the span log".into(),
+            source,
+        })
     }
 }
 
@@ -305,11 +338,28 @@ pub async fn start(cfg: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
             },
         )?),
     };
-    let metrics = Arc::new(Metrics::new());
+    let metrics = Arc::new(Metrics::new(cfg.cap));
     let (running, rec) = rec::start(out, info, cfg.sample_interval, metrics.clone(), |r| {
         header.set(r)
     });
     let run_id = rec.run_id.to_string();
+    let scraper = match cfg.server_metrics.clone() {
+        None => None,
+        Some(sc) => {
+            let url = tpscope_record::redact_url(&sc.url);
+            match Scraper::start(sc, run_id.clone(), rec.clock, rec.tx.clone()).await {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    // The run record is written: end the run before saying why.
+                    let _ = tokio::task::spawn_blocking(move || running.close()).await;
+                    return Err(ProxyError::ServerMetrics {
+                        url,
+                        reason: e.to_string(),
+                    });
+                }
+            }
+        }
+    };
     let state = Arc::new(service::State {
         upstream,
         forwarder,
@@ -337,6 +387,7 @@ pub async fn start(cfg: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
         metrics_task,
         running,
         run_id,
+        scraper,
     })
 }
 

@@ -50,8 +50,11 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    /// A registry holding every metric at zero.
-    pub fn new() -> Metrics {
+    /// A registry holding every metric at zero, and `tpscope_cap` when there is a
+    /// cap. Without one the series is absent rather than 0: a 0 would make
+    /// `sum(tpscope_in_flight) / sum(tpscope_cap)` infinite and understate a
+    /// fleet's total cap.
+    pub fn new(cap: Option<u32>) -> Metrics {
         let mut registry = Registry::with_prefix("tpscope");
         let output_tokens = Counter::default();
         let input_tokens = Counter::default();
@@ -60,7 +63,6 @@ impl Metrics {
         let queue_full = Counter::default();
         let in_flight = Gauge::default();
         let queue_depth = Gauge::default();
-        let cap = Gauge::default();
         let gap = Counter::<f64, AtomicU64>::default();
         let backlog = Counter::<f64, AtomicU64>::default();
         // Seconds: 1 ms … 65 s; tokens per second: 1 … 32k.
@@ -103,7 +105,15 @@ impl Metrics {
             "Completions waiting for a slot",
             queue_depth.clone(),
         );
-        registry.register("cap", "The in-flight cap (absent without one)", cap.clone());
+        let cap_gauge = Gauge::default();
+        if let Some(c) = cap {
+            cap_gauge.set(i64::from(c));
+            registry.register(
+                "cap",
+                "The in-flight cap (absent without one)",
+                cap_gauge.clone(),
+            );
+        }
         registry.register_with_unit(
             "gap",
             "Time with work waiting while a slot was free (rate() is the gap fraction)",
@@ -147,7 +157,7 @@ impl Metrics {
             queue_full,
             in_flight,
             queue_depth,
-            cap,
+            cap: cap_gauge,
             gap,
             backlog,
             ttft,
@@ -260,8 +270,9 @@ impl Metrics {
 }
 
 impl Default for Metrics {
+    /// Without a cap.
     fn default() -> Self {
-        Metrics::new()
+        Metrics::new(None)
     }
 }
 
@@ -292,7 +303,7 @@ mod tests {
 
     #[test]
     fn deploy_files_use_only_exported_names() {
-        let m = Metrics::new();
+        let m = Metrics::new(Some(4));
         m.occupancy(std::time::Instant::now(), 1, 2, Some(4));
         // A labelled family shows once it has a series.
         m.finished(&Finished {
@@ -326,8 +337,20 @@ mod tests {
     }
 
     #[test]
+    fn an_uncapped_proxy_exports_no_cap_series_rather_than_a_zero_cap() {
+        // A 0 made the shipped utilization rule, in flight over cap, +Inf for an
+        // uncapped proxy (and a fleet's figure wrong with one in it).
+        let m = Metrics::new(None);
+        m.occupancy(std::time::Instant::now(), 3, 0, None);
+        let text = m.render();
+        assert!(!text.contains("tpscope_cap"), "{text}");
+        let capped = Metrics::new(Some(8)).render();
+        assert!(capped.contains("tpscope_cap 8"), "{capped}");
+    }
+
+    #[test]
     fn gap_and_backlog_accumulate_between_samples_as_the_earlier_sample_says() {
-        let m = Metrics::new();
+        let m = Metrics::new(None);
         let t0 = std::time::Instant::now();
         // Waiting with a free slot for 1 s, then at the cap for 1 s.
         m.occupancy(t0, 1, 3, Some(2));
@@ -340,7 +363,7 @@ mod tests {
 
     #[test]
     fn a_finished_completion_counts_tokens_status_and_its_metrics() {
-        let m = Metrics::new();
+        let m = Metrics::new(None);
         let f = Finished {
             seq: 0,
             queued_at: t(0),
