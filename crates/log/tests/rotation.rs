@@ -154,8 +154,8 @@ fn a_repeated_run_record_that_differs_names_the_file_line_and_field() {
     let want = format!(
         "{}:1: field `started_at`: a second `run` record for run `r` with \
          \"2026-01-01T00:00:01.000000000Z\" where the first has \
-         \"2026-01-01T00:00:00.000000000Z\" (a file that continues a run (as each file \
-         of a rotation does) repeats its `run` record exactly)",
+         \"2026-01-01T00:00:00.000000000Z\"; a file that continues a run, as each file \
+         of a rotation does, must repeat its `run` record exactly",
         files[1].display()
     );
     let e = read_paths(&files, ReadOptions::default()).unwrap_err();

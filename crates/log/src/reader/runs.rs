@@ -146,8 +146,8 @@ pub(super) fn repeated_run(first: &RunRecord, again: &RunRecord) -> FieldResult<
         return Ok(());
     }
     let run_id = &first.run_id;
-    let why = "a file that continues a run (as each file of a rotation does) repeats its \
-               `run` record exactly";
+    let why = "a file that continues a run, as each file of a rotation does, must repeat \
+               its `run` record exactly";
     // Compared as written, so that the field is named as in the file.
     let (Ok(serde_json::Value::Object(a)), Ok(serde_json::Value::Object(b))) =
         (serde_json::to_value(first), serde_json::to_value(again))
@@ -155,7 +155,7 @@ pub(super) fn repeated_run(first: &RunRecord, again: &RunRecord) -> FieldResult<
         return Err(problem(
             "",
             "duplicate_run",
-            format!("a second, different `run` record for run `{run_id}` ({why})"),
+            format!("a second, different `run` record for run `{run_id}`; {why}"),
         ));
     };
     let shown = |v: Option<&serde_json::Value>| v.map_or("absent".to_string(), |v| v.to_string());
@@ -168,7 +168,7 @@ pub(super) fn repeated_run(first: &RunRecord, again: &RunRecord) -> FieldResult<
             key.as_str(),
             "duplicate_run",
             format!(
-                "a second `run` record for run `{run_id}` with {} where the first has {} ({why})",
+                "a second `run` record for run `{run_id}` with {} where the first has {}; {why}",
                 shown(b.get(key)),
                 shown(a.get(key)),
             ),
@@ -176,7 +176,7 @@ pub(super) fn repeated_run(first: &RunRecord, again: &RunRecord) -> FieldResult<
         None => problem(
             "",
             "duplicate_run",
-            format!("a second, different `run` record for run `{run_id}` ({why})"),
+            format!("a second, different `run` record for run `{run_id}`; {why}"),
         ),
     })
 }
