@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use tpscope_model::{Cause, Occupancy, Status, Timestamp};
+use tpscope_model::{Cause, Occupancy, QueueTimes, Status, Timestamp};
 
 use crate::collect::Collected;
 use crate::diagnosis::{client_lag_from_samples, diagnose};
@@ -431,18 +431,14 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
     report
 }
 
-/// The run label an importer sets when the producer recorded no queue or schedule
-/// times: its spans' `queued_at` is then the send time, not a measurement.
-pub const QUEUE_LABEL: &str = "queue_times";
-/// The value of [`QUEUE_LABEL`] that says so.
-pub const QUEUE_UNKNOWN: &str = "unmeasured";
-
+/// Whether the run's producer recorded no queue or schedule times (an importer
+/// says so in the run record): its spans' `queued_at` is then the send time, not
+/// a measurement.
 fn queue_unmeasured(input: &RunInput) -> bool {
     input
         .run
         .as_ref()
-        .and_then(|r| r.labels.get(QUEUE_LABEL))
-        .is_some_and(|v| v == QUEUE_UNKNOWN)
+        .is_some_and(|r| r.queue_times == QueueTimes::Unmeasured)
 }
 
 /// Without queue times, queue time, the user's TTFT and the gap figures cannot be

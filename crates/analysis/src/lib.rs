@@ -34,10 +34,7 @@ pub mod sweep;
 mod test_support;
 mod window_text;
 
-pub use analyze::{
-    DEFAULT_SLO_SHARE, Options, Prices, QUEUE_LABEL, QUEUE_UNKNOWN, WindowSpec, analyze,
-    steady_bounds,
-};
+pub use analyze::{DEFAULT_SLO_SHARE, Options, Prices, WindowSpec, analyze, steady_bounds};
 pub use collect::LENGTH_EDGES;
 pub use errors::{CauseMessages, ErrorMessages, MessageCount};
 pub use goodput::{Goals, Goodput, parse_goals};

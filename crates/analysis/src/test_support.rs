@@ -25,6 +25,7 @@ pub(crate) fn capped_run(cap: u32) -> RunInput {
             sample_interval: None,
             load: serde_json::Value::Null,
             labels: Default::default(),
+            queue_times: Default::default(),
         }),
         ..RunInput::default()
     }

@@ -66,6 +66,7 @@ fn run_record(id: &str, cap: u32, model: &str, source: TokenSource) -> RunRecord
         sample_interval: None,
         load: serde_json::Value::Null,
         labels: Default::default(),
+        queue_times: Default::default(),
     }
 }
 

@@ -31,7 +31,8 @@ pub struct ProxyArgs {
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// Rotate the span log by size (1GiB) or age (1h): files FILE-0000, -0001, …
-    /// each start with the run record and read on their own.
+    /// each start with the run record and read on their own; `tpscope report FILE`
+    /// reads them all as one run.
     #[arg(long, value_name = "SIZE|DURATION", value_parser = parse_rotate, requires = "out")]
     pub rotate: Option<Rotate>,
     /// Serve Prometheus metrics on this address (`/metrics`).

@@ -28,7 +28,7 @@ pub enum Format {
 /// Flags of `tpscope report`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ReportArgs {
-    /// Span log files (JSON Lines, format tpscope.spans/1; `-` reads standard input). Runs are grouped by run_id across files.
+    /// Span log files (JSON Lines, format tpscope.spans/1; `-` reads standard input). Runs are grouped by run_id across files; a rotated log's files read as one run, and its base name (live.jsonl for live-0000.jsonl, …) reads them all.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Output format.
@@ -93,8 +93,10 @@ impl ReportConfig {
 }
 
 /// Reads span logs (with the reader's own file/line/field errors); `-` reads
-/// standard input, which is named `<stdin>` in messages. With `from`, the files are
-/// other tools' results, imported first.
+/// standard input, which is named `<stdin>` in messages; a missing base name of a
+/// rotated log reads its files (said on stderr), as does a record of a kind this
+/// version does not read, skipped. With `from`, the files are other tools'
+/// results, imported first.
 pub fn load(
     files: &[PathBuf],
     read: ReadOptions,
@@ -103,6 +105,23 @@ pub fn load(
     if let Some(format) = from {
         return crate::import_cmd::load_imported(format, files, read);
     }
+    let expanded = tpscope_log::expand_rotations(files);
+    for note in &expanded.notes {
+        eprintln!("note: {note}");
+    }
+    let set = read_logs(&expanded.files, read)?;
+    for (kind, n) in &set.unknown_kinds {
+        eprintln!(
+            "warning: skipped {n} record{} of kind `{kind}`, which this version of tpscope \
+             does not read (written by a newer one?)",
+            if *n == 1 { "" } else { "s" }
+        );
+    }
+    Ok(set)
+}
+
+/// Reads span log files, `-` as standard input.
+fn read_logs(files: &[PathBuf], read: ReadOptions) -> anyhow::Result<LogSet> {
     let stdin = Path::new("-");
     if !files.iter().any(|f| f == stdin) {
         return Ok(read_paths(files, read)?);
@@ -151,7 +170,9 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let report = build_report(&set, &cfg.analysis);
     let mut bytes = render(&report, &set, args.format).failure()?;
     if args.format == Format::Text {
-        bytes.extend_from_slice(crate::record_sections::text(&args.files, cfg.read)?.as_bytes());
+        // The files `load` read (a rotation's, for its base name).
+        let files = tpscope_log::expand_rotations(&args.files).files;
+        bytes.extend_from_slice(crate::record_sections::text(&files, cfg.read)?.as_bytes());
     }
     if let Some(path) = &args.html {
         let details: Vec<_> = set

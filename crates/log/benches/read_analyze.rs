@@ -64,6 +64,7 @@ fn generate(path: &PathBuf, n: u64) {
         sample_interval: Some(Duration::from_millis(10)),
         load: serde_json::Value::Null,
         labels: Default::default(),
+        queue_times: Default::default(),
     }))
     .unwrap();
     let cap = 64i64;

@@ -102,10 +102,10 @@ fn a_bad_field_gives_the_analysis_readers_error() {
             r#""output_tokens":4,"attempts":[{"started_at":"2026-01-01T00:00:00Z","ended_at":"2026-01-01T00:00:02Z","cause":"gremlins","tokens":4}]"#,
         ),
         SPAN.replace(r#""output_tokens":4"#, r#""output_tokens":4,"chunks":[[1]]"#),
-        r#"{"kind":"spam","run_id":"r"}"#.to_string(),
+        r#"{"kind":"spam",,}"#.to_string(),
         r#"{"kind": "span",,}"#.to_string(),
         format!("{SPAN}\n{SPAN}"),
-        RUN.to_string(),
+        RUN.replace(r#""cap":2"#, r#""cap":3"#),
     ];
     for case in cases {
         let text = format!("{RUN}\n{case}\n");
@@ -197,7 +197,9 @@ fn skip_invalid_counts_reasons_as_the_analysis_does() {
         SPAN.replace(r#""status":"ok""#, r#""status":"fine""#),
         SPAN.to_string(),
         second(SPAN).replace(r#""output_tokens":4"#, r#""output_tokens":"4""#),
-        second(RUN),
+        // A `run` record repeated with another cap (an exact repeat continues
+        // the run, as a rotation's next file does).
+        RUN.replace(r#""cap":2"#, r#""cap":3"#),
     ];
     let text = format!("{RUN}\n{SPAN}\n{}\n{}\n", bad.join("\n"), second(SPAN));
     let opts = ReadOptions {
@@ -327,6 +329,7 @@ fn records_written_by_the_writer_read_back_equal() {
             sample_interval: Some(Duration::from_millis(250)),
             load: serde_json::json!({"mode": "closed", "concurrency": 4}),
             labels: BTreeMap::from([("case".into(), "round trip \"é\"".into())]),
+            queue_times: tpscope_model::QueueTimes::Unmeasured,
         }),
         Record::Sample(SampleRecord {
             run_id: "w".into(),

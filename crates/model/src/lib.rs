@@ -6,6 +6,7 @@ pub mod cause;
 mod fields;
 pub mod occupancy;
 pub mod record;
+pub mod rotation;
 pub mod server;
 pub mod span;
 pub mod time;
@@ -13,7 +14,10 @@ pub mod units;
 
 pub use cause::{Cause, Status, UnknownCause};
 pub use occupancy::Occupancy;
-pub use record::{EndRecord, Record, RunRecord, SCHEMA, SampleRecord, Target};
+pub use record::{
+    EndRecord, LEGACY_QUEUE_LABEL, QueueTimes, Record, RunRecord, SCHEMA, SampleRecord, Target,
+};
+pub use rotation::rotated_path;
 pub use server::{HistogramTotals, ServerSampleRecord};
 pub use span::{
     Attempt, ChunkMark, Invalid, Lifecycle, MAX_PLAUSIBLE_SPAN, MAX_PLAUSIBLE_TOKENS, Span,

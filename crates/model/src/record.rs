@@ -66,6 +66,63 @@ pub struct RunRecord {
     /// Free-form labels (`key: value`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
+    /// Whether the spans' `queued_at` was measured; absent (every log before the
+    /// field, and every run tpscope records) means measured.
+    #[serde(default, skip_serializing_if = "QueueTimes::is_measured")]
+    pub queue_times: QueueTimes,
+}
+
+/// Whether a run's queue times were measured (the run record's `queue_times`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QueueTimes {
+    /// `queued_at` is when the request started waiting (for a slot or its
+    /// schedule), as tpscope and the tools that record a queue measure it.
+    #[default]
+    Measured,
+    /// The producer recorded no queue or schedule times: `queued_at` is the send
+    /// time, so queue time, the user's TTFT and the gap fraction are unknown.
+    Unmeasured,
+}
+
+impl QueueTimes {
+    /// Whether the queue times were measured (the field's default, not written).
+    pub fn is_measured(&self) -> bool {
+        *self == QueueTimes::Measured
+    }
+}
+
+impl std::str::FromStr for QueueTimes {
+    type Err = String;
+
+    /// The field's value as written: `measured` or `unmeasured`.
+    fn from_str(s: &str) -> Result<QueueTimes, String> {
+        match s {
+            "measured" => Ok(QueueTimes::Measured),
+            "unmeasured" => Ok(QueueTimes::Unmeasured),
+            other => Err(format!(
+                "unknown value `{other}` (expected measured or unmeasured)"
+            )),
+        }
+    }
+}
+
+/// The run label importers wrote before the run record had `queue_times`:
+/// `queue_times=unmeasured` (read for one release; see
+/// [`RunRecord::adopt_legacy_queue_label`]).
+pub const LEGACY_QUEUE_LABEL: (&str, &str) = ("queue_times", "unmeasured");
+
+impl RunRecord {
+    /// Moves the label [`LEGACY_QUEUE_LABEL`] of a log written before the
+    /// `queue_times` field into the field, so that the rest of tpscope reads one
+    /// form. Kept for one release after the field came.
+    pub fn adopt_legacy_queue_label(&mut self) {
+        let (key, value) = LEGACY_QUEUE_LABEL;
+        if self.labels.get(key).is_some_and(|v| v == value) {
+            self.labels.remove(key);
+            self.queue_times = QueueTimes::Unmeasured;
+        }
+    }
 }
 
 /// In-flight and queue depth at one instant, taken on a fixed cadence.
@@ -142,5 +199,47 @@ impl Record {
             Record::End(e) => &e.run_id,
             Record::ServerSample(s) => &s.run_id,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(extra: &str) -> RunRecord {
+        serde_json::from_str(&format!(
+            r#"{{"run_id":"r","schema":"tpscope.spans/1","started_at":"2026-01-01T00:00:00Z"{extra}}}"#
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn queue_times_is_measured_unless_written_and_written_only_when_unmeasured() {
+        let mut r = run("");
+        assert_eq!(r.queue_times, QueueTimes::Measured);
+        assert!(!serde_json::to_string(&r).unwrap().contains("queue_times"));
+        r.queue_times = QueueTimes::Unmeasured;
+        let text = serde_json::to_string(&r).unwrap();
+        assert!(text.contains(r#""queue_times":"unmeasured""#), "{text}");
+        assert_eq!(serde_json::from_str::<RunRecord>(&text).unwrap(), r);
+        assert_eq!("unmeasured".parse(), Ok(QueueTimes::Unmeasured));
+        assert!(
+            "sometimes"
+                .parse::<QueueTimes>()
+                .unwrap_err()
+                .contains("expected measured")
+        );
+    }
+
+    #[test]
+    fn the_legacy_label_moves_into_the_field_and_other_labels_stay() {
+        let mut r = run(r#","labels":{"queue_times":"unmeasured","job":"a"}"#);
+        r.adopt_legacy_queue_label();
+        assert_eq!(r.queue_times, QueueTimes::Unmeasured);
+        assert_eq!(r.labels.keys().collect::<Vec<_>>(), ["job"]);
+        let mut r = run(r#","labels":{"queue_times":"other"}"#);
+        r.adopt_legacy_queue_label();
+        assert_eq!(r.queue_times, QueueTimes::Measured);
+        assert_eq!(r.labels.len(), 1);
     }
 }

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use tpscope_model::{RunClock, RunRecord, SCHEMA, Target, Timestamp, TokenSource};
+use tpscope_model::{QueueTimes, RunClock, RunRecord, SCHEMA, Target, Timestamp, TokenSource};
 use tpscope_tokens::mix;
 
 /// The producer written in `run` records: this tool and its version.
@@ -99,6 +99,8 @@ impl RunInfo {
             sample_interval: self.sample_interval,
             load: self.load,
             labels: self.labels,
+            // The recorder is handed each request's queue time (or stamps it).
+            queue_times: QueueTimes::Measured,
         }
     }
 }

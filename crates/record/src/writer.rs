@@ -403,6 +403,7 @@ mod tests {
             sample_interval: None,
             load: serde_json::Value::Null,
             labels: Default::default(),
+            queue_times: Default::default(),
         });
         tx.span(span(1, Status::Ok), ToCount::default());
         tx.span(span(2, Status::Error), ToCount::default());

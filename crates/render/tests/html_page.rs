@@ -37,6 +37,7 @@ fn synth(id: &str, n: usize, cap: u32, rate: f64, refill: f64, seed: u64) -> Run
             sample_interval: None,
             load: serde_json::Value::Null,
             labels: Default::default(),
+            queue_times: Default::default(),
         }),
         ..RunInput::default()
     };

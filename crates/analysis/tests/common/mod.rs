@@ -26,6 +26,7 @@ pub fn run(cap: Option<u32>) -> RunRecord {
         sample_interval: Some(Duration::from_millis(10)),
         load: serde_json::Value::Null,
         labels: Default::default(),
+        queue_times: Default::default(),
     }
 }
 

@@ -71,6 +71,7 @@ pub fn records(run_id: &str, model: &str, source: TokenSource, load: Load) -> Ve
         sample_interval: Some(std::time::Duration::from_millis(100)),
         load: serde_json::Value::Null,
         labels: Default::default(),
+        queue_times: Default::default(),
     })];
     let mut slots = vec![0.0f64; load.cap as usize];
     let (mut ok, mut error) = (0u64, 0u64);

@@ -7,12 +7,11 @@ use std::path::Path;
 use std::time::Duration;
 
 use tpscope_model::{
-    Cause, ChunkMark, RunRecord, SCHEMA, Span, SpanError, Status, Target, Timestamp, TokenSource,
+    Cause, ChunkMark, QueueTimes, RunRecord, SCHEMA, Span, SpanError, Status, Target, Timestamp,
+    TokenSource,
 };
 
 use super::{Format, ImportError, ImportOptions, Imported};
-
-pub use tpscope_analysis::{QUEUE_LABEL, QUEUE_UNKNOWN};
 
 /// One foreign request, in tpscope's terms, before it is checked.
 #[derive(Clone, Debug, Default)]
@@ -84,6 +83,8 @@ impl<'a> Cx<'a> {
                 sample_interval: None,
                 load: serde_json::Value::Null,
                 labels,
+                // Settled by `finish` from `queue_known`.
+                queue_times: QueueTimes::Measured,
             },
             queue_known: false,
             spans: Vec::new(),
@@ -204,9 +205,7 @@ impl<'a> Cx<'a> {
             self.run.target.url = Some(format!("(not recorded by {})", self.format));
         }
         if !self.queue_known {
-            self.run
-                .labels
-                .insert(QUEUE_LABEL.to_string(), QUEUE_UNKNOWN.to_string());
+            self.run.queue_times = QueueTimes::Unmeasured;
             self.warnings.push(format!(
                 "{}: {} records no queue or schedule times, so queue time and the gap \
                  fraction cannot be known (shown as absent)",

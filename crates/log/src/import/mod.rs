@@ -20,8 +20,6 @@ use std::str::FromStr;
 
 use tpscope_model::{EndRecord, Record, RunRecord, Span, Status};
 
-pub use build::{QUEUE_LABEL, QUEUE_UNKNOWN};
-
 /// A foreign format tpscope can import.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Format {

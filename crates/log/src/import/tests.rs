@@ -39,7 +39,7 @@ fn vllm_columns_become_spans_with_the_queue_and_errors() {
     assert_eq!(b.error.as_ref().unwrap().cause, Cause::Http5xx);
     assert!((ms(b.admitted_at.unwrap(), b.queued_at) - 250.0).abs() < 1e-6);
     assert_eq!(i.run.cap, Some(2));
-    assert!(!i.run.labels.contains_key(QUEUE_LABEL));
+    assert_eq!(i.run.queue_times, tpscope_model::QueueTimes::Measured);
 }
 
 #[test]
@@ -120,7 +120,12 @@ fn llmperf_durations_are_placed_and_the_queue_is_absent() {
     assert_eq!(i.spans[1].error.as_ref().unwrap().cause, Cause::Http429);
     // Two clients: both start at the anchor.
     assert_eq!(i.spans[0].admitted_at, i.spans[1].admitted_at);
-    assert_eq!(i.run.labels[QUEUE_LABEL], QUEUE_UNKNOWN);
+    assert_eq!(i.run.queue_times, tpscope_model::QueueTimes::Unmeasured);
+    assert!(
+        !i.run.labels.contains_key("queue_times"),
+        "{:?}",
+        i.run.labels
+    );
     let input = tpscope_analysis::RunInput::from_records(i.run.clone(), &i.spans, &[]);
     let r = tpscope_analysis::analyze(&input, &Default::default());
     assert_eq!(r.gap_fraction, None);

@@ -23,7 +23,7 @@ use lines::{Failure, FileState, LineAt};
 pub use options::{LoadedRun, LogError, LogSet, ReadOptions};
 use parse::{Parsed, parse_record};
 pub use records::{LineRecord, RecordReader};
-use runs::Runs;
+use runs::{RunLens, Runs};
 use scan::{Line, scan_line};
 
 use crate::fast::{FastRecord, fast_record};
@@ -38,6 +38,8 @@ pub struct Reader {
     runs: Runs<LoadedRun>,
     /// The hour cache of the fast path's timestamps.
     hours: HourCache,
+    /// What the only run held when the file being read began.
+    file_base: RunLens,
 }
 
 impl Reader {
@@ -48,6 +50,7 @@ impl Reader {
             set: LogSet::default(),
             runs: Runs::default(),
             hours: HourCache::default(),
+            file_base: RunLens::default(),
         }
     }
 
@@ -79,6 +82,7 @@ impl Reader {
             size,
             ..FileState::default()
         };
+        self.file_base = self.run_lens();
         let io = |source| LogError::Io {
             file: name.to_path_buf(),
             source,

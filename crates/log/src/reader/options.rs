@@ -84,6 +84,10 @@ pub struct LogSet {
     pub skipped: BTreeMap<String, u64>,
     /// Warnings: cut-off last lines, runs without `run` or `end` records.
     pub warnings: Vec<String>,
+    /// Records of kinds this version does not read (written by a newer one),
+    /// skipped, by kind (DESIGN.md §8: readers ignore what they do not know). The
+    /// caller says so; the library prints nothing.
+    pub unknown_kinds: BTreeMap<String, u64>,
 }
 
 impl LogSet {

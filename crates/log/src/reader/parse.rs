@@ -8,8 +8,8 @@ use std::time::Duration;
 use serde::Deserialize;
 use tpscope_analysis::{ClientFacts, SampleFacts, SpanFacts};
 use tpscope_model::{
-    Cause, EndRecord, Lifecycle, RunRecord, ServerSampleRecord, Status, Target, Timestamp,
-    TokenSource, check_lifecycle,
+    Cause, EndRecord, Lifecycle, QueueTimes, RunRecord, ServerSampleRecord, Status, Target,
+    Timestamp, TokenSource, check_lifecycle,
 };
 
 use super::scan::{Line, Nested, RawAttempt};
@@ -32,7 +32,14 @@ pub(super) enum Parsed<'a> {
     Sample(SampleFacts),
     ServerSample(Box<ServerSampleRecord>),
     End(EndRecord),
+    /// A record of a kind this version does not know (from a newer writer): skipped
+    /// and counted by kind, unchecked (DESIGN.md §8: readers ignore what they do
+    /// not know). Its run id is not read.
+    Unknown(&'a str),
 }
+
+/// The record kinds this version reads.
+const KINDS: [&str; 5] = ["run", "span", "sample", "server_sample", "end"];
 
 fn parse_json<'a, T: Deserialize<'a>>(field: &str, raw: &'a str, expected: &str) -> FieldResult<T> {
     serde_json::from_str(raw)
@@ -126,9 +133,13 @@ pub(super) fn parse_record<'l>(
 #[inline(always)] // into each reader's one call, as before the record reader
 pub(super) fn parse_line<'l>(
     line: &'l Line<'_>,
-    kind: &str,
+    kind: &'l str,
     unit: Option<TimeUnit>,
 ) -> FieldResult<(&'l str, Parsed<'l>)> {
+    // Before any check: a newer kind may lack what this version requires.
+    if !KINDS.contains(&kind) {
+        return Ok(("", Parsed::Unknown(kind)));
+    }
     if let Some(field) = line.duplicate {
         return Err(problem(
             field,
@@ -183,15 +194,8 @@ pub(super) fn parse_line<'l>(
                 schedule_late_max: opt_secs("schedule_late_max_s", &line.schedule_late_max_s)?,
             })
         }
-        other => {
-            return Err(problem(
-                "kind",
-                "unknown_kind",
-                format!(
-                    "unknown record kind `{other}` (expected run, span, sample, server_sample or end)"
-                ),
-            ));
-        }
+        // Not reached: unknown kinds returned above.
+        other => Parsed::Unknown(other),
     };
     Ok((run_id, parsed))
 }
@@ -225,7 +229,15 @@ fn parse_run(
             .transpose()
     };
     let sample_interval = opt_secs("sample_interval_s", &line.sample_interval_s)?;
-    Ok(Parsed::Run(RunRecord {
+    let queue_times = present(&line.queue_times)
+        .map(|v| {
+            as_str("queue_times", v)?
+                .parse::<QueueTimes>()
+                .map_err(|e| problem("queue_times", "unknown_value", e))
+        })
+        .transpose()?
+        .unwrap_or_default();
+    let mut run = RunRecord {
         run_id: run_id.to_string(),
         schema: schema.to_string(),
         tool: opt_str("tool", &line.tool)?.unwrap_or_default(),
@@ -263,7 +275,13 @@ fn parse_run(
             .unwrap_or_default(),
             None => BTreeMap::new(),
         },
-    }))
+        queue_times,
+    };
+    // Logs imported before the field carry a label instead.
+    if line.queue_times.is_none() {
+        run.adopt_legacy_queue_label();
+    }
+    Ok(Parsed::Run(run))
 }
 
 fn parse_span<'l>(line: &'l Line<'_>, unit: Option<TimeUnit>) -> FieldResult<Parsed<'l>> {

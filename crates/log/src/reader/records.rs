@@ -54,6 +54,7 @@ pub struct RecordReader<R> {
     line: Vec<u8>,
     runs: Runs<Seen>,
     records: u64,
+    unknown_kinds: BTreeMap<String, u64>,
     skipped: BTreeMap<String, u64>,
     warnings: Vec<String>,
     done: bool,
@@ -104,6 +105,7 @@ impl<R: BufRead> RecordReader<R> {
             line: Vec::with_capacity(1024),
             runs: Runs::default(),
             records: 0,
+            unknown_kinds: BTreeMap::new(),
             skipped: BTreeMap::new(),
             warnings: Vec::new(),
             done: false,
@@ -118,6 +120,12 @@ impl<R: BufRead> RecordReader<R> {
     /// Records skipped so far, by reason (only with `skip_invalid`).
     pub fn skipped(&self) -> &BTreeMap<String, u64> {
         &self.skipped
+    }
+
+    /// Records of kinds this version does not read, skipped so far, by kind (as
+    /// [`LogSet::unknown_kinds`](super::LogSet::unknown_kinds)).
+    pub fn unknown_kinds(&self) -> &BTreeMap<String, u64> {
+        &self.unknown_kinds
     }
 
     /// Warnings so far; those about whole runs come once the input is exhausted.
@@ -164,15 +172,16 @@ impl<R: BufRead> RecordReader<R> {
                 continue;
             };
             let unit = self.opts.time_unit;
+            let unknown = &mut self.unknown_kinds;
             let result = at
                 .text()
-                .and_then(|text| record_of(text, unit, &mut self.runs));
+                .and_then(|text| record_of(text, unit, &mut self.runs, unknown));
             let tally = Tally {
                 records: &mut self.records,
                 skipped: &mut self.skipped,
                 warnings: &mut self.warnings,
             };
-            if let Some(record) =
+            if let Some(Some(record)) =
                 cur.file
                     .conclude(&cur.name, &at, result, self.opts.skip_invalid, tally)?
             {
@@ -190,7 +199,7 @@ impl<R: BufRead> RecordReader<R> {
         for seen in std::mem::take(&mut self.runs).into_runs() {
             run_warnings(
                 &seen.run_id,
-                seen.has_run,
+                seen.run.is_some(),
                 seen.end_spans,
                 seen.spans,
                 &mut self.warnings,

@@ -1,16 +1,18 @@
-//! Run assembly: records filed under their run (across files), duplicate span
-//! ids and runs found, the vectors sized ahead, and warnings for incomplete runs.
+//! Run assembly: records filed under their run (across files, a rotation's
+//! repeated `run` records included), duplicate span ids and differing `run`
+//! records found, the vectors sized ahead, and warnings for incomplete runs.
 //! The record reader keeps the same books ([`Runs`]) without the analysis input.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
 
 use tpscope_analysis::{RunInput, SpanText};
+use tpscope_model::RunRecord;
 
 use super::lines::FileState;
 use super::parse::Parsed;
 use super::{LoadedRun, LogSet, Reader};
-use crate::scalar::{FieldProblem, FieldResult, problem};
+use crate::scalar::{FieldResult, problem};
 
 /// A hasher for keys that already are keyed hashes (span ids hashed with random
 /// SipHash keys): hashing them again cost 4 % of reading.
@@ -134,13 +136,59 @@ impl<T: RunData> Runs<T> {
     }
 }
 
-/// A second `run` record for a run.
-pub(super) fn duplicate_run(run_id: &str) -> FieldProblem {
-    problem(
-        "run_id",
-        "duplicate_run",
-        format!("a second `run` record for run `{run_id}`"),
-    )
+/// Checks a `run` record met again for a run that has one. A file that continues
+/// a run repeats its `run` record exactly (each file of a rotation starts with
+/// it, so that it reads on its own), and the two files read as one run; a record
+/// that differs is another run under the same id: an error naming the first
+/// field that differs.
+pub(super) fn repeated_run(first: &RunRecord, again: &RunRecord) -> FieldResult<()> {
+    if first == again {
+        return Ok(());
+    }
+    let run_id = &first.run_id;
+    let why = "a file that continues a run, as each file of a rotation does, must repeat \
+               its `run` record exactly";
+    // Compared as written, so that the field is named as in the file.
+    let (Ok(serde_json::Value::Object(a)), Ok(serde_json::Value::Object(b))) =
+        (serde_json::to_value(first), serde_json::to_value(again))
+    else {
+        return Err(problem(
+            "",
+            "duplicate_run",
+            format!("a second, different `run` record for run `{run_id}`; {why}"),
+        ));
+    };
+    let shown = |v: Option<&serde_json::Value>| v.map_or("absent".to_string(), |v| v.to_string());
+    let differs = a
+        .keys()
+        .chain(b.keys().filter(|k| !a.contains_key(*k)))
+        .find(|k| a.get(*k) != b.get(*k));
+    Err(match differs {
+        Some(key) => problem(
+            key.as_str(),
+            "duplicate_run",
+            format!(
+                "a second `run` record for run `{run_id}` with {} where the first has {}; {why}",
+                shown(b.get(key)),
+                shown(a.get(key)),
+            ),
+        ),
+        None => problem(
+            "",
+            "duplicate_run",
+            format!("a second, different `run` record for run `{run_id}`; {why}"),
+        ),
+    })
+}
+
+/// Counts a record of a kind this version does not read.
+pub(super) fn count_kind(counts: &mut BTreeMap<String, u64>, kind: &str) {
+    match counts.get_mut(kind) {
+        Some(n) => *n += 1,
+        None => {
+            counts.insert(kind.to_string(), 1);
+        }
+    }
 }
 
 /// The warnings for a run read whole: no `run` record, or an `end` record that
@@ -221,10 +269,30 @@ fn dense_id(id: &str) -> Option<u64> {
     (n < DENSE_IDS).then_some(n)
 }
 
+/// How many spans, samples, hashed ids and kept span ids the only run held;
+/// zeros when the reader holds no run or several.
+#[derive(Clone, Copy, Default)]
+pub(super) struct RunLens([usize; 4]);
+
 impl Reader {
+    /// What the only run holds, taken as a file starts (see [`Reader::reserve_rest`]).
+    pub(super) fn run_lens(&self) -> RunLens {
+        match &self.runs.accs[..] {
+            [acc] => RunLens([
+                acc.run.input.spans.len(),
+                acc.run.input.samples.len(),
+                acc.ids.other.len(),
+                acc.run.span_ids.len(),
+            ]),
+            _ => RunLens::default(),
+        }
+    }
+
     /// Reserves room for the rest of the file, extrapolating from the lines read:
     /// growing a vector of a million spans by doubling copied it repeatedly and
-    /// held two copies at the peak. Only a file of one run is extrapolated.
+    /// held two copies at the peak. Only a file of one run is extrapolated, and
+    /// only from what this file added (`file_base`: the run when the file began):
+    /// a later file of a rotation would otherwise multiply the earlier files' spans.
     pub(super) fn reserve_rest(&mut self, file: &FileState) {
         let (Some(size), [acc]) = (file.size, &mut self.runs.accs[..]) else {
             return;
@@ -236,12 +304,13 @@ impl Reader {
         // trigger a doubling.
         let scale = (size - file.bytes) as f64 / file.bytes as f64 * 1.02;
         let input = &mut acc.run.input;
-        let more = |n: usize| (n as f64 * scale) as usize;
-        input.spans.reserve(more(input.spans.len()));
-        input.samples.reserve(more(input.samples.len()));
-        acc.ids.other.reserve(more(acc.ids.other.len()));
+        let [spans, samples, other, ids] = self.file_base.0;
+        let more = |n: usize, before: usize| (n.saturating_sub(before) as f64 * scale) as usize;
+        input.spans.reserve(more(input.spans.len(), spans));
+        input.samples.reserve(more(input.samples.len(), samples));
+        acc.ids.other.reserve(more(acc.ids.other.len(), other));
         if self.opts.keep_span_ids {
-            acc.run.span_ids.reserve(more(acc.run.span_ids.len()));
+            acc.run.span_ids.reserve(more(acc.run.span_ids.len(), ids));
         }
     }
 
@@ -278,12 +347,13 @@ impl Reader {
             Parsed::ServerSample(s) => self.runs.run(run_id).input.server_samples.push(*s),
             Parsed::Run(r) => {
                 let run = self.runs.run(run_id);
-                if run.input.run.is_some() {
-                    return Err(duplicate_run(run_id));
+                match &run.input.run {
+                    Some(first) => repeated_run(first, &r)?,
+                    None => run.input.run = Some(r),
                 }
-                run.input.run = Some(r);
             }
             Parsed::End(e) => self.runs.run(run_id).input.end = Some(e),
+            Parsed::Unknown(kind) => count_kind(&mut self.set.unknown_kinds, kind),
         }
         Ok(())
     }

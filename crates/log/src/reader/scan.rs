@@ -44,6 +44,7 @@ pub(super) struct Line<'a> {
     pub(super) sample_interval_s: Option<Scalar<'a>>,
     pub(super) load: Option<&'a str>,
     pub(super) labels: Option<&'a str>,
+    pub(super) queue_times: Option<Scalar<'a>>,
     // end
     pub(super) ended_at: Option<Scalar<'a>>,
     pub(super) spans: Option<Scalar<'a>>,
@@ -215,6 +216,7 @@ macro_rules! line_keys {
             at, in_flight, queue_depth, cap,
             // run
             schema, tool, started_at, target, tokenizer, sample_interval_s, load, labels,
+            queue_times,
             // end
             ended_at, spans, ok, cancelled, samples, schedule_late_max_s,
         );
@@ -366,6 +368,7 @@ fn scan<'a, const WHOLE: bool>(text: &'a str, line: &mut Line<'a>) -> JsonResult
             Key::sample_interval_s => scalar!(sample_interval_s),
             Key::load => raw!(load),
             Key::labels => raw!(labels),
+            Key::queue_times => scalar!(queue_times),
             Key::ended_at => scalar!(ended_at),
             Key::spans => scalar!(spans),
             Key::ok => scalar!(ok),

@@ -3,13 +3,14 @@
 //! message, the chunks), for importers, merging and re-exporting.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 
 use tpscope_analysis::SpanFacts;
-use tpscope_model::{Attempt, Record, SampleRecord, Span, SpanError, TokenSource};
+use tpscope_model::{Attempt, Record, RunRecord, SampleRecord, Span, SpanError, TokenSource};
 
 use super::lines::Failure;
 use super::parse::{AttemptCore, Parsed, attempts_of, opt_secs, opt_time, parse_record, req_time};
-use super::runs::{RunData, Runs, duplicate_run};
+use super::runs::{RunData, Runs, count_kind, repeated_run};
 use super::scan::{AttemptExtras, Line, RawAttempt, scan_whole_line};
 use crate::json::Scanner;
 use crate::scalar::*;
@@ -18,7 +19,8 @@ use crate::scalar::*;
 /// analysis reader makes.
 pub(super) struct Seen {
     pub(super) run_id: String,
-    pub(super) has_run: bool,
+    /// Its first `run` record (a repeat is checked against it).
+    pub(super) run: Option<RunRecord>,
     pub(super) spans: u64,
     pub(super) end_spans: Option<u64>,
 }
@@ -27,7 +29,7 @@ impl RunData for Seen {
     fn new(run_id: &str) -> Seen {
         Seen {
             run_id: run_id.to_string(),
-            has_run: false,
+            run: None,
             spans: 0,
             end_spans: None,
         }
@@ -38,16 +40,18 @@ impl RunData for Seen {
 }
 
 /// Reads one line into a whole record, checked as the analysis reader checks it
-/// (a duplicate span id or `run` record included).
+/// (a duplicate span id or a differing `run` record included); `None` for a
+/// record of a kind this version does not read, counted in `unknown_kinds`.
 pub(super) fn record_of(
     text: &str,
     unit: Option<TimeUnit>,
     runs: &mut Runs<Seen>,
-) -> Result<Record, Failure> {
+    unknown_kinds: &mut BTreeMap<String, u64>,
+) -> Result<Option<Record>, Failure> {
     let mut line = Line::default();
     scan_whole_line(text, &mut line).map_err(Failure::syntax)?;
     let (run_id, parsed) = parse_record(&line, unit)?;
-    Ok(match parsed {
+    Ok(Some(match parsed {
         Parsed::Span {
             facts,
             source,
@@ -74,17 +78,21 @@ pub(super) fn record_of(
         }
         Parsed::Run(r) => {
             let seen = runs.run(run_id);
-            if seen.has_run {
-                return Err(duplicate_run(run_id).into());
+            match &seen.run {
+                Some(first) => repeated_run(first, &r)?,
+                None => seen.run = Some(r.clone()),
             }
-            seen.has_run = true;
             Record::Run(r)
         }
         Parsed::End(e) => {
             runs.run(run_id).end_spans = Some(e.spans);
             Record::End(e)
         }
-    })
+        Parsed::Unknown(kind) => {
+            count_kind(unknown_kinds, kind);
+            return Ok(None);
+        }
+    }))
 }
 
 /// The span of a checked line: its facts and the fields the analysis skips.
