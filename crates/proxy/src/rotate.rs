@@ -2,9 +2,9 @@
 //! recording seam's writer thread that, once the current file is too large or
 //! too old, moves to the next file at a line boundary and starts it with the
 //! run's `run` record (the same `run_id`), so every file reads on its own.
-//! Files are `STEM-0000.EXT`, `STEM-0001.EXT`, … (they sort in order). The log
-//! readers still refuse a repeated `run` record, so reading several files of one
-//! rotation together is not yet possible.
+//! Files are `STEM-0000.EXT`, `STEM-0001.EXT`, … (they sort in order; the names
+//! are `tpscope_model::rotated_path`'s, which the readers use to read a whole
+//! rotation as one run).
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+pub use tpscope_model::rotated_path;
 use tpscope_model::{Record, RunRecord};
 
 /// When to move to the next file.
@@ -90,19 +91,6 @@ pub(crate) struct Rotating {
     file: File,
     written: u64,
     opened: Instant,
-}
-
-/// The `index`-th file of `base` (`spans.jsonl` → `spans-0003.jsonl`).
-pub fn rotated_path(base: &Path, index: u32) -> PathBuf {
-    let stem = base
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let name = match base.extension() {
-        Some(ext) => format!("{stem}-{index:04}.{}", ext.to_string_lossy()),
-        None => format!("{stem}-{index:04}"),
-    };
-    base.with_file_name(name)
 }
 
 impl Rotating {
