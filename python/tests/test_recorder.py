@@ -198,3 +198,23 @@ def test_analyze_and_compare_return_exactly_what_the_cli_prints(tmp_path):
     assert ours["schema"] == tpscope.COMPARE_SCHEMA
     both = tpscope.analyze([paths[0], str(paths[1])], window="full", bucket="100ms")
     assert len(both["runs"]) == 2
+
+
+def test_analyze_reads_a_rotation_by_its_base_name_and_warns_of_unknown_kinds(tmp_path):
+    whole = tmp_path / "whole.jsonl"
+    with tpscope.Recorder(whole, cap=2) as rec:
+        for i in range(10):
+            h = rec.queued(str(i))
+            h.admitted()
+            h.tokens(2)
+            h.finish_ok()
+    lines = whole.read_text().splitlines()
+    run, rest = lines[0], lines[1:]
+    half = len(rest) // 2
+    unknown = json.dumps({"kind": "gpu_sample", "run_id": json.loads(run)["run_id"]})
+    (tmp_path / "live-0000.jsonl").write_text("\n".join([run, *rest[:half]]) + "\n")
+    (tmp_path / "live-0001.jsonl").write_text("\n".join([run, unknown, *rest[half:]]) + "\n")
+    with pytest.warns(UserWarning, match="kind `gpu_sample`"):
+        report = tpscope.analyze(tmp_path / "live.jsonl")
+    assert report["runs"][0]["counts"]["spans"] == 10
+    assert report == tpscope.analyze(whole)

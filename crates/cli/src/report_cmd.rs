@@ -110,12 +110,8 @@ pub fn load(
         eprintln!("note: {note}");
     }
     let set = read_logs(&expanded.files, read)?;
-    for (kind, n) in &set.unknown_kinds {
-        eprintln!(
-            "warning: skipped {n} record{} of kind `{kind}`, which this version of tpscope \
-             does not read (written by a newer one?)",
-            if *n == 1 { "" } else { "s" }
-        );
+    for w in set.unknown_kind_warnings() {
+        eprintln!("warning: {w}");
     }
     Ok(set)
 }

@@ -60,8 +60,20 @@ fn options(
     })
 }
 
+/// Reads span logs as the CLI does: a rotation's base name reads its files as
+/// one run.
 fn read(paths: &[PathBuf], opts: ReadOptions) -> PyResult<LogSet> {
-    read_paths(paths, opts).map_err(err)
+    read_paths(&tpscope_log::expand_rotations(paths).files, opts).map_err(err)
+}
+
+/// Python `UserWarning`s (the CLI's stderr warnings).
+fn warn_all(py: Python<'_>, warnings: &[String]) -> PyResult<()> {
+    let category = py.get_type::<pyo3::exceptions::PyUserWarning>();
+    for w in warnings {
+        let msg = std::ffi::CString::new(w.as_str()).map_err(err)?;
+        PyErr::warn(py, &category, &msg, 1)?;
+    }
+    Ok(())
 }
 
 /// The `tpscope.report/1` document of the span logs `paths`, as JSON text.
@@ -95,12 +107,17 @@ pub fn analyze_json(
         (price_per_hour, price_per_mtok_in, price_per_mtok_out),
         goodput,
     )?;
-    py.detach(|| {
+    let (json, skipped) = py.detach(|| {
         let set = read(&paths, read_opts)?;
         let report = tpscope_log::report(&set, &opts);
         let bytes = tpscope_render::json(&report).map_err(err)?;
-        String::from_utf8(bytes).map_err(err)
-    })
+        Ok::<_, PyErr>((
+            String::from_utf8(bytes).map_err(err)?,
+            set.unknown_kind_warnings(),
+        ))
+    })?;
+    warn_all(py, &skipped)?;
+    Ok(json)
 }
 
 /// One side of a comparison: its run, where it came from, and its reader warnings.
@@ -124,11 +141,9 @@ fn side(
         Some(id) => format!("{}#{id}", path.display()),
         None => path.display().to_string(),
     };
-    Ok((
-        chosen.clone(),
-        source,
-        tpscope_log::side_warnings(&set, side),
-    ))
+    let mut warnings = tpscope_log::side_warnings(&set, side);
+    warnings.extend(set.unknown_kind_warnings());
+    Ok((chosen.clone(), source, warnings))
 }
 
 /// The `tpscope.compare/1` document of a candidate run against a baseline, as JSON.

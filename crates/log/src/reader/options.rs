@@ -91,6 +91,20 @@ pub struct LogSet {
 }
 
 impl LogSet {
+    /// One warning per record kind skipped, for the caller to show.
+    pub fn unknown_kind_warnings(&self) -> Vec<String> {
+        self.unknown_kinds
+            .iter()
+            .map(|(kind, n)| {
+                format!(
+                    "skipped {n} record{} of kind `{kind}`, which this version of tpscope \
+                     does not read (written by a newer one?)",
+                    if *n == 1 { "" } else { "s" }
+                )
+            })
+            .collect()
+    }
+
     /// Its counts, for the per-line handling.
     pub(super) fn tally(&mut self) -> Tally<'_> {
         Tally {
