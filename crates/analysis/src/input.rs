@@ -1,6 +1,7 @@
 //! The analysis input: one run's metadata with compact per-span facts and samples.
 //! Readers and library callers build it; every metric is computed from it.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use tpscope_model::{
@@ -11,7 +12,7 @@ use tpscope_model::{
 use crate::errors::ErrorMessages;
 
 /// What the analysis needs of one span, without ids, text or attempt details
-/// (120 bytes, so a million spans fit in memory comfortably).
+/// (about 200 bytes, so a million spans fit in memory comfortably).
 #[derive(Clone, Debug, PartialEq)]
 pub struct SpanFacts {
     /// How the request ended.
@@ -42,6 +43,46 @@ pub struct SpanFacts {
     pub chunks: Option<Box<[ChunkMark]>>,
     /// How well the client measured it (from its attempts).
     pub client: ClientFacts,
+    /// Its place in a multi-turn session (`session_id` and `turn` both given).
+    pub session: Option<SessionTurn>,
+}
+
+/// A span's place in a multi-turn session: the session as a number (readers
+/// number a run's `session_id`s in order of first appearance, [`SessionIds`], so
+/// that the facts hold no string) and the turn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SessionTurn {
+    /// The session's number within its run.
+    pub session: u32,
+    /// The turn (from 1).
+    pub turn: u32,
+}
+
+/// The `session_id`s of one run, numbered in order of first appearance.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SessionIds(HashMap<Box<str>, u32>);
+
+impl SessionIds {
+    /// The number of session `id`, given the next one when it is new.
+    pub fn number(&mut self, id: &str) -> u32 {
+        if let Some(&n) = self.0.get(id) {
+            return n;
+        }
+        // More than 4 billion sessions in a run share the last number.
+        let n = u32::try_from(self.0.len()).unwrap_or(u32::MAX);
+        self.0.insert(id.into(), n);
+        n
+    }
+
+    /// Sessions numbered so far.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether none was.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
 }
 
 /// How well the client measured one span, from its attempts' `end_at`,
@@ -100,8 +141,8 @@ impl ClientFacts {
 }
 
 impl SpanFacts {
-    /// The facts of a full span.
-    pub fn of(span: &Span) -> SpanFacts {
+    /// The facts of a full span (its session, if any, numbered by `sessions`).
+    pub fn of(span: &Span, sessions: &mut SessionIds) -> SpanFacts {
         SpanFacts {
             status: span.status,
             error_cause: span.error.as_ref().map(|e| e.cause),
@@ -123,6 +164,13 @@ impl SpanFacts {
                     c.add(ClientFacts::of_attempt(a));
                     c
                 }),
+            session: match (&span.session_id, span.turn) {
+                (Some(id), Some(turn)) => Some(SessionTurn {
+                    session: sessions.number(id),
+                    turn,
+                }),
+                _ => None,
+            },
         }
     }
 
@@ -216,6 +264,8 @@ pub struct RunInput {
     pub last_attempts: Vec<(usize, Timestamp)>,
     /// Scrapes of the server's own metrics, in log order (empty when none were taken).
     pub server_samples: Vec<ServerSampleRecord>,
+    /// The numbers given to the spans' `session_id`s ([`SpanFacts::session`]).
+    pub session_ids: SessionIds,
 }
 
 impl RunInput {
@@ -227,7 +277,7 @@ impl RunInput {
             ..RunInput::default()
         };
         for s in spans {
-            let facts = SpanFacts::of(s);
+            let facts = SpanFacts::of(s, &mut input.session_ids);
             if let Some(e) = &s.error {
                 input.add_error_message(&facts, &e.message);
             }

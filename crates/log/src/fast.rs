@@ -45,6 +45,8 @@ pub(crate) enum FastRecord<'a> {
         request_id: Option<&'a str>,
         /// When the last attempt started, for a span with several.
         last_attempt_at: Option<Timestamp>,
+        /// The `session_id` and `turn`, when both are given.
+        session: Option<(&'a str, u32)>,
     },
     Sample {
         run_id: &'a str,
@@ -177,13 +179,17 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
     } else {
         None
     };
-    // Multi-turn fields: read past (the analysis does not use them).
-    if c.lit(key::session_id) {
-        c.str()?;
-    }
-    if c.lit(key::turn) {
-        c.uint()?;
-    }
+    // Multi-turn fields: kept only when both are given, as the general path does.
+    let session_id = if c.lit(key::session_id) {
+        Some(c.str()?)
+    } else {
+        None
+    };
+    let turn = if c.lit(key::turn) {
+        Some(c.u32()?)
+    } else {
+        None
+    };
     if c.lit(key::tokenizer_output_tokens) {
         c.uint()?;
     }
@@ -202,6 +208,7 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
         wasted_tokens,
         chunks: None,
         client,
+        session: None,
     };
     check_lifecycle(facts.lifecycle()).ok()?;
     Some(FastRecord::Span {
@@ -212,6 +219,7 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
         error_message,
         request_id,
         last_attempt_at,
+        session: session_id.zip(turn),
     })
 }
 

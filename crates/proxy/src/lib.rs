@@ -34,6 +34,7 @@ use tokio::sync::watch;
 use tpscope_client::{ClientConfig, Forwarder, Timeouts};
 pub use tpscope_record::Dispatch;
 use tpscope_record::{RunCounts, RunInfo};
+pub use tpscope_tokens::Tokenizer;
 
 pub use headers::{QUEUED_AT, completion_dialect, queued_at, strip_hop_by_hop};
 pub use metrics::Metrics;
@@ -81,6 +82,8 @@ pub struct ProxyConfig {
     pub metrics_listen: Option<SocketAddr>,
     /// Labels of the run record.
     pub labels: BTreeMap<String, String>,
+    /// Counts the output of responses without `usage` (named in the run record).
+    pub tokenizer: Tokenizer,
 }
 
 impl ProxyConfig {
@@ -105,6 +108,7 @@ impl ProxyConfig {
             drain_timeout: Duration::from_secs(30),
             metrics_listen: None,
             labels: BTreeMap::new(),
+            tokenizer: Tokenizer::default(),
         }
     }
 }
@@ -284,6 +288,7 @@ pub async fn start(cfg: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
     if let Some(c) = cfg.cap {
         info = info.cap(c);
     }
+    info.tokenizer = Some(cfg.tokenizer.name().into());
     for (k, v) in &cfg.labels {
         info = info.label(k.clone(), v.clone());
     }
@@ -306,9 +311,14 @@ pub async fn start(cfg: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
         )?),
     };
     let metrics = Arc::new(Metrics::new());
-    let (running, rec) = rec::start(out, info, cfg.sample_interval, metrics.clone(), |r| {
-        header.set(r)
-    });
+    let (running, rec) = rec::start(
+        out,
+        info,
+        cfg.tokenizer,
+        cfg.sample_interval,
+        metrics.clone(),
+        |r| header.set(r),
+    );
     let run_id = rec.run_id.to_string();
     let state = Arc::new(service::State {
         upstream,

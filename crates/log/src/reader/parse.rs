@@ -28,6 +28,9 @@ pub(super) enum Parsed<'a> {
         request_id: Option<Cow<'a, str>>,
         /// When the last attempt started, for a span with several.
         last_attempt_at: Option<Timestamp>,
+        /// The `session_id` and `turn` of a multi-turn span, when both are given
+        /// (numbered into [`SpanFacts::session`] when the span is filed).
+        session: Option<(Cow<'a, str>, u32)>,
     },
     Sample(SampleFacts),
     ServerSample(Box<ServerSampleRecord>),
@@ -407,6 +410,7 @@ fn parse_span<'l>(line: &'l Line<'_>, unit: Option<TimeUnit>) -> FieldResult<Par
             wasted_tokens,
             chunks,
             client,
+            session: None,
         },
         source,
         span_id,
@@ -415,7 +419,33 @@ fn parse_span<'l>(line: &'l Line<'_>, unit: Option<TimeUnit>) -> FieldResult<Par
             .and_then(string_of),
         request_id: line.extras.request_id.and_then(string_of),
         last_attempt_at,
+        session: session_of(line.extras.session_id, line.extras.turn)?,
     })
+}
+
+/// A span's `session_id` (a string) and `turn` (a count), from their JSON text;
+/// `None` unless both are given (`null` is not given).
+fn session_of<'l>(
+    id: Option<&'l str>,
+    turn: Option<&'l str>,
+) -> FieldResult<Option<(Cow<'l, str>, u32)>> {
+    let (Some(id), Some(turn)) = (id, turn) else {
+        return Ok(None);
+    };
+    let scalar = |field: &str, raw| {
+        crate::json::Scanner::new(raw)
+            .scalar()
+            .map_err(|_| problem(field, "implausible", format!("{raw} is out of range")))
+    };
+    let id = match scalar("session_id", id)? {
+        Scalar::Str(s) => s,
+        Scalar::Null => return Ok(None),
+        other => return Err(wrong_nested("session_id", "a string", &other)),
+    };
+    match scalar("turn", turn)? {
+        Scalar::Null => Ok(None),
+        t => Ok(Some((id, as_u32("turn", &t)?))),
+    }
 }
 
 /// A string kept as JSON text, read; `None` when it is not a string (the
