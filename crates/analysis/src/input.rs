@@ -1,7 +1,7 @@
 //! The analysis input: one run's metadata with compact per-span facts and samples.
 //! Readers and library callers build it; every metric is computed from it.
 
-use std::collections::HashMap;
+use std::num::NonZeroU32;
 use std::time::Duration;
 
 use tpscope_model::{
@@ -10,6 +10,7 @@ use tpscope_model::{
 };
 
 use crate::errors::ErrorMessages;
+use crate::sessions::{SessionIds, SessionTurn};
 
 /// What the analysis needs of one span, without ids, text or attempt details
 /// (about 200 bytes, so a million spans fit in memory comfortably).
@@ -45,44 +46,6 @@ pub struct SpanFacts {
     pub client: ClientFacts,
     /// Its place in a multi-turn session (`session_id` and `turn` both given).
     pub session: Option<SessionTurn>,
-}
-
-/// A span's place in a multi-turn session: the session as a number (readers
-/// number a run's `session_id`s in order of first appearance, [`SessionIds`], so
-/// that the facts hold no string) and the turn.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SessionTurn {
-    /// The session's number within its run.
-    pub session: u32,
-    /// The turn (from 1).
-    pub turn: u32,
-}
-
-/// The `session_id`s of one run, numbered in order of first appearance.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SessionIds(HashMap<Box<str>, u32>);
-
-impl SessionIds {
-    /// The number of session `id`, given the next one when it is new.
-    pub fn number(&mut self, id: &str) -> u32 {
-        if let Some(&n) = self.0.get(id) {
-            return n;
-        }
-        // More than 4 billion sessions in a run share the last number.
-        let n = u32::try_from(self.0.len()).unwrap_or(u32::MAX);
-        self.0.insert(id.into(), n);
-        n
-    }
-
-    /// Sessions numbered so far.
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    /// Whether none was.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
 }
 
 /// How well the client measured one span, from its attempts' `end_at`,
@@ -141,7 +104,8 @@ impl ClientFacts {
 }
 
 impl SpanFacts {
-    /// The facts of a full span (its session, if any, numbered by `sessions`).
+    /// The facts of a full span (its session, if any, numbered by `sessions`; a
+    /// turn 0, which readers reject, places it in none).
     pub fn of(span: &Span, sessions: &mut SessionIds) -> SpanFacts {
         SpanFacts {
             status: span.status,
@@ -164,7 +128,7 @@ impl SpanFacts {
                     c.add(ClientFacts::of_attempt(a));
                     c
                 }),
-            session: match (&span.session_id, span.turn) {
+            session: match (&span.session_id, span.turn.and_then(NonZeroU32::new)) {
                 (Some(id), Some(turn)) => Some(SessionTurn {
                     session: sessions.number(id),
                     turn,

@@ -41,10 +41,11 @@ pub use analyze::{
 pub use collect::LENGTH_EDGES;
 pub use errors::{CauseMessages, ErrorMessages, MessageCount};
 pub use goodput::{Goals, Goodput, parse_goals};
-pub use input::{ClientFacts, RunInput, SampleFacts, SessionIds, SessionTurn, SpanFacts, SpanText};
+pub use input::{ClientFacts, RunInput, SampleFacts, SpanFacts, SpanText};
 pub use metrics::{METRICS, SpanMetric, SpanMetrics, SpanRow, span_metrics, span_rows};
 pub use quality::{MeasurementQuality, measurement_quality};
 pub use report::{CauseCounts, REPORT_SCHEMA, Report, RunReport, Window, WindowKind};
+pub use sessions::{SessionIds, SessionTurn};
 pub use stats::{Summary, Tokens, TokensPerSecond};
 pub use sweep::{Segment, Sweep};
 pub use window_text::BadWindow;

@@ -4,13 +4,102 @@
 //! Over the whole run, whatever the report's window: a session straddles any
 //! window. Percentiles by the one method of [`crate::stats`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::num::NonZeroU32;
 
 use serde::Serialize;
 use tpscope_model::Status;
 
 use crate::input::SpanFacts;
 use crate::stats::{quantile_sorted, ratio, sort_values};
+
+/// A span's place in a multi-turn session: the session as a number (readers
+/// number a run's `session_id`s, [`SessionIds`], so that the facts hold no
+/// string) and the turn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SessionTurn {
+    /// The session's number within its run.
+    pub session: u32,
+    /// The turn (from 1; non-zero so that an absent session costs no more
+    /// room than a present one).
+    pub turn: NonZeroU32,
+}
+
+/// Session ids below this that are written as plain decimal numbers are looked
+/// up by value (16 MiB of table at most); others are hashed.
+const DENSE_SESSIONS: u64 = 1 << 22;
+
+/// Marks a value of the dense table not seen yet.
+const UNSEEN: u32 = u32::MAX;
+
+/// The `session_id`s of one run, numbered 0, 1, 2, … in order of first
+/// appearance. tpscope writes its session ids as 0, 1, 2, …: those are found in
+/// a table indexed by their value (hashing a third of a million ids, and keeping
+/// each, cost a fifth of reading a log); any other id is hashed and kept.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SessionIds {
+    /// By the id's decimal value: its number, or [`UNSEEN`].
+    dense: Vec<u32>,
+    other: HashMap<Box<str>, u32>,
+    count: u32,
+}
+
+impl SessionIds {
+    /// The number of session `id`, given the next one when it is new.
+    pub fn number(&mut self, id: &str) -> u32 {
+        if let Some(v) = dense_value(id) {
+            let i = v as usize;
+            if i >= self.dense.len() {
+                self.dense.resize((i + 1).next_power_of_two(), UNSEEN);
+            }
+            if self.dense[i] == UNSEEN {
+                self.dense[i] = self.next();
+            }
+            return self.dense[i];
+        }
+        if let Some(&n) = self.other.get(id) {
+            return n;
+        }
+        let n = self.next();
+        self.other.insert(id.into(), n);
+        n
+    }
+
+    fn next(&mut self) -> u32 {
+        let n = self.count;
+        // More than 4 billion sessions in a run share the last numbers.
+        self.count = self.count.saturating_add(1).min(UNSEEN - 1);
+        n
+    }
+
+    /// Sessions numbered so far.
+    pub fn len(&self) -> usize {
+        self.count as usize
+    }
+
+    /// Whether none was.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+}
+
+/// The value an id spells in plain decimal (no sign, no leading zero), when it
+/// is below [`DENSE_SESSIONS`].
+fn dense_value(id: &str) -> Option<u64> {
+    let b = id.as_bytes();
+    if b.is_empty() || b.len() > 7 || (b.len() > 1 && b[0] == b'0') {
+        return None;
+    }
+    let mut n = 0u64;
+    for &c in b {
+        let d = c.wrapping_sub(b'0');
+        if d >= 10 {
+            return None;
+        }
+        n = n * 10 + u64::from(d);
+    }
+    (n < DENSE_SESSIONS).then_some(n)
+}
 
 /// One turn index across every session.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -87,16 +176,48 @@ struct SessionAcc {
     last_released_ns: i64,
 }
 
+/// The sessions' running totals: by number in a vector where numbers are
+/// below the count of spans (readers number sessions densely), else in a map
+/// (a hand-made input), so that a large number cannot size a vector.
+#[derive(Default)]
+struct Accs {
+    dense: Vec<Option<SessionAcc>>,
+    sparse: BTreeMap<u32, SessionAcc>,
+}
+
+impl Accs {
+    fn get(&mut self, n: u32, spans: usize, new: impl FnOnce() -> SessionAcc) -> &mut SessionAcc {
+        let i = n as usize;
+        if i < spans {
+            if i >= self.dense.len() {
+                self.dense
+                    .resize_with((i + 1).next_power_of_two().min(spans), || None);
+            }
+            self.dense[i].get_or_insert_with(new)
+        } else {
+            self.sparse.entry(n).or_insert_with(new)
+        }
+    }
+
+    fn into_values(self) -> Vec<SessionAcc> {
+        self.dense
+            .into_iter()
+            .flatten()
+            .chain(self.sparse.into_values())
+            .collect()
+    }
+}
+
 /// The section, or `None` when no span belongs to a session.
 pub fn session_report(spans: &[SpanFacts]) -> Option<SessionReport> {
     let mut turns: BTreeMap<u32, TurnAcc> = BTreeMap::new();
-    let mut sessions: BTreeMap<u32, SessionAcc> = BTreeMap::new();
+    let mut sessions = Accs::default();
     for s in spans {
         let Some(at) = s.session else {
             continue;
         };
         let ok = s.status == Status::Ok;
-        let row = turns.entry(at.turn).or_default();
+        let row = turns.entry(at.turn.get()).or_default();
         row.spans += 1;
         if ok {
             row.ok += 1;
@@ -111,7 +232,7 @@ pub fn session_report(spans: &[SpanFacts]) -> Option<SessionReport> {
             row.input_known += 1;
         }
         let (q, r) = (s.queued_at.unix_nanos(), s.released_at.unix_nanos());
-        let e = sessions.entry(at.session).or_insert(SessionAcc {
+        let e = sessions.get(at.session, spans.len(), || SessionAcc {
             turns: 0,
             all_ok: true,
             output_tokens: 0,
@@ -151,23 +272,20 @@ pub fn session_report(spans: &[SpanFacts]) -> Option<SessionReport> {
     for t in &mut by_turn {
         t.ttft_p50_ratio_to_turn_1 = t.ttft_p50_s.zip(first).and_then(|(v, f)| ratio(v, f));
     }
+    let sessions: Vec<SessionAcc> = sessions.into_values();
     let n = sessions.len() as f64;
     let mut durations: Vec<f64> = sessions
-        .values()
+        .iter()
         .map(|s| (s.last_released_ns - s.first_queued_ns).max(0) as f64 / 1e9)
         .collect();
     sort_values(&mut durations);
-    let input: Option<u64> = sessions.values().map(|s| s.input_tokens).sum();
+    let input: Option<u64> = sessions.iter().map(|s| s.input_tokens).sum();
     let totals = SessionTotals {
         sessions: sessions.len() as u64,
-        complete: sessions.values().filter(|s| s.all_ok).count() as u64,
-        turns_mean: sessions.values().map(|s| s.turns as f64).sum::<f64>() / n,
-        turns_max: sessions.values().map(|s| s.turns).max().unwrap_or(0),
-        output_tokens_mean: sessions
-            .values()
-            .map(|s| s.output_tokens as f64)
-            .sum::<f64>()
-            / n,
+        complete: sessions.iter().filter(|s| s.all_ok).count() as u64,
+        turns_mean: sessions.iter().map(|s| s.turns as f64).sum::<f64>() / n,
+        turns_max: sessions.iter().map(|s| s.turns).max().unwrap_or(0),
+        output_tokens_mean: sessions.iter().map(|s| s.output_tokens as f64).sum::<f64>() / n,
         input_tokens_mean: input.map(|i| i as f64 / n),
         duration_p50_s: quantile_sorted(&durations, 0.5),
         duration_p90_s: quantile_sorted(&durations, 0.9),
@@ -179,7 +297,7 @@ pub fn session_report(spans: &[SpanFacts]) -> Option<SessionReport> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::input::{ClientFacts, SessionTurn};
+    use crate::input::ClientFacts;
     use tpscope_model::{Cause, Timestamp};
 
     /// A span of session `session`, turn `turn`, queued at `q_ms`, admitted at
@@ -202,7 +320,10 @@ mod tests {
             wasted_tokens: 0,
             chunks: None,
             client: ClientFacts::default(),
-            session: Some(SessionTurn { session, turn }),
+            session: Some(SessionTurn {
+                session,
+                turn: std::num::NonZeroU32::new(turn).unwrap(),
+            }),
         }
     }
 
@@ -237,6 +358,27 @@ mod tests {
         // Session 0: 0 to 520 ms; session 1: 0 to 1060 ms.
         assert!((t.duration_p50_s.unwrap() - 0.79).abs() < 1e-9);
         assert!((t.duration_max_s.unwrap() - 1.06).abs() < 1e-9);
+    }
+
+    #[test]
+    fn session_ids_are_numbered_in_order_of_first_appearance_decimal_or_not() {
+        let mut ids = SessionIds::default();
+        let got: Vec<u32> = ["7", "x", "7", "07", "0", "x", "4194304", "4194303"]
+            .iter()
+            .map(|id| ids.number(id))
+            .collect();
+        // "07" and 4194304 are not in the dense table: hashed, as any other id.
+        assert_eq!(got, [0, 1, 0, 2, 3, 1, 4, 5]);
+        assert_eq!(ids.len(), 6);
+    }
+
+    #[test]
+    fn a_session_number_beyond_the_spans_is_counted_too() {
+        let mut far = span(4_000_000_000, 1, 0, 10, Status::Ok);
+        far.output_tokens = 3;
+        let r = session_report(&[span(0, 1, 0, 10, Status::Ok), far]).unwrap();
+        assert_eq!(r.totals.sessions, 2);
+        assert_eq!(r.totals.output_tokens_mean, 6.5);
     }
 
     #[test]

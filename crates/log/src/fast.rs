@@ -4,6 +4,7 @@
 //! reject — is declined (`None`) and read by the general path, which alone reports
 //! errors; for every line this accepts, the general path gives the same record.
 
+use std::num::NonZeroU32;
 use std::time::Duration;
 
 use tpscope_analysis::{ClientFacts, SampleFacts, SpanFacts};
@@ -46,7 +47,7 @@ pub(crate) enum FastRecord<'a> {
         /// When the last attempt started, for a span with several.
         last_attempt_at: Option<Timestamp>,
         /// The `session_id` and `turn`, when both are given.
-        session: Option<(&'a str, u32)>,
+        session: Option<(&'a str, NonZeroU32)>,
     },
     Sample {
         run_id: &'a str,
@@ -185,8 +186,9 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
     } else {
         None
     };
+    // Turns count from 1: a 0 is for the general path to name.
     let turn = if c.lit(key::turn) {
-        Some(c.u32()?)
+        Some(NonZeroU32::new(c.u32()?)?)
     } else {
         None
     };

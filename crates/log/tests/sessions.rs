@@ -53,7 +53,7 @@ fn written(spans: &[Span]) -> String {
 fn session(facts: &SpanFacts) -> Option<(u32, u32)> {
     facts
         .session
-        .map(|SessionTurn { session, turn }| (session, turn))
+        .map(|SessionTurn { session, turn }| (session, turn.get()))
 }
 
 #[test]
@@ -119,8 +119,11 @@ fn a_turn_that_is_not_a_count_is_named() {
         e.contains("field `session_id`: expected a string, found"),
         "{e}"
     );
-}
-#[test]
-fn zz_size() {
-    eprintln!("SIZE {}", std::mem::size_of::<SpanFacts>());
+    // Turns count from 1, on both paths (the fast one declines, the general one names it).
+    let line = written(&[span(1, Some("a"), Some(1), 10)]).replace(r#""turn":1"#, r#""turn":0"#);
+    let e = read_text(&line).unwrap_err().to_string();
+    assert!(
+        e.contains("s.jsonl:1: field `turn`: 0: turns count from 1"),
+        "{e}"
+    );
 }

@@ -31,7 +31,7 @@ enum Owned {
         Option<String>,
         Option<String>,
         Option<Timestamp>,
-        Option<(String, u32)>,
+        Option<(String, std::num::NonZeroU32)>,
     ),
     Sample(String, SampleFacts),
 }

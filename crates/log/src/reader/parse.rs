@@ -3,6 +3,7 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::num::NonZeroU32;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -30,7 +31,7 @@ pub(super) enum Parsed<'a> {
         last_attempt_at: Option<Timestamp>,
         /// The `session_id` and `turn` of a multi-turn span, when both are given
         /// (numbered into [`SpanFacts::session`] when the span is filed).
-        session: Option<(Cow<'a, str>, u32)>,
+        session: Option<(Cow<'a, str>, NonZeroU32)>,
     },
     Sample(SampleFacts),
     ServerSample(Box<ServerSampleRecord>),
@@ -423,29 +424,30 @@ fn parse_span<'l>(line: &'l Line<'_>, unit: Option<TimeUnit>) -> FieldResult<Par
     })
 }
 
-/// A span's `session_id` (a string) and `turn` (a count), from their JSON text;
-/// `None` unless both are given (`null` is not given).
+/// A span's `session_id` (a string) and `turn` (a count from 1), from their JSON
+/// text, each checked when given; `None` unless both are (`null` is not given).
 fn session_of<'l>(
     id: Option<&'l str>,
     turn: Option<&'l str>,
-) -> FieldResult<Option<(Cow<'l, str>, u32)>> {
-    let (Some(id), Some(turn)) = (id, turn) else {
-        return Ok(None);
-    };
+) -> FieldResult<Option<(Cow<'l, str>, NonZeroU32)>> {
     let scalar = |field: &str, raw| {
         crate::json::Scanner::new(raw)
             .scalar()
             .map_err(|_| problem(field, "implausible", format!("{raw} is out of range")))
     };
-    let id = match scalar("session_id", id)? {
-        Scalar::Str(s) => s,
-        Scalar::Null => return Ok(None),
-        other => return Err(wrong_nested("session_id", "a string", &other)),
+    let id = match id.map(|raw| scalar("session_id", raw)).transpose()? {
+        Some(Scalar::Str(s)) => Some(s),
+        None | Some(Scalar::Null) => None,
+        Some(other) => return Err(wrong_nested("session_id", "a string", &other)),
     };
-    match scalar("turn", turn)? {
-        Scalar::Null => Ok(None),
-        t => Ok(Some((id, as_u32("turn", &t)?))),
-    }
+    let turn = match turn.map(|raw| scalar("turn", raw)).transpose()? {
+        None | Some(Scalar::Null) => None,
+        Some(t) => Some(
+            NonZeroU32::new(as_u32("turn", &t)?)
+                .ok_or_else(|| problem("turn", "implausible", "0: turns count from 1"))?,
+        ),
+    };
+    Ok(id.zip(turn))
 }
 
 /// A string kept as JSON text, read; `None` when it is not a string (the
