@@ -421,6 +421,7 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         goodput: goodput.map(|g| g.finish(win_s)),
         closed_loop: input.closed_loop(),
         time_series,
+        sessions: crate::sessions::session_report(&input.spans),
         server,
         diagnosis,
         warnings,

@@ -1,6 +1,7 @@
 //! The analysis input: one run's metadata with compact per-span facts and samples.
 //! Readers and library callers build it; every metric is computed from it.
 
+use std::num::NonZeroU32;
 use std::time::Duration;
 
 use tpscope_model::{
@@ -9,9 +10,10 @@ use tpscope_model::{
 };
 
 use crate::errors::ErrorMessages;
+use crate::sessions::{SessionIds, SessionTurn};
 
 /// What the analysis needs of one span, without ids, text or attempt details
-/// (120 bytes, so a million spans fit in memory comfortably).
+/// (about 200 bytes, so a million spans fit in memory comfortably).
 #[derive(Clone, Debug, PartialEq)]
 pub struct SpanFacts {
     /// How the request ended.
@@ -42,6 +44,8 @@ pub struct SpanFacts {
     pub chunks: Option<Box<[ChunkMark]>>,
     /// How well the client measured it (from its attempts).
     pub client: ClientFacts,
+    /// Its place in a multi-turn session (`session_id` and `turn` both given).
+    pub session: Option<SessionTurn>,
 }
 
 /// How well the client measured one span, from its attempts' `end_at`,
@@ -100,8 +104,9 @@ impl ClientFacts {
 }
 
 impl SpanFacts {
-    /// The facts of a full span.
-    pub fn of(span: &Span) -> SpanFacts {
+    /// The facts of a full span (its session, if any, numbered by `sessions`; a
+    /// turn 0, which readers reject, places it in none).
+    pub fn of(span: &Span, sessions: &mut SessionIds) -> SpanFacts {
         SpanFacts {
             status: span.status,
             error_cause: span.error.as_ref().map(|e| e.cause),
@@ -123,6 +128,13 @@ impl SpanFacts {
                     c.add(ClientFacts::of_attempt(a));
                     c
                 }),
+            session: match (&span.session_id, span.turn.and_then(NonZeroU32::new)) {
+                (Some(id), Some(turn)) => Some(SessionTurn {
+                    session: sessions.number(id),
+                    turn,
+                }),
+                _ => None,
+            },
         }
     }
 
@@ -216,6 +228,8 @@ pub struct RunInput {
     pub last_attempts: Vec<(usize, Timestamp)>,
     /// Scrapes of the server's own metrics, in log order (empty when none were taken).
     pub server_samples: Vec<ServerSampleRecord>,
+    /// The numbers given to the spans' `session_id`s ([`SpanFacts::session`]).
+    pub session_ids: SessionIds,
 }
 
 impl RunInput {
@@ -227,7 +241,7 @@ impl RunInput {
             ..RunInput::default()
         };
         for s in spans {
-            let facts = SpanFacts::of(s);
+            let facts = SpanFacts::of(s, &mut input.session_ids);
             if let Some(e) = &s.error {
                 input.add_error_message(&facts, &e.message);
             }
@@ -310,9 +324,12 @@ impl RunInput {
     }
 
     /// Whether the run record says the run was a closed loop (every request ready
-    /// at the start, so its queue time is the client's own backlog).
+    /// at the start, so its queue time is the client's own backlog). Multi-turn
+    /// sessions are not: a turn is ready only after the reply before it (and the
+    /// think time), so its wait for a slot is a real queue.
     pub fn closed_loop(&self) -> bool {
         self.load_field("mode").and_then(|m| m.as_str()) == Some("closed_loop")
+            && self.load_field("sessions").is_none()
     }
 
     /// A field of the run record's free-form `load` settings.
@@ -323,5 +340,24 @@ impl RunInput {
     /// The sample cadence from the run record.
     pub fn sample_interval(&self) -> Option<Duration> {
         self.run.as_ref().and_then(|r| r.sample_interval)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::test_support::capped_run;
+
+    /// Real vLLM, 8 sessions through 4 slots: the report called the turns' waits
+    /// "the client's own backlog, every request ready at the start", which a turn
+    /// waiting for the reply before it is not.
+    #[test]
+    fn multi_turn_sessions_are_not_called_a_closed_loop() {
+        let mut input = capped_run(4);
+        input.run.as_mut().unwrap().load = serde_json::json!({"mode": "closed_loop"});
+        assert!(input.closed_loop());
+        let mut input = capped_run(4);
+        input.run.as_mut().unwrap().load =
+            serde_json::json!({"mode": "closed_loop", "sessions": {"count": 8, "turns": "4"}});
+        assert!(!input.closed_loop());
     }
 }

@@ -238,6 +238,7 @@ mod tests {
                     wasted_tokens: 0,
                     chunks: None,
                     client: Default::default(),
+                    session: None,
                 },
                 None,
             );

@@ -42,6 +42,7 @@ pub use input::{ClientFacts, RunInput, SampleFacts, SpanFacts, SpanText};
 pub use metrics::{METRICS, SpanMetric, SpanMetrics, SpanRow, span_metrics, span_rows};
 pub use quality::{MeasurementQuality, measurement_quality};
 pub use report::{CauseCounts, REPORT_SCHEMA, Report, RunReport, Window, WindowKind};
+pub use sessions::{SessionIds, SessionTurn};
 pub use stats::{Summary, Tokens, TokensPerSecond};
 pub use sweep::{Segment, Sweep};
 pub use window_text::BadWindow;

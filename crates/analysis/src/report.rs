@@ -362,6 +362,9 @@ pub struct RunReport {
     pub closed_loop: bool,
     /// The time series, when a bucket was asked for.
     pub time_series: Option<TimeSeries>,
+    /// TTFT by turn index and per-session totals of a multi-turn run (over the
+    /// whole run; `None` when no span belongs to a session).
+    pub sessions: Option<crate::sessions::SessionReport>,
     /// The server's side beside the client's, when the run has server samples.
     pub server: Option<crate::server::ServerVsClient>,
     /// Whose capacity was idle (`None` when the run has no window).

@@ -1,13 +1,105 @@
 //! Multi-turn runs (pure): TTFT by turn index (the prefix cache's benefit shows as
-//! later turns starting sooner) and per-session totals, from spans that carry
-//! `session_id` and `turn`. Percentiles by the one method of [`crate::stats`].
+//! later turns starting sooner, so each turn's TTFT p50 is also given as a ratio
+//! to turn 1's) and per-session totals, from the spans' [`SpanFacts::session`].
+//! Over the whole run, whatever the report's window: a session straddles any
+//! window. Percentiles by the one method of [`crate::stats`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::num::NonZeroU32;
 
 use serde::Serialize;
-use tpscope_model::{Span, Status};
+use tpscope_model::Status;
 
-use crate::stats::quantile_sorted;
+use crate::input::SpanFacts;
+use crate::stats::{quantile_sorted, ratio, sort_values};
+
+/// A span's place in a multi-turn session: the session as a number (readers
+/// number a run's `session_id`s, [`SessionIds`], so that the facts hold no
+/// string) and the turn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SessionTurn {
+    /// The session's number within its run.
+    pub session: u32,
+    /// The turn (from 1; non-zero so that an absent session costs no more
+    /// room than a present one).
+    pub turn: NonZeroU32,
+}
+
+/// Session ids below this that are written as plain decimal numbers are looked
+/// up by value (16 MiB of table at most); others are hashed.
+const DENSE_SESSIONS: u64 = 1 << 22;
+
+/// Marks a value of the dense table not seen yet.
+const UNSEEN: u32 = u32::MAX;
+
+/// The `session_id`s of one run, numbered 0, 1, 2, … in order of first
+/// appearance. tpscope writes its session ids as 0, 1, 2, …: those are found in
+/// a table indexed by their value (hashing a third of a million ids, and keeping
+/// each, cost a fifth of reading a log); any other id is hashed and kept.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SessionIds {
+    /// By the id's decimal value: its number, or [`UNSEEN`].
+    dense: Vec<u32>,
+    other: HashMap<Box<str>, u32>,
+    count: u32,
+}
+
+impl SessionIds {
+    /// The number of session `id`, given the next one when it is new.
+    pub fn number(&mut self, id: &str) -> u32 {
+        if let Some(v) = dense_value(id) {
+            let i = v as usize;
+            if i >= self.dense.len() {
+                self.dense.resize((i + 1).next_power_of_two(), UNSEEN);
+            }
+            if self.dense[i] == UNSEEN {
+                self.dense[i] = self.next();
+            }
+            return self.dense[i];
+        }
+        if let Some(&n) = self.other.get(id) {
+            return n;
+        }
+        let n = self.next();
+        self.other.insert(id.into(), n);
+        n
+    }
+
+    fn next(&mut self) -> u32 {
+        let n = self.count;
+        // More than 4 billion sessions in a run share the last numbers.
+        self.count = self.count.saturating_add(1).min(UNSEEN - 1);
+        n
+    }
+
+    /// Sessions numbered so far.
+    pub fn len(&self) -> usize {
+        self.count as usize
+    }
+
+    /// Whether none was.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+}
+
+/// The value an id spells in plain decimal (no sign, no leading zero), when it
+/// is below [`DENSE_SESSIONS`].
+fn dense_value(id: &str) -> Option<u64> {
+    let b = id.as_bytes();
+    if b.is_empty() || b.len() > 7 || (b.len() > 1 && b[0] == b'0') {
+        return None;
+    }
+    let mut n = 0u64;
+    for &c in b {
+        let d = c.wrapping_sub(b'0');
+        if d >= 10 {
+            return None;
+        }
+        n = n * 10 + u64::from(d);
+    }
+    (n < DENSE_SESSIONS).then_some(n)
+}
 
 /// One turn index across every session.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -18,11 +110,15 @@ pub struct TurnRow {
     pub spans: u64,
     /// Of them, ok.
     pub ok: u64,
-    /// TTFT after admission of the ok spans with a first token, p50 (s).
+    /// TTFT after admission (`first_token_at − admitted_at`) of the ok spans
+    /// with a first token, p50 (s).
     pub ttft_p50_s: Option<f64>,
     /// p90 (s).
     pub ttft_p90_s: Option<f64>,
-    /// Mean prompt tokens (where known).
+    /// This turn's TTFT p50 / turn 1's (below 1: the turn started sooner, as a
+    /// cached prefix makes it); `None` without both.
+    pub ttft_p50_ratio_to_turn_1: Option<f64>,
+    /// Mean prompt tokens of the spans that know theirs.
     pub input_tokens_mean: Option<f64>,
 }
 
@@ -35,15 +131,22 @@ pub struct SessionTotals {
     pub complete: u64,
     /// Turns per session: mean.
     pub turns_mean: f64,
-    /// Output tokens per session: mean.
+    /// Turns per session: most.
+    pub turns_max: u64,
+    /// Output tokens per session (every turn's): mean.
     pub output_tokens_mean: f64,
+    /// Prompt tokens per session (every turn's, each carrying the history): mean;
+    /// `None` when some turn does not know its prompt tokens.
+    pub input_tokens_mean: Option<f64>,
     /// A session's length, first `queued_at` to last `released_at` (s): p50.
     pub duration_p50_s: Option<f64>,
     /// p90 (s).
     pub duration_p90_s: Option<f64>,
+    /// The longest (s).
+    pub duration_max_s: Option<f64>,
 }
 
-/// The multi-turn section of a report.
+/// The `sessions` section of a run's report.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SessionReport {
     /// By turn index, ascending.
@@ -52,75 +155,141 @@ pub struct SessionReport {
     pub totals: SessionTotals,
 }
 
-/// One session's running totals: turns, whether all were ok, output tokens, first
-/// `queued_at` and last `released_at` (unix seconds).
-type SessionAcc = (u64, bool, u64, f64, f64);
-
-fn pct(sorted: &[f64], q: f64) -> Option<f64> {
-    quantile_sorted(sorted, q)
+/// One turn index's running figures.
+#[derive(Default)]
+struct TurnAcc {
+    spans: u64,
+    ok: u64,
+    ttft_s: Vec<f64>,
+    input_sum: u64,
+    input_known: u64,
 }
 
-/// The multi-turn section, or `None` when no span carries a turn.
-pub fn session_report<'a>(spans: impl IntoIterator<Item = &'a Span>) -> Option<SessionReport> {
-    let mut turns: BTreeMap<u32, (u64, u64, Vec<f64>, Vec<u64>)> = BTreeMap::new();
-    let mut sessions: BTreeMap<(&str, &str), SessionAcc> = BTreeMap::new();
+/// One session's running totals.
+struct SessionAcc {
+    turns: u64,
+    all_ok: bool,
+    output_tokens: u64,
+    /// `None` once a turn does not know its prompt tokens.
+    input_tokens: Option<u64>,
+    first_queued_ns: i64,
+    last_released_ns: i64,
+}
+
+/// The sessions' running totals: by number in a vector where numbers are
+/// below the count of spans (readers number sessions densely), else in a map
+/// (a hand-made input), so that a large number cannot size a vector.
+#[derive(Default)]
+struct Accs {
+    dense: Vec<Option<SessionAcc>>,
+    sparse: BTreeMap<u32, SessionAcc>,
+}
+
+impl Accs {
+    fn get(&mut self, n: u32, spans: usize, new: impl FnOnce() -> SessionAcc) -> &mut SessionAcc {
+        let i = n as usize;
+        if i < spans {
+            if i >= self.dense.len() {
+                self.dense
+                    .resize_with((i + 1).next_power_of_two().min(spans), || None);
+            }
+            self.dense[i].get_or_insert_with(new)
+        } else {
+            self.sparse.entry(n).or_insert_with(new)
+        }
+    }
+
+    fn into_values(self) -> Vec<SessionAcc> {
+        self.dense
+            .into_iter()
+            .flatten()
+            .chain(self.sparse.into_values())
+            .collect()
+    }
+}
+
+/// The section, or `None` when no span belongs to a session.
+pub fn session_report(spans: &[SpanFacts]) -> Option<SessionReport> {
+    let mut turns: BTreeMap<u32, TurnAcc> = BTreeMap::new();
+    let mut sessions = Accs::default();
     for s in spans {
-        let (Some(turn), Some(sid)) = (s.turn, s.session_id.as_deref()) else {
+        let Some(at) = s.session else {
             continue;
         };
-        let row = turns.entry(turn).or_default();
-        row.0 += 1;
         let ok = s.status == Status::Ok;
+        let row = turns.entry(at.turn.get()).or_default();
+        row.spans += 1;
         if ok {
-            row.1 += 1;
+            row.ok += 1;
             if let (Some(a), Some(f)) = (s.admitted_at, s.first_token_at)
                 && let Some(d) = f.since(a)
             {
-                row.2.push(d.as_secs_f64());
+                row.ttft_s.push(d.as_secs_f64());
             }
         }
         if let Some(n) = s.input_tokens {
-            row.3.push(n);
+            row.input_sum += n;
+            row.input_known += 1;
         }
-        let q = s.queued_at.unix_nanos() as f64 / 1e9;
-        let r = s.released_at.unix_nanos() as f64 / 1e9;
-        let e = sessions
-            .entry((s.run_id.as_str(), sid))
-            .or_insert((0, true, 0, q, r));
-        e.0 += 1;
-        e.1 &= ok;
-        e.2 += s.output_tokens;
-        e.3 = e.3.min(q);
-        e.4 = e.4.max(r);
+        let (q, r) = (s.queued_at.unix_nanos(), s.released_at.unix_nanos());
+        let e = sessions.get(at.session, spans.len(), || SessionAcc {
+            turns: 0,
+            all_ok: true,
+            output_tokens: 0,
+            input_tokens: Some(0),
+            first_queued_ns: q,
+            last_released_ns: r,
+        });
+        e.turns += 1;
+        e.all_ok &= ok;
+        e.output_tokens += s.output_tokens;
+        e.input_tokens = e.input_tokens.zip(s.input_tokens).map(|(a, b)| a + b);
+        e.first_queued_ns = e.first_queued_ns.min(q);
+        e.last_released_ns = e.last_released_ns.max(r);
     }
     if turns.is_empty() {
         return None;
     }
-    let by_turn = turns
+    let mut by_turn: Vec<TurnRow> = turns
         .into_iter()
-        .map(|(turn, (spans, ok, mut ttft, inputs))| {
-            ttft.sort_by(f64::total_cmp);
+        .map(|(turn, mut acc)| {
+            sort_values(&mut acc.ttft_s);
             TurnRow {
                 turn,
-                spans,
-                ok,
-                ttft_p50_s: pct(&ttft, 0.5),
-                ttft_p90_s: pct(&ttft, 0.9),
-                input_tokens_mean: (!inputs.is_empty())
-                    .then(|| inputs.iter().sum::<u64>() as f64 / inputs.len() as f64),
+                spans: acc.spans,
+                ok: acc.ok,
+                ttft_p50_s: quantile_sorted(&acc.ttft_s, 0.5),
+                ttft_p90_s: quantile_sorted(&acc.ttft_s, 0.9),
+                ttft_p50_ratio_to_turn_1: None,
+                input_tokens_mean: ratio(acc.input_sum as f64, acc.input_known as f64),
             }
         })
         .collect();
+    let first = by_turn
+        .iter()
+        .find(|t| t.turn == 1)
+        .and_then(|t| t.ttft_p50_s);
+    for t in &mut by_turn {
+        t.ttft_p50_ratio_to_turn_1 = t.ttft_p50_s.zip(first).and_then(|(v, f)| ratio(v, f));
+    }
+    let sessions: Vec<SessionAcc> = sessions.into_values();
     let n = sessions.len() as f64;
-    let mut durations: Vec<f64> = sessions.values().map(|s| s.4 - s.3).collect();
-    durations.sort_by(f64::total_cmp);
+    let mut durations: Vec<f64> = sessions
+        .iter()
+        .map(|s| (s.last_released_ns - s.first_queued_ns).max(0) as f64 / 1e9)
+        .collect();
+    sort_values(&mut durations);
+    let input: Option<u64> = sessions.iter().map(|s| s.input_tokens).sum();
     let totals = SessionTotals {
         sessions: sessions.len() as u64,
-        complete: sessions.values().filter(|s| s.1).count() as u64,
-        turns_mean: sessions.values().map(|s| s.0 as f64).sum::<f64>() / n,
-        output_tokens_mean: sessions.values().map(|s| s.2 as f64).sum::<f64>() / n,
-        duration_p50_s: pct(&durations, 0.5),
-        duration_p90_s: pct(&durations, 0.9),
+        complete: sessions.iter().filter(|s| s.all_ok).count() as u64,
+        turns_mean: sessions.iter().map(|s| s.turns as f64).sum::<f64>() / n,
+        turns_max: sessions.iter().map(|s| s.turns).max().unwrap_or(0),
+        output_tokens_mean: sessions.iter().map(|s| s.output_tokens as f64).sum::<f64>() / n,
+        input_tokens_mean: input.map(|i| i as f64 / n),
+        duration_p50_s: quantile_sorted(&durations, 0.5),
+        duration_p90_s: quantile_sorted(&durations, 0.9),
+        duration_max_s: durations.last().copied(),
     };
     Some(SessionReport { by_turn, totals })
 }
@@ -128,16 +297,17 @@ pub fn session_report<'a>(spans: impl IntoIterator<Item = &'a Span>) -> Option<S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tpscope_model::Timestamp;
+    use crate::input::ClientFacts;
+    use tpscope_model::{Cause, Timestamp};
 
-    fn span(sid: &str, turn: u32, q_ms: i64, ttft_ms: i64, status: Status) -> Span {
+    /// A span of session `session`, turn `turn`, queued at `q_ms`, admitted at
+    /// once, its first token `ttft_ms` later and released 100 ms after that.
+    fn span(session: u32, turn: u32, q_ms: i64, ttft_ms: i64, status: Status) -> SpanFacts {
         let t = |ms: i64| Timestamp::from_unix_nanos(1_767_225_600_000_000_000 + ms * 1_000_000);
         let ok = status == Status::Ok;
-        Span {
-            run_id: "r".into(),
-            span_id: format!("{sid}-{turn}"),
-            request_id: None,
+        SpanFacts {
             status,
+            error_cause: (!ok).then_some(Cause::Http5xx),
             queued_at: t(q_ms),
             admitted_at: Some(t(q_ms)),
             first_token_at: ok.then(|| t(q_ms + ttft_ms)),
@@ -145,39 +315,93 @@ mod tests {
             released_at: t(q_ms + ttft_ms + 100),
             output_tokens: if ok { 10 } else { 0 },
             input_tokens: Some(100 * u64::from(turn)),
-            token_source: None,
             retry_count: 0,
             retry_causes: vec![],
-            attempts: vec![],
-            error: (!ok).then(|| tpscope_model::SpanError {
-                cause: tpscope_model::Cause::Http5xx,
-                message: "x".into(),
-            }),
+            wasted_tokens: 0,
             chunks: None,
-            session_id: Some(sid.into()),
-            turn: Some(turn),
-            tokenizer_output_tokens: None,
+            client: ClientFacts::default(),
+            session: Some(SessionTurn {
+                session,
+                turn: std::num::NonZeroU32::new(turn).unwrap(),
+            }),
         }
     }
 
     #[test]
-    fn ttft_by_turn_and_session_totals() {
+    fn ttft_by_turn_with_its_ratio_to_turn_1_and_session_totals() {
         let spans = [
-            span("a", 1, 0, 200, Status::Ok),
-            span("a", 2, 400, 20, Status::Ok),
-            span("b", 1, 0, 300, Status::Ok),
-            span("b", 2, 500, 40, Status::Error),
+            span(0, 1, 0, 200, Status::Ok),
+            span(0, 2, 400, 20, Status::Ok),
+            span(1, 1, 0, 300, Status::Ok),
+            span(1, 2, 500, 40, Status::Error),
+            span(1, 3, 900, 60, Status::Ok),
         ];
         let r = session_report(&spans).unwrap();
-        assert_eq!(r.by_turn.len(), 2);
-        assert_eq!(r.by_turn[0].ttft_p50_s, Some(0.25));
+        assert_eq!(r.by_turn.len(), 3);
+        let t1 = &r.by_turn[0];
+        // Type 7 between 0.2 and 0.3: p50 0.25, p90 0.29.
+        assert_eq!(t1.ttft_p50_s, Some(0.25));
+        assert!((t1.ttft_p90_s.unwrap() - 0.29).abs() < 1e-9);
+        assert_eq!(t1.ttft_p50_ratio_to_turn_1, Some(1.0));
         // Turn 2: one ok span with a first token; the failed one has no TTFT.
-        assert_eq!((r.by_turn[1].spans, r.by_turn[1].ok), (2, 1));
-        assert!((r.by_turn[1].ttft_p50_s.unwrap() - 0.02).abs() < 1e-9);
-        assert_eq!(r.by_turn[1].input_tokens_mean, Some(200.0));
-        assert_eq!((r.totals.sessions, r.totals.complete), (2, 1));
-        assert_eq!(r.totals.turns_mean, 2.0);
-        assert_eq!(r.totals.output_tokens_mean, 15.0);
+        let t2 = &r.by_turn[1];
+        assert_eq!((t2.spans, t2.ok), (2, 1));
+        assert!((t2.ttft_p50_s.unwrap() - 0.02).abs() < 1e-9);
+        assert!((t2.ttft_p50_ratio_to_turn_1.unwrap() - 0.08).abs() < 1e-9);
+        assert_eq!(t2.input_tokens_mean, Some(200.0));
+        assert!((r.by_turn[2].ttft_p50_ratio_to_turn_1.unwrap() - 0.24).abs() < 1e-9);
+        let t = &r.totals;
+        assert_eq!((t.sessions, t.complete, t.turns_max), (2, 1, 3));
+        assert_eq!(t.turns_mean, 2.5);
+        assert_eq!(t.output_tokens_mean, 20.0);
+        assert_eq!(t.input_tokens_mean, Some((300.0 + 600.0) / 2.0));
+        // Session 0: 0 to 520 ms; session 1: 0 to 1060 ms.
+        assert!((t.duration_p50_s.unwrap() - 0.79).abs() < 1e-9);
+        assert!((t.duration_max_s.unwrap() - 1.06).abs() < 1e-9);
+    }
+
+    #[test]
+    fn session_ids_are_numbered_in_order_of_first_appearance_decimal_or_not() {
+        let mut ids = SessionIds::default();
+        let got: Vec<u32> = ["7", "x", "7", "07", "0", "x", "4194304", "4194303"]
+            .iter()
+            .map(|id| ids.number(id))
+            .collect();
+        // "07" and 4194304 are not in the dense table: hashed, as any other id.
+        assert_eq!(got, [0, 1, 0, 2, 3, 1, 4, 5]);
+        assert_eq!(ids.len(), 6);
+    }
+
+    #[test]
+    fn a_session_number_beyond_the_spans_is_counted_too() {
+        let mut far = span(4_000_000_000, 1, 0, 10, Status::Ok);
+        far.output_tokens = 3;
+        let r = session_report(&[span(0, 1, 0, 10, Status::Ok), far]).unwrap();
+        assert_eq!(r.totals.sessions, 2);
+        assert_eq!(r.totals.output_tokens_mean, 6.5);
+    }
+
+    #[test]
+    fn a_run_without_sessions_has_no_section() {
+        let mut plain = span(0, 1, 0, 10, Status::Ok);
+        plain.session = None;
+        assert!(session_report(&[plain]).is_none());
         assert!(session_report(&[]).is_none());
+    }
+
+    #[test]
+    fn without_a_turn_1_or_its_ttft_there_is_no_ratio_and_unknown_prompts_are_none() {
+        let mut later = span(0, 2, 0, 10, Status::Ok);
+        later.input_tokens = None;
+        let failed_first = span(1, 1, 0, 10, Status::Error);
+        let r = session_report(&[later, failed_first]).unwrap();
+        assert_eq!(r.by_turn[0].ttft_p50_s, None);
+        assert!(
+            r.by_turn
+                .iter()
+                .all(|t| t.ttft_p50_ratio_to_turn_1.is_none())
+        );
+        assert_eq!(r.by_turn[1].input_tokens_mean, None);
+        assert_eq!(r.totals.input_tokens_mean, None);
     }
 }

@@ -382,6 +382,7 @@ mod tests {
             wasted_tokens: 0,
             client: Default::default(),
             chunks: None,
+            session: None,
         }
     }
 

@@ -113,6 +113,7 @@ fn synth(id: &str, load: Load) -> RunInput {
             wasted_tokens: 0,
             client: Default::default(),
             chunks: None,
+            session: None,
         };
         input.push_span(facts, None);
     }
@@ -632,6 +633,7 @@ fn failures_without_tokens_do_not_make_a_run_mixed_or_refused() {
         wasted_tokens: 0,
         client: Default::default(),
         chunks: None,
+        session: None,
     };
     let push = |input: &mut RunInput, spans: &[(Status, Cause, u64, TokenSource)]| {
         for (status, cause, tokens, source) in spans {

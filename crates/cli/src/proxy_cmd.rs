@@ -81,6 +81,16 @@ pub struct ProxyArgs {
     /// `bench` does (default: the upstream root's /metrics when it answers).
     #[command(flatten)]
     pub server_metrics: ServerMetricsArgs,
+    /// Tokenizer of the counts of responses without usage: o200k_base (default),
+    /// cl100k_base, or hf:PATH (a Hugging Face tokenizer.json, or a model
+    /// directory holding one; read offline). The run record names it.
+    #[arg(long, value_name = "NAME|hf:PATH", value_parser = parse_tokenizer, default_value = "o200k_base")]
+    pub tokenizer: tpscope_proxy::Tokenizer,
+}
+
+fn parse_tokenizer(s: &str) -> Result<tpscope_proxy::Tokenizer, String> {
+    s.parse()
+        .map_err(|e: tpscope_tokens::TokenizerError| e.to_string())
 }
 
 fn parse_addr(s: &str) -> Result<SocketAddr, String> {
@@ -140,6 +150,7 @@ pub fn run(args: ProxyArgs) -> anyhow::Result<ExitCode> {
     cfg.connect_timeout = args.connect_timeout;
     cfg.drain_timeout = args.drain_timeout;
     cfg.labels = args.labels.into_iter().collect::<BTreeMap<_, _>>();
+    cfg.tokenizer = args.tokenizer;
     // Each client and each upstream stream is a socket: make room for thousands.
     let _ = tpscope_sim::raise_nofile_limit();
     let rt = tokio::runtime::Builder::new_multi_thread()

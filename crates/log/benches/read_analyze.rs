@@ -5,8 +5,9 @@
 //! `cargo bench -p tpscope-log --bench read_analyze` (set `TPSCOPE_BENCH_SPANS` for
 //! another size, or `TPSCOPE_BENCH_LOG=path` to measure an existing span log, which
 //! is then kept; with `TPSCOPE_BENCH_KEEP=path` the generated log is written there
-//! and kept). The measurement runs in a child process so that the generator's
-//! memory does not count toward the peak.
+//! and kept; with `TPSCOPE_BENCH_TURNS=k` the spans are multi-turn sessions of k
+//! turns, as `bench --sessions` writes them). The measurement runs in a child
+//! process so that the generator's memory does not count toward the peak.
 
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
@@ -41,7 +42,7 @@ fn peak_rss_bytes() -> u64 {
 }
 
 /// A closed-loop run with cap 64: realistic spans, 2 % with a retry, 1 % failing.
-fn generate(path: &PathBuf, n: u64) {
+fn generate(path: &PathBuf, n: u64, turns: Option<u64>) {
     let origin = 1_767_225_600_000_000_000i64;
     let t = |ns: i64| Timestamp::from_unix_nanos(origin + ns);
     let mut w = LogWriter::new(BufWriter::with_capacity(
@@ -163,8 +164,8 @@ fn generate(path: &PathBuf, n: u64) {
                 message: "stream ended without [DONE]".into(),
             }),
             chunks: None,
-            session_id: None,
-            turn: None,
+            session_id: turns.map(|k| (i / k).to_string()),
+            turn: turns.map(|k| (i % k) as u32 + 1),
             tokenizer_output_tokens: None,
         }))
         .unwrap();
@@ -235,7 +236,11 @@ fn main() {
             }
         };
         let t0 = Instant::now();
-        generate(&path, n);
+        let turns = std::env::var("TPSCOPE_BENCH_TURNS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|&k| k > 0);
+        generate(&path, n, turns);
         println!("generated {n} spans in {:.1} s", t0.elapsed().as_secs_f64());
         (path, temporary)
     };

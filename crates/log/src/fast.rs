@@ -4,6 +4,7 @@
 //! reject — is declined (`None`) and read by the general path, which alone reports
 //! errors; for every line this accepts, the general path gives the same record.
 
+use std::num::NonZeroU32;
 use std::time::Duration;
 
 use tpscope_analysis::{ClientFacts, SampleFacts, SpanFacts};
@@ -45,6 +46,8 @@ pub(crate) enum FastRecord<'a> {
         request_id: Option<&'a str>,
         /// When the last attempt started, for a span with several.
         last_attempt_at: Option<Timestamp>,
+        /// The `session_id` and `turn`, when both are given.
+        session: Option<(&'a str, NonZeroU32)>,
     },
     Sample {
         run_id: &'a str,
@@ -177,13 +180,18 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
     } else {
         None
     };
-    // Multi-turn fields: read past (the analysis does not use them).
-    if c.lit(key::session_id) {
-        c.str()?;
-    }
-    if c.lit(key::turn) {
-        c.uint()?;
-    }
+    // Multi-turn fields: kept only when both are given, as the general path does.
+    let session_id = if c.lit(key::session_id) {
+        Some(c.str()?)
+    } else {
+        None
+    };
+    // Turns count from 1: a 0 is for the general path to name.
+    let turn = if c.lit(key::turn) {
+        Some(NonZeroU32::new(c.u32()?)?)
+    } else {
+        None
+    };
     if c.lit(key::tokenizer_output_tokens) {
         c.uint()?;
     }
@@ -202,6 +210,7 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
         wasted_tokens,
         chunks: None,
         client,
+        session: None,
     };
     check_lifecycle(facts.lifecycle()).ok()?;
     Some(FastRecord::Span {
@@ -212,6 +221,7 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
         error_message,
         request_id,
         last_attempt_at,
+        session: session_id.zip(turn),
     })
 }
 

@@ -371,7 +371,10 @@ fn writer_output_reads_back_identically() {
     let set = read_text(&text, ReadOptions::default()).unwrap();
     let input = &set.runs[0].input;
     assert_eq!(input.run.as_ref().unwrap(), &run);
-    assert_eq!(input.spans[0], tpscope_analysis::SpanFacts::of(&span));
+    assert_eq!(
+        input.spans[0],
+        tpscope_analysis::SpanFacts::of(&span, &mut Default::default())
+    );
 }
 
 /// The hand-written scanner that replaced serde for speed must keep naming the

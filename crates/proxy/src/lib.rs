@@ -37,6 +37,7 @@ pub use tpscope_record::Dispatch;
 use tpscope_record::{RunCounts, RunInfo};
 use tpscope_scrape::Scraper;
 pub use tpscope_scrape::{ScrapeSummary, ScraperConfig};
+pub use tpscope_tokens::Tokenizer;
 
 pub use headers::{QUEUED_AT, completion_dialect, queued_at, strip_hop_by_hop};
 pub use metrics::Metrics;
@@ -88,6 +89,8 @@ pub struct ProxyConfig {
     /// the proxy runs (first scrape before it serves, last after it drains), as
     /// `bench --server-metrics` does; `None`: not scraped.
     pub server_metrics: Option<ScraperConfig>,
+    /// Counts the output of responses without `usage` (named in the run record).
+    pub tokenizer: Tokenizer,
 }
 
 impl ProxyConfig {
@@ -113,6 +116,7 @@ impl ProxyConfig {
             metrics_listen: None,
             labels: BTreeMap::new(),
             server_metrics: None,
+            tokenizer: Tokenizer::default(),
         }
     }
 }
@@ -317,6 +321,7 @@ pub async fn start(cfg: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
     if let Some(c) = cfg.cap {
         info = info.cap(c);
     }
+    info.tokenizer = Some(cfg.tokenizer.name().into());
     for (k, v) in &cfg.labels {
         info = info.label(k.clone(), v.clone());
     }
@@ -339,9 +344,14 @@ pub async fn start(cfg: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
         )?),
     };
     let metrics = Arc::new(Metrics::new(cfg.cap));
-    let (running, rec) = rec::start(out, info, cfg.sample_interval, metrics.clone(), |r| {
-        header.set(r)
-    });
+    let (running, rec) = rec::start(
+        out,
+        info,
+        cfg.tokenizer,
+        cfg.sample_interval,
+        metrics.clone(),
+        |r| header.set(r),
+    );
     let run_id = rec.run_id.to_string();
     let scraper = match cfg.server_metrics.clone() {
         None => None,

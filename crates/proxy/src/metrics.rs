@@ -254,6 +254,7 @@ impl Metrics {
             wasted_tokens: 0,
             chunks: None,
             client: Default::default(),
+            session: None,
         };
         let m = span_metrics(&facts);
         for (name, h) in [

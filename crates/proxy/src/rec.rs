@@ -67,16 +67,18 @@ pub(crate) struct Running {
 }
 
 /// Starts the run: writes its `run` record through `out` (`rotate` makes the
-/// record known to the writer that reopens files) and starts sampling.
+/// record known to the writer that reopens files) and starts sampling; the
+/// writer counts responses without `usage` with `tokenizer`.
 pub(crate) fn start(
     out: Box<dyn Write + Send>,
     info: RunInfo,
+    tokenizer: Tokenizer,
     interval: Duration,
     metrics: Arc<Metrics>,
     on_run: impl FnOnce(&RunRecord),
 ) -> (Running, Arc<Rec>) {
     let live = Arc::new(LiveStats::default());
-    let writer = Writer::to_writer(out, Tokenizer::default(), Some(live.clone()));
+    let writer = Writer::to_writer(out, tokenizer, Some(live.clone()));
     let clock = RunClock::start();
     let run_id: Arc<str> = new_run_id(0).into();
     let cap = info.cap;

@@ -1,20 +1,33 @@
-//! The text sections computed from whole span records: the multi-turn section
-//! (TTFT by turn index, per-session totals, as [`tpscope_analysis::sessions`]
-//! computed them) and the count check ([`tpscope_analysis::count_check`]).
+//! The `sessions` section of a multi-turn run (TTFT by turn index with its ratio
+//! to turn 1, per-session totals, as [`tpscope_analysis::sessions`] computed
+//! them) as rows and lines the text, markdown and HTML renderers lay out alike;
+//! and the count check's text ([`tpscope_analysis::count_check`]).
 
+use tpscope_analysis::RunReport;
 use tpscope_analysis::count_check::CountCheck;
-use tpscope_analysis::sessions::SessionReport;
+use tpscope_analysis::sessions::{SessionReport, SessionTotals};
 
-use crate::fmt::{or_dash, text_table};
+use crate::fmt::{md_table, or_dash, text_table};
 
-/// The section as text (a heading, the by-turn table, the totals line).
-pub fn text(r: &SessionReport) -> String {
-    let mut out = String::from(
-        "\n  multi-turn sessions: TTFT by turn (prefix caching shows as later turns starting sooner)\n",
-    );
+/// The section's heading.
+pub const SESSIONS_HEADING: &str =
+    "multi-turn sessions: TTFT by turn (prefix caching shows as later turns starting sooner)";
+
+/// Heads of the by-turn table.
+pub const TURN_HEADS: [&str; 7] = [
+    "turn",
+    "spans",
+    "ok",
+    "ttft p50 (ms)",
+    "ttft p90 (ms)",
+    "p50 vs turn 1",
+    "prompt tokens (mean)",
+];
+
+/// The by-turn table's rows (TTFT after admission, in ms).
+pub fn turn_rows(r: &SessionReport) -> Vec<Vec<String>> {
     let ms = |v: Option<f64>| or_dash(v.map(|s| format!("{:.1}", s * 1e3)));
-    let rows: Vec<Vec<String>> = r
-        .by_turn
+    r.by_turn
         .iter()
         .map(|t| {
             vec![
@@ -23,34 +36,61 @@ pub fn text(r: &SessionReport) -> String {
                 t.ok.to_string(),
                 ms(t.ttft_p50_s),
                 ms(t.ttft_p90_s),
+                or_dash(t.ttft_p50_ratio_to_turn_1.map(|x| format!("{x:.2}×"))),
                 or_dash(t.input_tokens_mean.map(|m| format!("{m:.0}"))),
             ]
         })
-        .collect();
-    text_table(
-        &mut out,
-        &[
-            "turn",
-            "spans",
-            "ok",
-            "ttft p50 (ms)",
-            "ttft p90 (ms)",
-            "prompt tokens (mean)",
-        ],
-        &rows,
-    );
-    let t = &r.totals;
+        .collect()
+}
+
+/// The totals as one sentence.
+pub fn totals_line(t: &SessionTotals) -> String {
     let s = |v: Option<f64>| or_dash(v.map(|s| format!("{s:.2}")));
-    out.push_str(&format!(
-        "  sessions: {} ({} with every turn ok), {:.1} turns and {:.0} output tokens each on average; session length p50 {} s, p90 {} s\n",
+    format!(
+        "sessions: {} ({} with every turn ok), {:.1} turns each on average (at most {}), \
+         {:.0} output and {} prompt tokens each on average; session length p50 {} s, p90 {} s, longest {} s",
         t.sessions,
         t.complete,
         t.turns_mean,
+        t.turns_max,
         t.output_tokens_mean,
+        or_dash(t.input_tokens_mean.map(|m| format!("{m:.0}"))),
         s(t.duration_p50_s),
         s(t.duration_p90_s),
-    ));
+        s(t.duration_max_s),
+    )
+}
+
+/// The section as text (a heading, the by-turn table, the totals line); empty
+/// for a run without sessions.
+pub fn text(r: &RunReport) -> String {
+    let Some(s) = &r.sessions else {
+        return String::new();
+    };
+    let mut out = format!("\n  {SESSIONS_HEADING}\n");
+    text_table(&mut out, &TURN_HEADS, &turn_rows(s));
+    out.push_str(&format!("  {}\n", totals_line(&s.totals)));
     out
+}
+
+/// The section as markdown; empty for a run without sessions.
+pub fn markdown(r: &RunReport) -> String {
+    let Some(s) = &r.sessions else {
+        return String::new();
+    };
+    let mut out = String::from(
+        "**Multi-turn sessions**: TTFT by turn (prefix caching shows as later turns starting sooner)\n\n",
+    );
+    md_table(&mut out, &TURN_HEADS, &turn_rows(s));
+    out.push_str(&format!("\n{}.\n\n", capitalised(&totals_line(&s.totals))));
+    out
+}
+
+fn capitalised(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
 }
 
 /// The count check as text: one line, and the warning when there is one.

@@ -41,6 +41,7 @@ fn failed_run() -> RunInput {
                 wasted_tokens: 0,
                 chunks: None,
                 client: Default::default(),
+                session: None,
             },
             None,
         );
@@ -100,6 +101,7 @@ fn waterfall_marks_failed_attempts_and_back_off_apart_from_the_first_token_wait(
         wasted_tokens: 0,
         chunks: None,
         client: Default::default(),
+        session: None,
     };
     input.push_span(ok(0, 50, 0), None);
     // Admitted at 10 ms, a 429, back-off until 1010 ms, first token at 1060 ms.

@@ -75,6 +75,7 @@ fn synth(id: &str, n: usize, cap: u32, rate: f64, refill: f64, seed: u64) -> Run
                 wasted_tokens: 0,
                 client: Default::default(),
                 chunks: None,
+                session: None,
             },
             None,
         );

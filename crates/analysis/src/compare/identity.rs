@@ -87,3 +87,34 @@ pub fn check_mismatch(baseline: &RunInput, candidate: &RunInput) -> Vec<Mismatch
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tpscope_model::RunRecord;
+
+    fn input(load: serde_json::Value, tokenizer: &str) -> RunInput {
+        let run: RunRecord = serde_json::from_value(serde_json::json!({
+            "kind": "run", "run_id": "r", "schema": tpscope_model::SCHEMA,
+            "started_at": "2026-01-01T00:00:00Z", "target": {"model": "m"},
+            "tokenizer": tokenizer, "load": load,
+        }))
+        .unwrap();
+        RunInput {
+            run: Some(run),
+            ..RunInput::default()
+        }
+    }
+
+    #[test]
+    fn differing_session_settings_are_no_mismatch_like_every_other_load_setting() {
+        let single = input(serde_json::json!({"concurrency": 4}), "o200k_base");
+        let sessions = input(
+            serde_json::json!({"concurrency": 8, "sessions": {"count": 6, "turns": "3", "think_time": null}}),
+            "o200k_base",
+        );
+        assert!(check_mismatch(&single, &sessions).is_empty());
+        let other = input(serde_json::json!({"concurrency": 4}), "cl100k_base");
+        assert_eq!(check_mismatch(&single, &other)[0].what, "tokenizer");
+    }
+}

@@ -20,6 +20,7 @@ fn span(q: i64, a: i64, f: i64, l: i64, r: i64, tokens: u64) -> SpanFacts {
         wasted_tokens: 0,
         client: Default::default(),
         chunks: None,
+        session: None,
     }
 }
 

@@ -23,6 +23,7 @@ fn span(q: i64, a: i64, r: i64) -> SpanFacts {
         wasted_tokens: 0,
         chunks: None,
         client: Default::default(),
+        session: None,
     }
 }
 

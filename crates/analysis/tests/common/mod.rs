@@ -47,6 +47,7 @@ pub fn ok(q: i64, a: i64, f: i64, l: i64, r: i64, tokens: u64) -> SpanFacts {
         wasted_tokens: 0,
         client: Default::default(),
         chunks: None,
+        session: None,
     }
 }
 
@@ -67,6 +68,7 @@ pub fn failed(q: i64, a: Option<i64>, r: i64, status: Status, cause: Cause) -> S
         wasted_tokens: 0,
         client: Default::default(),
         chunks: None,
+        session: None,
     }
 }
 

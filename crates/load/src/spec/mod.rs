@@ -40,8 +40,8 @@ pub use error::SpecError;
 pub use flags::{BadDatasetName, DatasetName, Flags};
 pub use output::{Output, unique_name};
 pub use settings::{
-    ConnectionSettings, LoadSettings, RampSettings, SimulatorSettings, SweepSettings,
-    TimeoutSettings, WarmupSettings,
+    ConnectionSettings, LoadSettings, RampSettings, SessionSettings, SimulatorSettings,
+    SweepSettings, TimeoutSettings, WarmupSettings,
 };
 pub use target::{ResolvedTarget, resolve_target};
 
@@ -553,6 +553,7 @@ impl BenchSpec {
                 levels: self.levels.len(),
             }),
             simulator,
+            sessions: self.sessions.as_deref().map(SessionPlan::settings),
         }
     }
 }

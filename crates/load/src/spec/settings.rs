@@ -69,6 +69,28 @@ pub struct LoadSettings<'a> {
     /// The built-in simulator measured, when it was.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub simulator: Option<SimulatorSettings>,
+    /// Multi-turn sessions (`--sessions`, `--conversations`), when the run had them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<SessionSettings<'a>>,
+}
+
+/// The `sessions` object of the `load` settings: how many sessions, where their
+/// turns came from, and the pause between turns.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SessionSettings<'a> {
+    /// Sessions in the run (`--sessions`; with `--conversations` alone, one per
+    /// conversation in the file).
+    pub count: u64,
+    /// `--turns` in its syntax (synthetic sessions, each turn's user message
+    /// drawn from the workload).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub turns: Option<String>,
+    /// `--conversations`: the file the turns came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conversations: Option<&'a str>,
+    /// `--think-time` in its syntax (`null`: each turn sent as soon as the reply
+    /// to the previous one ended).
+    pub think_time: Option<String>,
 }
 
 /// How the client opened and reused connections.

@@ -168,6 +168,43 @@ fn load_settings_serialise_as_the_run_record_carries_them() {
 }
 
 #[test]
+fn the_load_settings_say_what_sessions_the_run_had() {
+    let s = BenchSpec::from_flags(Flags {
+        concurrency: vec![4],
+        sessions: Some(6),
+        turns: Some(LengthDist::Fixed(4)),
+        think_time: Some("exp:2s".parse().unwrap()),
+        ..flags()
+    })
+    .unwrap();
+    let v = serde_json::to_value(s.load_settings(0, None)).unwrap();
+    assert_eq!(
+        v["sessions"],
+        serde_json::json!({"count": 6, "turns": "4", "think_time": "exp:2s"})
+    );
+    let plan = crate::workload::sessions::SessionPlan {
+        source: crate::workload::sessions::SessionSource::Conversations {
+            source: "chats.jsonl".into(),
+            items: Arc::new(vec![]),
+            sessions: 2,
+        },
+        think_time: None,
+    };
+    assert_eq!(
+        serde_json::to_value(plan.settings()).unwrap(),
+        serde_json::json!({"count": 2, "conversations": "chats.jsonl", "think_time": null})
+    );
+    // A single-turn run says nothing about sessions.
+    let plain = BenchSpec::from_flags(Flags {
+        concurrency: vec![4],
+        ..flags()
+    })
+    .unwrap();
+    let v = serde_json::to_value(plain.load_settings(0, None)).unwrap();
+    assert!(v.get("sessions").is_none(), "{v}");
+}
+
+#[test]
 fn requests_get_first_token_and_stall_limits_by_default_that_none_lifts() {
     let s = BenchSpec::from_flags(flags()).unwrap();
     let t = s.client.timeouts;

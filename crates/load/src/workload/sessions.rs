@@ -18,6 +18,7 @@ use tpscope_model::units::parse_duration;
 use super::file::{FileError, ferr, positive_u32};
 use super::prompts::conversation_records;
 use crate::dist::LengthDist;
+use crate::spec::SessionSettings;
 
 /// One user turn of a conversation.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -75,6 +76,20 @@ impl SessionPlan {
         match &self.source {
             SessionSource::Synthetic { sessions, .. }
             | SessionSource::Conversations { sessions, .. } => *sessions,
+        }
+    }
+
+    /// The plan as the run record's load settings describe it.
+    pub fn settings(&self) -> SessionSettings<'_> {
+        let (turns, conversations) = match &self.source {
+            SessionSource::Synthetic { turns, .. } => (Some(turns.to_string()), None),
+            SessionSource::Conversations { source, .. } => (None, Some(source.as_str())),
+        };
+        SessionSettings {
+            count: self.sessions(),
+            turns,
+            conversations,
+            think_time: self.think_time.map(|t| t.to_string()),
         }
     }
 }

@@ -31,6 +31,7 @@ enum Owned {
         Option<String>,
         Option<String>,
         Option<Timestamp>,
+        Option<(String, std::num::NonZeroU32)>,
     ),
     Sample(String, SampleFacts),
 }
@@ -52,6 +53,7 @@ fn general(text: &str) -> Option<Owned> {
             error_message,
             request_id,
             last_attempt_at,
+            session,
         } => Some(Owned::Span(
             run_id.into(),
             span_id.into_owned(),
@@ -60,6 +62,7 @@ fn general(text: &str) -> Option<Owned> {
             error_message.map(|m| m.into_owned()),
             request_id.map(|m| m.into_owned()),
             last_attempt_at,
+            session.map(|(id, t)| (id.into_owned(), t)),
         )),
         Parsed::Sample(f) => Some(Owned::Sample(run_id.into(), f)),
         _ => None,
@@ -76,6 +79,7 @@ fn fast(bytes: &[u8]) -> Option<Owned> {
             error_message,
             request_id,
             last_attempt_at,
+            session,
         } => Some(Owned::Span(
             run_id.into(),
             span_id.into(),
@@ -84,6 +88,7 @@ fn fast(bytes: &[u8]) -> Option<Owned> {
             error_message.map(str::to_string),
             request_id.map(str::to_string),
             last_attempt_at,
+            session.map(|(id, t)| (id.to_string(), t)),
         )),
         FastRecord::Sample { run_id, facts } => Some(Owned::Sample(run_id.into(), facts)),
     }
@@ -190,6 +195,10 @@ fn span() -> impl Strategy<Value = Span> {
             proptest::collection::vec(attempt(), 0..3),
             proptest::option::of((cause(), text())),
         ),
+        (
+            proptest::option::of(text()),
+            proptest::option::of(prop_oneof![4 => 0u32..20, 1 => Just(u32::MAX)]),
+        ),
     )
         .prop_map(
             |(
@@ -197,6 +206,7 @@ fn span() -> impl Strategy<Value = Span> {
                 (status, mut times, present, tidy),
                 (output_tokens, input_tokens, token_source),
                 (retry_count, mut retry_causes, mut attempts, mut error),
+                (session_id, turn),
             )| {
                 let mut present = present;
                 // Mostly consistent, so that many spans are valid.
@@ -235,8 +245,8 @@ fn span() -> impl Strategy<Value = Span> {
                     attempts,
                     error: error.map(|(cause, message)| SpanError { cause, message }),
                     chunks: None,
-                    session_id: None,
-                    turn: None,
+                    session_id,
+                    turn,
                     tokenizer_output_tokens: None,
                 }
             },
@@ -276,6 +286,7 @@ fn all_plain(r: &Record) -> bool {
                 && plain(&s.span_id)
                 && s.request_id.as_deref().is_none_or(plain)
                 && s.error.as_ref().is_none_or(|e| plain(&e.message))
+                && s.session_id.as_deref().is_none_or(plain)
         }
         Record::Sample(s) => plain(&s.run_id),
         _ => false,

@@ -127,6 +127,7 @@ impl Reader {
                 error_message,
                 request_id,
                 last_attempt_at,
+                session,
             }) => {
                 let span_id = Cow::Borrowed(span_id);
                 let parsed = Parsed::Span {
@@ -136,6 +137,7 @@ impl Reader {
                     error_message: error_message.map(Cow::Borrowed),
                     request_id: request_id.map(Cow::Borrowed),
                     last_attempt_at,
+                    session: session.map(|(id, turn)| (Cow::Borrowed(id), turn)),
                 };
                 self.file(run_id, parsed).map_err(Failure::Field)
             }

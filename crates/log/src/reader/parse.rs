@@ -3,6 +3,7 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::num::NonZeroU32;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -28,6 +29,9 @@ pub(super) enum Parsed<'a> {
         request_id: Option<Cow<'a, str>>,
         /// When the last attempt started, for a span with several.
         last_attempt_at: Option<Timestamp>,
+        /// The `session_id` and `turn` of a multi-turn span, when both are given
+        /// (numbered into [`SpanFacts::session`] when the span is filed).
+        session: Option<(Cow<'a, str>, NonZeroU32)>,
     },
     Sample(SampleFacts),
     ServerSample(Box<ServerSampleRecord>),
@@ -425,6 +429,7 @@ fn parse_span<'l>(line: &'l Line<'_>, unit: Option<TimeUnit>) -> FieldResult<Par
             wasted_tokens,
             chunks,
             client,
+            session: None,
         },
         source,
         span_id,
@@ -433,7 +438,34 @@ fn parse_span<'l>(line: &'l Line<'_>, unit: Option<TimeUnit>) -> FieldResult<Par
             .and_then(string_of),
         request_id: line.extras.request_id.and_then(string_of),
         last_attempt_at,
+        session: session_of(line.extras.session_id, line.extras.turn)?,
     })
+}
+
+/// A span's `session_id` (a string) and `turn` (a count from 1), from their JSON
+/// text, each checked when given; `None` unless both are (`null` is not given).
+fn session_of<'l>(
+    id: Option<&'l str>,
+    turn: Option<&'l str>,
+) -> FieldResult<Option<(Cow<'l, str>, NonZeroU32)>> {
+    let scalar = |field: &str, raw| {
+        crate::json::Scanner::new(raw)
+            .scalar()
+            .map_err(|_| problem(field, "implausible", format!("{raw} is out of range")))
+    };
+    let id = match id.map(|raw| scalar("session_id", raw)).transpose()? {
+        Some(Scalar::Str(s)) => Some(s),
+        None | Some(Scalar::Null) => None,
+        Some(other) => return Err(wrong_nested("session_id", "a string", &other)),
+    };
+    let turn = match turn.map(|raw| scalar("turn", raw)).transpose()? {
+        None | Some(Scalar::Null) => None,
+        Some(t) => Some(
+            NonZeroU32::new(as_u32("turn", &t)?)
+                .ok_or_else(|| problem("turn", "implausible", "0: turns count from 1"))?,
+        ),
+    };
+    Ok(id.zip(turn))
 }
 
 /// A string kept as JSON text, read; `None` when it is not a string (the

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
 
-use tpscope_analysis::{RunInput, SpanText};
+use tpscope_analysis::{RunInput, SessionTurn, SpanText};
 use tpscope_model::RunRecord;
 
 use super::lines::FileState;
@@ -324,8 +324,14 @@ impl Reader {
                 error_message,
                 request_id,
                 last_attempt_at,
+                session,
             } => {
                 let run = self.runs.span(run_id, &span_id)?;
+                let mut facts = facts;
+                if let Some((id, turn)) = session {
+                    let session = run.input.session_ids.number(&id);
+                    facts.session = Some(SessionTurn { session, turn });
+                }
                 if let Some(t) = last_attempt_at {
                     let i = run.input.spans.len();
                     run.input.last_attempts.push((i, t));

@@ -62,7 +62,7 @@ pub(super) struct Line<'a> {
 #[derive(Default)]
 pub(super) struct Extras<'a> {
     pub(super) request_id: Option<&'a str>,
-    /// Multi-turn workloads' `session_id` and `turn`.
+    /// Multi-turn workloads' `session_id` and `turn` (read by both scans).
     pub(super) session_id: Option<&'a str>,
     pub(super) turn: Option<&'a str>,
     pub(super) tokenizer_output_tokens: Option<&'a str>,
@@ -276,19 +276,9 @@ fn scan<'a, const WHOLE: bool>(text: &'a str, line: &mut Line<'a>) -> JsonResult
             // Not checked for duplicates: the analysis never reads it (CSV
             // output does, so both scans keep it).
             Key::request_id => line.extras.request_id = Some(sc.raw()?),
-            // Multi-turn fields: whole records keep them; the analysis skips them.
-            Key::session_id => {
-                let v = sc.raw()?;
-                if WHOLE {
-                    line.extras.session_id = Some(v);
-                }
-            }
-            Key::turn => {
-                let v = sc.raw()?;
-                if WHOLE {
-                    line.extras.turn = Some(v);
-                }
-            }
+            // Multi-turn fields: both scans keep them (the analysis groups by them).
+            Key::session_id => line.extras.session_id = Some(sc.raw()?),
+            Key::turn => line.extras.turn = Some(sc.raw()?),
             Key::tokenizer_output_tokens => {
                 let v = sc.raw()?;
                 if WHOLE {

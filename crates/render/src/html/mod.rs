@@ -6,6 +6,7 @@
 mod charts;
 mod page;
 mod server;
+mod sessions;
 mod svg;
 
 use tpscope_analysis::compare::Compared;
@@ -255,6 +256,7 @@ fn run_section(prefix: &str, r: &RunReport, d: Option<&Detail>, heading: &str) -
             s.push_str("<p class=\"note\">No chart data for this run.</p>\n");
         }
     }
+    s.push_str(&sessions::section(&format!("{prefix}-sessions"), r));
     s.push_str("<h2>Distribution tables</h2>\n");
     s.push_str(&distribution_tables(r));
     s
