@@ -9,6 +9,7 @@
 //! little of the shared cores as possible. The same client measures every path.
 
 use std::net::SocketAddr;
+use std::ops::Range;
 use std::time::Instant;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -19,8 +20,8 @@ use crate::upstream::MARK;
 /// What one stream saw.
 #[derive(Debug, Default)]
 pub struct StreamOut {
-    /// Latency (ns) of each content chunk by sequence number; `None` for warm-up
-    /// chunks and chunks not received.
+    /// Latency (ns) of each content chunk by sequence number; `None` for chunks
+    /// outside the measured range and chunks not received.
     pub lat: Vec<Option<i64>>,
     /// Content chunks received (warm-up included).
     pub chunks: u64,
@@ -40,14 +41,14 @@ pub async fn run_stream(
     start: tokio::time::Instant,
     origin: Instant,
     chunks: u32,
-    warmup: u32,
+    measure: Range<u32>,
 ) -> StreamOut {
     tokio::time::sleep_until(start).await;
     let mut out = StreamOut {
         lat: vec![None; chunks as usize],
         ..StreamOut::default()
     };
-    if let Err(e) = stream(addr, origin, warmup, &mut out).await {
+    if let Err(e) = stream(addr, origin, &measure, &mut out).await {
         out.error = Some(e);
     }
     out
@@ -56,7 +57,7 @@ pub async fn run_stream(
 async fn stream(
     addr: SocketAddr,
     origin: Instant,
-    warmup: u32,
+    measure: &Range<u32>,
     out: &mut StreamOut,
 ) -> Result<(), String> {
     let mut sock = TcpStream::connect(addr)
@@ -106,7 +107,7 @@ async fn stream(
         }
         let ended = dec.decode(&mut raw, &mut body)?;
         while let Some(i) = find(&body, b"\n\n") {
-            event(&body[..i], now, warmup, out, &mut done);
+            event(&body[..i], now, measure, out, &mut done);
             body.drain(..i + 2);
         }
         if ended {
@@ -119,15 +120,22 @@ async fn stream(
     }
 }
 
-/// Takes one SSE event's latency, usage or end.
-pub(crate) fn event(ev: &[u8], now: i64, warmup: u32, out: &mut StreamOut, done: &mut bool) {
+/// Takes one SSE event's latency (when its sequence number is in `measure`),
+/// usage or end.
+pub(crate) fn event(
+    ev: &[u8],
+    now: i64,
+    measure: &Range<u32>,
+    out: &mut StreamOut,
+    done: &mut bool,
+) {
     if let Some(i) = find(ev, MARK) {
         let rest = &ev[i + MARK.len()..];
         let seq = number(rest);
         let sent = find(rest, b"\"sent_ns\":").and_then(|j| number(&rest[j + 10..]));
         if let (Some(seq), Some(sent)) = (seq, sent) {
             out.chunks += 1;
-            if seq >= u64::from(warmup)
+            if u32::try_from(seq).is_ok_and(|s| measure.contains(&s))
                 && let Some(slot) = out.lat.get_mut(seq as usize)
             {
                 *slot = Some(now - sent as i64);

@@ -15,7 +15,9 @@
 //!
 //! Run: `cargo build --release -p tpscope-cli && cargo bench -p tpscope-proxy
 //! --bench relay` (options: `--streams 1000`, `--period-ms 50`, `--chunks 200`,
-//! `--warmup 20` (chunks per stream left out), `--rounds 3`, `--arrivals
+//! `--warmup 20` (first chunks of each stream left out; at least the connect
+//! ramp's periods, and as many are left out at the end, so that every measured
+//! chunk is sent while all streams are open), `--rounds 3`, `--arrivals
 //! spread|steps` (streams start spread over one period, or every stream's chunk
 //! at the same instants, as an engine's decode steps emit them),
 //! `--paths direct,tpscope,nginx`, `--tpscope PATH` (else `$TPSCOPE_BIN`, else
@@ -66,6 +68,21 @@ pub struct Opts {
     pub paths: Vec<PathKind>,
     pub tpscope: PathBuf,
     pub nginx: Option<PathBuf>,
+}
+
+impl Opts {
+    /// Periods over which the streams' connects are spread: about a second, as
+    /// 1,000 connects at once overflow a listener's accept queue and wait out a
+    /// SYN retransmit (1 s).
+    pub fn ramp(&self) -> u32 {
+        (1.0 / self.period.as_secs_f64()).ceil().max(1.0) as u32
+    }
+
+    /// The sequence numbers measured in each stream: all sent while every stream
+    /// is open (the last stream connects `ramp` periods after the first).
+    pub fn measured(&self) -> std::ops::Range<u32> {
+        self.warmup.max(self.ramp())..self.chunks.saturating_sub(self.ramp())
+    }
 }
 
 fn opts() -> Result<Opts, String> {
@@ -141,10 +158,13 @@ fn opts() -> Result<Opts, String> {
             _ => return Err(format!("unknown option {flag}")),
         }
     }
-    if o.warmup >= o.chunks {
+    if o.measured().is_empty() {
         return Err(format!(
-            "--warmup {} leaves none of the {} chunks to measure",
-            o.warmup, o.chunks
+            "--chunks {} with --warmup {} leaves no chunk to measure (the first {} and the last {} of each stream are left out)",
+            o.chunks,
+            o.warmup,
+            o.warmup.max(o.ramp()),
+            o.ramp()
         ));
     }
     if o.nginx.is_none() {
@@ -209,16 +229,26 @@ impl Bench {
         };
         let (jiffies0, cpu0, own0, load0) =
             (procs::machine_jiffies(), cpu(&proxy), own(), procs::load1());
+        let overflows0 = procs::listen_overflows();
         let t0 = Instant::now();
         let (o, origin) = (&self.o, self.origin);
+        let (ramp, measure) = (self.o.ramp(), self.o.measured());
         let outs = self.client_rt.block_on(async move {
             let start = tokio::time::Instant::now() + Duration::from_millis(100);
             let tasks: Vec<_> = (0..o.streams)
                 .map(|i| {
-                    // Streams start spread over one period, so chunks arrive evenly
-                    // (with steps, the upstream aligns them anyway).
-                    let at = start + o.period.mul_f64(f64::from(i) / f64::from(o.streams));
-                    tokio::spawn(client::run_stream(addr, at, origin, o.chunks, o.warmup))
+                    // Stream i's chunks are at phase i/N of the period, so they
+                    // arrive evenly (with steps the upstream aligns them anyway);
+                    // the connects are spread over `ramp` whole periods.
+                    let phase = o.period.mul_f64(f64::from(i) / f64::from(o.streams));
+                    let at = start + phase + o.period * (i % ramp);
+                    tokio::spawn(client::run_stream(
+                        addr,
+                        at,
+                        origin,
+                        o.chunks,
+                        measure.clone(),
+                    ))
                 })
                 .collect();
             let mut outs = Vec::with_capacity(tasks.len());
@@ -229,6 +259,9 @@ impl Bench {
         });
         let wall = t0.elapsed().as_secs_f64();
         let (cpu1, own1, load1) = (cpu(&proxy), own(), procs::load1());
+        let overflows = procs::listen_overflows()
+            .zip(overflows0)
+            .map(|(a, b)| a.saturating_sub(b));
         let busy = procs::machine_jiffies()
             .zip(jiffies0)
             .map(|((b1, t1), (b0, t0))| (b1 - b0) as f64 / (t1 - t0).max(1) as f64);
@@ -254,6 +287,7 @@ impl Bench {
                 rss_mib: rss,
                 hwm_mib: hwm,
                 spans,
+                overflows,
             },
         ))
     }

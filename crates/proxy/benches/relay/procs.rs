@@ -118,6 +118,18 @@ pub fn scheduling() -> String {
     }
 }
 
+/// The machine's count of connections dropped for a full accept queue
+/// (`TcpExt: ListenOverflows` in `/proc/net/netstat`).
+pub fn listen_overflows() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/net/netstat").ok()?;
+    let mut tcp_ext = s.lines().filter(|l| l.starts_with("TcpExt:"));
+    let (names, values) = (tcp_ext.next()?, tcp_ext.next()?);
+    let i = names
+        .split_whitespace()
+        .position(|n| n == "ListenOverflows")?;
+    values.split_whitespace().nth(i)?.parse().ok()
+}
+
 /// The 1-minute load average.
 pub fn load1() -> Option<f64> {
     std::fs::read_to_string("/proc/loadavg")

@@ -25,6 +25,9 @@ pub struct Costs {
     pub hwm_mib: Option<f64>,
     /// tpscope's span log: spans, and those `ok` with every token.
     pub spans: Option<(usize, usize)>,
+    /// Connections the machine dropped for a full accept queue meanwhile (any
+    /// listener: a stream that waited out a SYN retransmit starts late).
+    pub overflows: Option<u64>,
 }
 
 /// One path's round.
@@ -35,8 +38,8 @@ pub struct Round {
     pub dist: Dist,
     /// Content chunks (one token each) the client received, warm-up included.
     pub tokens: u64,
-    /// From the first measured chunk's arrival to the last's (s).
-    pub measured_s: f64,
+    /// Measured chunks per second of wall time, while every stream was open.
+    pub chunks_per_s: f64,
     /// Streams that ended well, with `usage.completion_tokens` = chunks.
     pub usage_ok: usize,
     pub errors: Vec<String>,
@@ -46,9 +49,17 @@ pub struct Round {
 impl Round {
     pub fn new(path: PathKind, round: u32, outs: Vec<StreamOut>, costs: Costs) -> Round {
         let tokens = outs.iter().map(|o| o.chunks).sum();
-        let first = outs.iter().filter_map(|o| o.span).map(|s| s.0).min();
-        let last = outs.iter().filter_map(|o| o.span).map(|s| s.1).max();
-        let measured_s = first.zip(last).map_or(0.0, |(a, b)| (b - a) as f64 / 1e9);
+        // Each stream's rate over its measured chunks, summed: the relayed rate
+        // while every stream is open (the streams' windows are offset by the
+        // connect ramp, so one window over all of them would dilute it).
+        let chunks_per_s = outs
+            .iter()
+            .filter_map(|o| {
+                let (a, b) = o.span?;
+                let n = o.lat.iter().flatten().count();
+                (b > a && n > 1).then(|| (n - 1) as f64 / ((b - a) as f64 / 1e9))
+            })
+            .sum::<f64>();
         let usage_ok = outs
             .iter()
             .filter(|o| o.error.is_none() && o.usage_tokens == Some(o.lat.len() as u64))
@@ -61,16 +72,11 @@ impl Round {
             dist: Dist::of_ns(&flatten(&grid)),
             grid,
             tokens,
-            measured_s,
+            chunks_per_s,
             usage_ok,
             errors,
             costs,
         }
-    }
-
-    /// Measured chunks per second of wall time.
-    fn chunks_per_s(&self) -> Option<f64> {
-        (self.measured_s > 0.0).then(|| self.dist.n as f64 / self.measured_s)
     }
 
     /// Proxy CPU microseconds per relayed token.
@@ -108,7 +114,7 @@ fn num(v: Option<f64>, digits: usize) -> String {
 pub fn header(o: &Opts, paths: &[PathKind]) {
     let names: Vec<&str> = paths.iter().map(|p| p.name()).collect();
     println!(
-        "relay bench: {} streams × {} chunks, one every {:?} per stream ({}; {:.0} chunks/s offered), first {} chunks of each stream left out; {} rounds of [{}], order rotated each round; {} cores, load average {} at the start; scheduling: {}",
+        "relay bench: {} streams × {} chunks, one every {:?} per stream ({}; {:.0} chunks/s offered), chunks {}..{} of each stream measured (connects spread over {} periods); {} rounds of [{}], order rotated each round; {} cores, load average {} at the start; scheduling: {}",
         o.streams,
         o.chunks,
         o.period,
@@ -118,7 +124,9 @@ pub fn header(o: &Opts, paths: &[PathKind]) {
             "streams spread over the period"
         },
         f64::from(o.streams) / o.period.as_secs_f64(),
-        o.warmup,
+        o.measured().start,
+        o.measured().end,
+        o.ramp(),
         o.rounds,
         names.join(", "),
         cores(),
@@ -142,7 +150,7 @@ pub fn round_line(r: &Round) {
     let c = &r.costs;
     let q = |n| us(r.dist.at(n));
     println!(
-        "round {} {:<8} n={} p50 {} p90 {} p99 {} p99.9 {} max {} µs | {} chunks/s | proxy CPU {} s = {} µs/token ({} of a core), RSS {} MiB (peak {}) | client {:.2} s, upstream {:.2} s CPU | bench {} of all cores, machine busy {} | load {}→{} | {}/{} streams ok{}{}",
+        "round {} {:<8} n={} p50 {} p90 {} p99 {} p99.9 {} max {} µs | {} chunks/s | proxy CPU {} s = {} µs/token ({} of a core), RSS {} MiB (peak {}) | client {:.2} s, upstream {:.2} s CPU | bench {} of all cores, machine busy {} | load {}→{} | {}/{} streams ok{}{}{}",
         r.round,
         r.path.name(),
         r.dist.n,
@@ -151,7 +159,7 @@ pub fn round_line(r: &Round) {
         q("p99"),
         q("p99.9"),
         q("max"),
-        num(r.chunks_per_s(), 0),
+        num(Some(r.chunks_per_s), 0),
         num(c.proxy_cpu_s, 2),
         num(r.cpu_us_per_token(), 2),
         pct(r.cpu_share()),
@@ -167,6 +175,10 @@ pub fn round_line(r: &Round) {
         r.grid.len(),
         c.spans
             .map(|(s, ok)| format!(", {s} spans ({ok} ok with every token)"))
+            .unwrap_or_default(),
+        c.overflows
+            .filter(|n| *n > 0)
+            .map(|n| format!(" | {n} accept-queue overflows"))
             .unwrap_or_default(),
         r.errors
             .first()

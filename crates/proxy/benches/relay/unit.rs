@@ -135,7 +135,7 @@ mod client_tests {
     }
 
     #[test]
-    fn events_give_latency_usage_and_end_and_skip_the_warm_up() {
+    fn events_give_latency_usage_and_end_and_measure_only_the_range() {
         let mut out = StreamOut {
             lat: vec![None; 3],
             ..StreamOut::default()
@@ -146,20 +146,40 @@ mod client_tests {
                 r#"data: {{"choices":[{{"delta":{{"content":" w"}}}}],"usage":null,"bench":{{"seq":{seq},"sent_ns":{sent},"req":1}}}}"#
             )
         };
-        event(chunk(0, 100).as_bytes(), 1_000, 1, &mut out, &mut done);
-        event(chunk(2, 400).as_bytes(), 1_000, 1, &mut out, &mut done);
+        event(
+            chunk(0, 100).as_bytes(),
+            1_000,
+            &(1..3),
+            &mut out,
+            &mut done,
+        );
+        event(
+            chunk(2, 400).as_bytes(),
+            1_000,
+            &(1..3),
+            &mut out,
+            &mut done,
+        );
+        // Past the measured range: counted, not measured.
+        event(
+            chunk(3, 400).as_bytes(),
+            1_000,
+            &(1..3),
+            &mut out,
+            &mut done,
+        );
         event(
             br#"data: {"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":3,"total_tokens":15}}"#,
             1_000,
-            1,
+            &(1..3),
             &mut out,
             &mut done,
         );
         assert!(!done);
-        event(b"data: [DONE]", 1_000, 1, &mut out, &mut done);
+        event(b"data: [DONE]", 1_000, &(1..3), &mut out, &mut done);
         assert!(done);
         assert_eq!(out.lat, vec![None, None, Some(600)]);
-        assert_eq!(out.chunks, 2);
+        assert_eq!(out.chunks, 3);
         assert_eq!(out.usage_tokens, Some(3));
         assert_eq!(out.span, Some((1_000, 1_000)));
     }
