@@ -28,6 +28,7 @@ mod client;
 mod nginx_conf;
 mod procs;
 mod report;
+mod schedule;
 mod stats;
 mod upstream;
 
@@ -71,17 +72,14 @@ pub struct Opts {
 }
 
 impl Opts {
-    /// Periods over which the streams' connects are spread: about a second, as
-    /// 1,000 connects at once overflow a listener's accept queue and wait out a
-    /// SYN retransmit (1 s).
+    /// Periods over which the connects are spread.
     pub fn ramp(&self) -> u32 {
-        (1.0 / self.period.as_secs_f64()).ceil().max(1.0) as u32
+        schedule::ramp(self.period)
     }
 
-    /// The sequence numbers measured in each stream: all sent while every stream
-    /// is open (the last stream connects `ramp` periods after the first).
+    /// The sequence numbers measured in each stream.
     pub fn measured(&self) -> std::ops::Range<u32> {
-        self.warmup.max(self.ramp())..self.chunks.saturating_sub(self.ramp())
+        schedule::measured(self.warmup, self.chunks, self.ramp())
     }
 }
 
@@ -237,11 +235,8 @@ impl Bench {
             let start = tokio::time::Instant::now() + Duration::from_millis(100);
             let tasks: Vec<_> = (0..o.streams)
                 .map(|i| {
-                    // Stream i's chunks are at phase i/N of the period, so they
-                    // arrive evenly (with steps the upstream aligns them anyway);
-                    // the connects are spread over `ramp` whole periods.
-                    let phase = o.period.mul_f64(f64::from(i) / f64::from(o.streams));
-                    let at = start + phase + o.period * (i % ramp);
+                    // With steps the upstream aligns the chunks anyway.
+                    let at = start + schedule::start_offset(i, o.streams, o.period, ramp);
                     tokio::spawn(client::run_stream(
                         addr,
                         at,

@@ -178,7 +178,7 @@ pub fn round_line(r: &Round) {
             .unwrap_or_default(),
         c.overflows
             .filter(|n| *n > 0)
-            .map(|n| format!(" | {n} accept-queue overflows"))
+            .map(|n| format!(" | {n} accept-queue overflows on the machine"))
             .unwrap_or_default(),
         r.errors
             .first()
@@ -197,7 +197,7 @@ pub fn summary(o: &Opts, paths: &[PathKind], rounds: &[Round]) {
     let direct_of = |round: u32| of(PathKind::Direct).find(|r| r.round == round);
     println!();
     println!(
-        "Latency per chunk (µs, send → client read), pooled over {} rounds; added = path − direct at the same percentile (pooled; per round: median [min – max]); paired = median of per-chunk differences with the direct round, by stream and sequence:",
+        "Latency per chunk (µs, send → client read), pooled over {} rounds; added = path − direct at the same percentile (pooled; per round: median [min – max]); paired = median of per-chunk differences with the direct round, by stream and sequence; CPU: median round; RSS: largest round:",
         o.rounds
     );
     println!();

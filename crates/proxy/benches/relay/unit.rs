@@ -1,5 +1,5 @@
-//! Unit tests of the relay benchmark's pure parts (statistics, the nginx config,
-//! the client's chunked decoder and event parser), run by `cargo test -p
+//! Unit tests of the relay benchmark's pure parts (statistics, the schedule, the
+//! nginx config, the client's chunked decoder and event parser), run by `cargo test -p
 //! tpscope-proxy`; the benchmark itself runs only under `cargo bench` (its
 //! figures are timings, never assertions).
 
@@ -12,6 +12,8 @@
 mod client;
 #[path = "nginx_conf.rs"]
 mod nginx_conf;
+#[path = "schedule.rs"]
+mod schedule;
 #[path = "stats.rs"]
 mod stats;
 #[path = "upstream.rs"]
@@ -182,5 +184,60 @@ mod client_tests {
         assert_eq!(out.chunks, 3);
         assert_eq!(out.usage_tokens, Some(3));
         assert_eq!(out.span, Some((1_000, 1_000)));
+    }
+}
+
+#[cfg(test)]
+mod schedule_tests {
+    use std::time::Duration;
+
+    use crate::schedule::*;
+
+    #[test]
+    fn every_measured_chunk_is_sent_while_all_streams_are_open() {
+        for (period_ms, n, chunks, warmup) in
+            [(50, 1000, 200, 20), (1000, 1000, 25, 3), (7, 13, 400, 0)]
+        {
+            let period = Duration::from_millis(period_ms);
+            let r = ramp(period);
+            let m = measured(warmup, chunks, r);
+            assert!(!m.is_empty());
+            let starts: Vec<Duration> = (0..n).map(|i| start_offset(i, n, period, r)).collect();
+            let last_open = *starts.iter().max().unwrap();
+            // Chunk k of a stream goes one period after chunk k − 1, the first one
+            // period after the stream's request.
+            let first_end = starts.iter().min().unwrap().as_secs_f64()
+                + f64::from(chunks) * period.as_secs_f64();
+            for s in &starts {
+                let sent = |k: u32| s.as_secs_f64() + f64::from(k + 1) * period.as_secs_f64();
+                assert!(sent(m.start) > last_open.as_secs_f64(), "{period_ms} ms");
+                assert!(sent(m.end - 1) < first_end, "{period_ms} ms");
+            }
+        }
+    }
+
+    #[test]
+    fn connects_spread_over_about_a_second_and_phases_stay_even() {
+        let period = Duration::from_millis(50);
+        assert_eq!(ramp(period), 20);
+        assert_eq!(ramp(Duration::from_secs(2)), 1);
+        let n = 1000;
+        let mut phases: Vec<u128> = (0..n)
+            .map(|i| start_offset(i, n, period, 20).as_micros() % 50_000)
+            .collect();
+        phases.sort_unstable();
+        // Phase i/n of the period: one stream every 50 µs.
+        for (i, p) in phases.iter().enumerate() {
+            assert!(p.abs_diff(i as u128 * 50) <= 1, "stream {i}: {p}");
+        }
+        let last = (0..n)
+            .map(|i| start_offset(i, n, period, 20))
+            .max()
+            .unwrap();
+        assert!(last < Duration::from_secs(1));
+        assert_eq!(measured(3, 200, 20), 20..180);
+        assert_eq!(measured(30, 200, 20), 30..180);
+        // Too few chunks for the ramp: nothing to measure (the options refuse it).
+        assert!(measured(3, 25, 20).is_empty());
     }
 }
