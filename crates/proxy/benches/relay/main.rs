@@ -305,8 +305,13 @@ fn main() {
         );
         paths.retain(|p| *p != PathKind::Tpscope);
     }
-    if paths.contains(&PathKind::Nginx) && o.nginx.is_none() {
-        println!("skipping nginx: not installed (apt-get install nginx, or pass --nginx PATH)");
+    if paths.contains(&PathKind::Nginx) && !o.nginx.as_ref().is_some_and(|n| n.is_file()) {
+        match &o.nginx {
+            Some(n) => println!("skipping nginx: no binary at {}", n.display()),
+            None => println!(
+                "skipping nginx: not installed (apt-get install nginx, or pass --nginx PATH)"
+            ),
+        }
         paths.retain(|p| *p != PathKind::Nginx);
     }
     let origin = Instant::now();
