@@ -1,0 +1,355 @@
+//! The relay benchmark (issue 10, DESIGN.md §12): the latency a proxy adds to
+//! each streamed chunk at 1,000 concurrent streams, `tpscope proxy` against the
+//! direct path and against nginx as a plain streaming reverse proxy, in the same
+//! run; and the proxy's CPU time per relayed token and its memory.
+//!
+//! One process holds the upstream (a minimal SSE server on its own runtime
+//! thread, `bench-upstream`) and the client (`bench-client`); each content chunk
+//! carries the instant the upstream wrote it, and its latency is the instant the
+//! client's read returned it minus that (one monotonic clock). The proxies run as
+//! child processes: the `tpscope` release binary (`tpscope proxy --out` a span
+//! log in a temporary directory) and Debian's nginx with a generated config. The
+//! paths take turns, in a rotated order each round, so that the machine's
+//! background load falls on all of them alike; every figure is given per round
+//! and pooled. See docs/proxy-bench.md for the method and its caveats.
+//!
+//! Run: `cargo build --release -p tpscope-cli && cargo bench -p tpscope-proxy
+//! --bench relay` (options: `--streams 1000`, `--period-ms 50`, `--chunks 200`,
+//! `--warmup 20` (first chunks of each stream left out; at least the connect
+//! ramp's periods, and as many are left out at the end, so that every measured
+//! chunk is sent while all streams are open), `--rounds 3`, `--arrivals
+//! spread|steps` (streams start spread over one period, or every stream's chunk
+//! at the same instants, as an engine's decode steps emit them),
+//! `--paths direct,tpscope,nginx`, `--tpscope PATH` (else `$TPSCOPE_BIN`, else
+//! target/release/tpscope), `--nginx PATH` (else /usr/sbin/nginx or `nginx` on
+//! PATH; skipped with a message when there is none)).
+
+mod client;
+mod nginx_conf;
+mod procs;
+mod report;
+mod schedule;
+mod stats;
+mod upstream;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use procs::Proxy;
+use report::Round;
+use upstream::Shape;
+
+/// The paths a stream can take to the upstream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PathKind {
+    Direct,
+    Tpscope,
+    Nginx,
+}
+
+impl PathKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            PathKind::Direct => "direct",
+            PathKind::Tpscope => "tpscope",
+            PathKind::Nginx => "nginx",
+        }
+    }
+}
+
+/// What the benchmark is told.
+pub struct Opts {
+    pub streams: u32,
+    pub period: Duration,
+    pub chunks: u32,
+    pub warmup: u32,
+    pub rounds: u32,
+    pub steps: bool,
+    pub paths: Vec<PathKind>,
+    pub tpscope: PathBuf,
+    pub nginx: Option<PathBuf>,
+}
+
+impl Opts {
+    /// Periods over which the connects are spread.
+    pub fn ramp(&self) -> u32 {
+        schedule::ramp(self.period)
+    }
+
+    /// The sequence numbers measured in each stream.
+    pub fn measured(&self) -> std::ops::Range<u32> {
+        schedule::measured(self.warmup, self.chunks, self.ramp())
+    }
+}
+
+fn opts() -> Result<Opts, String> {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
+    let mut o = Opts {
+        streams: 1000,
+        period: Duration::from_millis(50),
+        chunks: 200,
+        warmup: 20,
+        rounds: 3,
+        steps: false,
+        paths: vec![PathKind::Direct, PathKind::Tpscope, PathKind::Nginx],
+        tpscope: std::env::var_os("TPSCOPE_BIN")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| target.join("release/tpscope")),
+        nginx: None,
+    };
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        // `cargo bench` passes `--bench` to every benchmark binary.
+        if flag == "--bench" {
+            continue;
+        }
+        let v = it.next().ok_or(format!("{flag} needs a value"))?;
+        let num = |what: &str| -> Result<u32, String> {
+            v.parse()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or(format!("{flag} {v}: expected {what}"))
+        };
+        match flag.as_str() {
+            "--streams" => o.streams = num("a number of streams > 0")?,
+            "--chunks" => o.chunks = num("a number of chunks > 0")?,
+            "--rounds" => o.rounds = num("a number of rounds > 0")?,
+            "--warmup" => {
+                o.warmup = v
+                    .parse()
+                    .map_err(|_| format!("--warmup {v}: expected a number of chunks"))?
+            }
+            "--period-ms" => {
+                let ms: f64 = v
+                    .parse()
+                    .ok()
+                    .filter(|m: &f64| *m > 0.0 && m.is_finite())
+                    .ok_or(format!("--period-ms {v}: expected milliseconds > 0"))?;
+                o.period = Duration::from_secs_f64(ms / 1e3);
+            }
+            "--paths" => {
+                o.paths = v
+                    .split(',')
+                    .map(|p| match p.trim() {
+                        "direct" => Ok(PathKind::Direct),
+                        "tpscope" => Ok(PathKind::Tpscope),
+                        "nginx" => Ok(PathKind::Nginx),
+                        other => Err(format!(
+                            "--paths: unknown path `{other}` (direct, tpscope, nginx)"
+                        )),
+                    })
+                    .collect::<Result<_, _>>()?
+            }
+            "--arrivals" => {
+                o.steps = match v.as_str() {
+                    "spread" => false,
+                    "steps" => true,
+                    _ => return Err(format!("--arrivals {v}: expected spread or steps")),
+                }
+            }
+            "--tpscope" => o.tpscope = PathBuf::from(v),
+            "--nginx" => o.nginx = Some(PathBuf::from(v)),
+            _ => return Err(format!("unknown option {flag}")),
+        }
+    }
+    if o.measured().is_empty() {
+        return Err(format!(
+            "--chunks {} with --warmup {} leaves no chunk to measure (the first {} and the last {} of each stream are left out)",
+            o.chunks,
+            o.warmup,
+            o.warmup.max(o.ramp()),
+            o.ramp()
+        ));
+    }
+    if o.nginx.is_none() {
+        o.nginx = std::iter::once(PathBuf::from("/usr/sbin/nginx"))
+            .chain(
+                std::env::var_os("PATH")
+                    .map(|p| {
+                        std::env::split_paths(&p)
+                            .map(|d| d.join("nginx"))
+                            .collect::<Vec<_>>()
+                    })
+                    .unwrap_or_default(),
+            )
+            .find(|p| p.is_file());
+    }
+    Ok(o)
+}
+
+fn runtime(name: &str) -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name(name)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+/// Everything a round needs.
+struct Bench {
+    o: Opts,
+    origin: Instant,
+    upstream: SocketAddr,
+    client_rt: tokio::runtime::Runtime,
+    tmp: tempfile::TempDir,
+    tck: f64,
+}
+
+impl Bench {
+    /// One path, one round: start the proxy, stream, read the counters, stop it.
+    fn round(&self, path: PathKind, round: u32) -> Result<Round, String> {
+        let proxy = match path {
+            PathKind::Direct => None,
+            PathKind::Tpscope => Some(Proxy::tpscope(
+                &self.o.tpscope,
+                self.upstream,
+                &self.tmp.path().join(format!("tpscope-{round}.jsonl")),
+            )?),
+            PathKind::Nginx => {
+                let dir = self.tmp.path().join(format!("nginx-{round}"));
+                std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+                let bin = self.o.nginx.as_deref().ok_or("no nginx")?;
+                Some(Proxy::nginx(bin, self.upstream, &dir)?)
+            }
+        };
+        let addr = proxy.as_ref().map_or(self.upstream, |p| p.addr);
+        let cpu = |p: &Option<Proxy>| p.as_ref().and_then(|p| p.cpu_s(self.tck));
+        let own = || {
+            (
+                procs::own_threads_cpu_s("bench-client", self.tck),
+                procs::own_threads_cpu_s("bench-upstream", self.tck),
+            )
+        };
+        let (jiffies0, cpu0, own0, load0) =
+            (procs::machine_jiffies(), cpu(&proxy), own(), procs::load1());
+        let overflows0 = procs::listen_overflows();
+        let t0 = Instant::now();
+        let (o, origin) = (&self.o, self.origin);
+        let (ramp, measure) = (self.o.ramp(), self.o.measured());
+        let outs = self.client_rt.block_on(async move {
+            let start = tokio::time::Instant::now() + Duration::from_millis(100);
+            let tasks: Vec<_> = (0..o.streams)
+                .map(|i| {
+                    // With steps the upstream aligns the chunks anyway.
+                    let at = start + schedule::start_offset(i, o.streams, o.period, ramp);
+                    tokio::spawn(client::run_stream(
+                        addr,
+                        at,
+                        origin,
+                        o.chunks,
+                        measure.clone(),
+                    ))
+                })
+                .collect();
+            let mut outs = Vec::with_capacity(tasks.len());
+            for t in tasks {
+                outs.push(t.await.unwrap_or_default());
+            }
+            outs
+        });
+        let wall = t0.elapsed().as_secs_f64();
+        let (cpu1, own1, load1) = (cpu(&proxy), own(), procs::load1());
+        let overflows = procs::listen_overflows()
+            .zip(overflows0)
+            .map(|(a, b)| a.saturating_sub(b));
+        let busy = procs::machine_jiffies()
+            .zip(jiffies0)
+            .map(|((b1, t1), (b0, t0))| (b1 - b0) as f64 / (t1 - t0).max(1) as f64);
+        let (rss, hwm) = proxy
+            .as_ref()
+            .map_or((None, None), |p| (p.mem_mib("VmRSS"), p.mem_mib("VmHWM")));
+        let log = proxy.as_ref().and_then(|p| p.log.clone());
+        if let Some(p) = proxy {
+            p.stop();
+        }
+        let spans = log.map(|l| procs::spans_in(&l, self.o.chunks));
+        Ok(Round::new(
+            path,
+            round,
+            outs,
+            report::Costs {
+                wall_s: wall,
+                proxy_cpu_s: cpu1.zip(cpu0).map(|(a, b)| a - b),
+                client_cpu_s: own1.0 - own0.0,
+                upstream_cpu_s: own1.1 - own0.1,
+                machine_busy: busy,
+                load1: [load0, load1],
+                rss_mib: rss,
+                hwm_mib: hwm,
+                spans,
+                overflows,
+            },
+        ))
+    }
+}
+
+fn main() {
+    let o = match opts() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("relay bench: {e}");
+            std::process::exit(2);
+        }
+    };
+    let _ = tpscope_sim::raise_nofile_limit();
+    let mut paths = o.paths.clone();
+    if paths.contains(&PathKind::Tpscope) && !o.tpscope.is_file() {
+        println!(
+            "skipping tpscope: no binary at {} (build it: cargo build --release -p tpscope-cli, or pass --tpscope PATH)",
+            o.tpscope.display()
+        );
+        paths.retain(|p| *p != PathKind::Tpscope);
+    }
+    if paths.contains(&PathKind::Nginx) && !o.nginx.as_ref().is_some_and(|n| n.is_file()) {
+        match &o.nginx {
+            Some(n) => println!("skipping nginx: no binary at {}", n.display()),
+            None => println!(
+                "skipping nginx: not installed (apt-get install nginx, or pass --nginx PATH)"
+            ),
+        }
+        paths.retain(|p| *p != PathKind::Nginx);
+    }
+    let origin = Instant::now();
+    let upstream_rt = runtime("bench-upstream");
+    let shape = Shape {
+        chunks: o.chunks,
+        period: o.period,
+        steps: o.steps,
+    };
+    let listener = upstream_rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .expect("binding the upstream on 127.0.0.1");
+    let upstream = listener.local_addr().expect("the upstream's address");
+    upstream_rt.spawn(upstream::serve(listener, shape, origin));
+    let bench = Bench {
+        o,
+        origin,
+        upstream,
+        client_rt: runtime("bench-client"),
+        tmp: tempfile::tempdir().expect("a temporary directory"),
+        tck: procs::clk_tck(),
+    };
+    report::header(&bench.o, &paths);
+    let mut rounds: Vec<Round> = Vec::new();
+    for r in 0..bench.o.rounds {
+        // Rotate the order each round: no path always runs first, or after another.
+        let mut order = paths.clone();
+        order.rotate_left(r as usize % paths.len().max(1));
+        for p in order {
+            match bench.round(p, r + 1) {
+                Ok(round) => {
+                    report::round_line(&round);
+                    rounds.push(round);
+                }
+                Err(e) => println!("round {} {}: failed: {e}", r + 1, p.name()),
+            }
+        }
+    }
+    report::summary(&bench.o, &paths, &rounds);
+    drop(upstream_rt);
+}

@@ -1,0 +1,280 @@
+//! The proxies under test as child processes (the `tpscope` release binary, Debian's
+//! nginx), and what Linux says about processes and the machine: CPU time from
+//! `/proc/PID/stat` (utime + stime), memory from `/proc/PID/status`, the whole
+//! machine's busy share from `/proc/stat`, the load average.
+
+use std::io::{BufRead, BufReader};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::nginx_conf::nginx_conf;
+
+/// Clock ticks per second of `/proc` CPU times (`getconf CLK_TCK`; 100 on Linux).
+pub fn clk_tck() -> f64 {
+    Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(100.0)
+}
+
+/// The fields of a `/proc/…/stat` line after the command name (which is in
+/// parentheses and may hold spaces): state is field 0, ppid 1, utime 11, stime 12.
+fn stat_fields(path: &Path) -> Option<Vec<String>> {
+    let s = std::fs::read_to_string(path).ok()?;
+    let close = s.rfind(')')?;
+    Some(s[close + 2..].split(' ').map(str::to_string).collect())
+}
+
+/// The command name of a `/proc/…/stat` line.
+fn stat_comm(path: &Path) -> Option<String> {
+    let s = std::fs::read_to_string(path).ok()?;
+    Some(s[s.find('(')? + 1..s.rfind(')')?].to_string())
+}
+
+/// CPU seconds (user + system) of a process, all its threads.
+pub fn cpu_s(pid: u32, tck: f64) -> Option<f64> {
+    let f = stat_fields(Path::new(&format!("/proc/{pid}/stat")))?;
+    let t: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    Some(t / tck)
+}
+
+/// CPU seconds of this process's threads whose name starts with `prefix`.
+pub fn own_threads_cpu_s(prefix: &str, tck: f64) -> f64 {
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return f64::NAN;
+    };
+    let mut ticks = 0.0;
+    for t in dir.flatten() {
+        let stat = t.path().join("stat");
+        if stat_comm(&stat).is_some_and(|c| c.starts_with(prefix))
+            && let Some(f) = stat_fields(&stat)
+        {
+            ticks += f.get(11).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0)
+                + f.get(12).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+        }
+    }
+    ticks / tck
+}
+
+/// A `kB` field of `/proc/PID/status` (`VmRSS`, `VmHWM`), in KiB.
+pub fn status_kib(pid: u32, field: &str) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    s.lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// The children of `pid` (nginx's workers), found by their parent in `/proc`.
+pub fn children(pid: u32) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|p| {
+            stat_fields(Path::new(&format!("/proc/{p}/stat")))
+                .and_then(|f| f.get(1)?.parse::<u32>().ok())
+                == Some(pid)
+        })
+        .collect()
+}
+
+/// (busy, total) jiffies of the whole machine, from `/proc/stat`.
+pub fn machine_jiffies() -> Option<(u64, u64)> {
+    let s = std::fs::read_to_string("/proc/stat").ok()?;
+    let v: Vec<u64> = s
+        .lines()
+        .next()?
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    let total: u64 = v.iter().take(8).sum();
+    // idle and iowait are fields 3 and 4.
+    let idle = v.get(3)? + v.get(4).unwrap_or(&0);
+    Some((total - idle, total))
+}
+
+/// How this process is scheduled: `fifo 10`, `rr 10` or `normal, nice 0` (from
+/// `/proc/self/stat`: nice is field 19, rt_priority 40, policy 41).
+pub fn scheduling() -> String {
+    let Some(f) = stat_fields(Path::new("/proc/self/stat")) else {
+        return "?".into();
+    };
+    let get = |i: usize| f.get(i - 3).map_or("?", |s| s.as_str());
+    match get(41) {
+        "1" => format!("SCHED_FIFO priority {}", get(40)),
+        "2" => format!("SCHED_RR priority {}", get(40)),
+        _ => format!("normal, nice {}", get(19)),
+    }
+}
+
+/// The machine's count of connections dropped for a full accept queue
+/// (`TcpExt: ListenOverflows` in `/proc/net/netstat`).
+pub fn listen_overflows() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/net/netstat").ok()?;
+    let mut tcp_ext = s.lines().filter(|l| l.starts_with("TcpExt:"));
+    let (names, values) = (tcp_ext.next()?, tcp_ext.next()?);
+    let i = names
+        .split_whitespace()
+        .position(|n| n == "ListenOverflows")?;
+    values.split_whitespace().nth(i)?.parse().ok()
+}
+
+/// The 1-minute load average.
+pub fn load1() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// A proxy under test, running.
+pub struct Proxy {
+    child: Child,
+    /// Where clients connect.
+    pub addr: SocketAddr,
+    /// The process and, for nginx, its workers (CPU and memory are summed).
+    pub pids: Vec<u32>,
+    /// tpscope's span log.
+    pub log: Option<PathBuf>,
+}
+
+impl Proxy {
+    /// Starts `tpscope proxy` (the release binary `bin`) in front of `upstream`,
+    /// writing its span log to `log`.
+    pub fn tpscope(bin: &Path, upstream: SocketAddr, log: &Path) -> Result<Proxy, String> {
+        let mut child = Command::new(bin)
+            .args(["proxy", "--listen", "127.0.0.1:0", "--upstream"])
+            .arg(format!("http://{upstream}"))
+            .arg("--out")
+            .arg(log)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("{}: {e}", bin.display()))?;
+        // It prints `tpscope proxy listening on http://ADDR → …` once bound.
+        let mut line = String::new();
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let addr = line
+            .split("http://")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .and_then(|a| a.parse().ok());
+        let Some(addr) = addr else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!(
+                "tpscope proxy did not start (said `{}`)",
+                line.trim()
+            ));
+        };
+        let pid = child.id();
+        Ok(Proxy {
+            child,
+            addr,
+            pids: vec![pid],
+            log: Some(log.to_path_buf()),
+        })
+    }
+
+    /// Starts nginx (`bin`) in the foreground in front of `upstream`, its config,
+    /// pid file, logs and temp files in `dir`.
+    pub fn nginx(bin: &Path, upstream: SocketAddr, dir: &Path) -> Result<Proxy, String> {
+        // A free port: bind port 0, note it, let it go (nginx binds it at once;
+        // only another process taking it in between could collide).
+        let listen = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(|e| format!("no free port: {e}"))?;
+        let conf = dir.join("nginx.conf");
+        std::fs::write(&conf, nginx_conf(dir, listen, upstream))
+            .map_err(|e| format!("{}: {e}", conf.display()))?;
+        let mut child = Command::new(bin)
+            .arg("-p")
+            .arg(dir)
+            .arg("-e")
+            .arg(dir.join("error.log"))
+            .arg("-c")
+            .arg(&conf)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("{}: {e}", bin.display()))?;
+        let t0 = Instant::now();
+        while TcpStream::connect(listen).is_err() {
+            if t0.elapsed() > Duration::from_secs(10) || matches!(child.try_wait(), Ok(Some(_))) {
+                let _ = child.kill();
+                let _ = child.wait();
+                let log = std::fs::read_to_string(dir.join("error.log")).unwrap_or_default();
+                return Err(format!("nginx did not start: {}", log.trim()));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let pid = child.id();
+        let mut pids = vec![pid];
+        pids.extend(children(pid));
+        Ok(Proxy {
+            child,
+            addr: listen,
+            pids,
+            log: None,
+        })
+    }
+
+    /// CPU seconds of all its processes.
+    pub fn cpu_s(&self, tck: f64) -> Option<f64> {
+        self.pids.iter().map(|p| cpu_s(*p, tck)).sum()
+    }
+
+    /// Summed `field` (`VmRSS`, `VmHWM`) of its processes, in MiB.
+    pub fn mem_mib(&self, field: &str) -> Option<f64> {
+        let kib: Option<u64> = self.pids.iter().map(|p| status_kib(*p, field)).sum();
+        kib.map(|k| k as f64 / 1024.0)
+    }
+
+    /// Stops it with SIGTERM (tpscope drains and flushes its log; nginx exits
+    /// at once) and waits.
+    pub fn stop(mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_secs(30) {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Span records and those that are `ok` with `tokens` output tokens, in a span log.
+pub fn spans_in(log: &Path, tokens: u32) -> (usize, usize) {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let spans: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("\"kind\":\"span\""))
+        .collect();
+    let want = format!("\"output_tokens\":{tokens}");
+    let ok = spans
+        .iter()
+        .filter(|l| l.contains("\"status\":\"ok\"") && l.contains(&want))
+        .count();
+    (spans.len(), ok)
+}

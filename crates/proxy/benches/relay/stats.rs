@@ -1,0 +1,124 @@
+//! The relay benchmark's statistics, pure: percentiles of per-chunk latency (by
+//! tpscope's one percentile method, `tpscope_analysis::stats::quantiles`: linear
+//! interpolation between closest ranks, Hyndman & Fan type 7), the latency a path
+//! adds over the direct one at the same percentile, the median of the per-chunk
+//! differences paired by (stream, sequence), and the spread of a figure across
+//! rounds.
+
+use tpscope_analysis::stats::quantiles;
+
+/// The percentiles reported for a latency distribution, in microseconds.
+pub const QS: [f64; 5] = [0.5, 0.9, 0.99, 0.999, 1.0];
+/// Their column names, in the order of [`QS`].
+pub const Q_NAMES: [&str; 5] = ["p50", "p90", "p99", "p99.9", "max"];
+
+/// One latency distribution summarised: the values at [`QS`] (µs), and how many
+/// samples it has.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Dist {
+    /// Samples summarised.
+    pub n: usize,
+    /// The value at each of [`QS`] (µs); `None` without samples.
+    pub q: [Option<f64>; 5],
+}
+
+impl Dist {
+    /// Summarises latencies in nanoseconds (reorders the slice's copy, not it).
+    pub fn of_ns(ns: &[i64]) -> Dist {
+        let mut us: Vec<f64> = ns.iter().map(|&v| v as f64 / 1e3).collect();
+        let q = quantiles(&mut us, &QS);
+        Dist {
+            n: ns.len(),
+            q: [q[0], q[1], q[2], q[3], q[4]],
+        }
+    }
+
+    /// The value at `name` (one of [`Q_NAMES`]).
+    pub fn at(&self, name: &str) -> Option<f64> {
+        let i = Q_NAMES.iter().position(|n| *n == name)?;
+        self.q[i]
+    }
+
+    /// `self − base` at each percentile: the latency this path adds over `base`
+    /// at the same rank (the shift function of the two distributions).
+    pub fn minus(&self, base: &Dist) -> [Option<f64>; 5] {
+        let mut out = [None; 5];
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = self.q[i].zip(base.q[i]).map(|(a, b)| a - b);
+        }
+        out
+    }
+}
+
+/// Per-chunk latencies of one path in one round, by stream then sequence number
+/// (`None`: the chunk was not received, or was a warm-up chunk).
+pub type Grid = Vec<Vec<Option<i64>>>;
+
+/// Every latency of a grid, in nanoseconds.
+pub fn flatten(grid: &Grid) -> Vec<i64> {
+    grid.iter().flatten().flatten().copied().collect()
+}
+
+/// The median (µs) of `path − base` over the chunks both received, paired by
+/// stream and sequence number: the same chunk of the same schedule, one round
+/// apart. `None` when no chunk pairs up. Its tails mix the noise of two rounds,
+/// so only the median is reported.
+pub fn paired_median(path: &Grid, base: &Grid) -> Option<f64> {
+    let mut d: Vec<f64> = Vec::new();
+    for (ps, bs) in path.iter().zip(base) {
+        for (p, b) in ps.iter().zip(bs) {
+            if let (Some(p), Some(b)) = (p, b) {
+                d.push((p - b) as f64 / 1e3);
+            }
+        }
+    }
+    quantiles(&mut d, &[0.5])[0]
+}
+
+/// A figure across rounds: its median, smallest and largest (`None` without
+/// values).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Spread {
+    /// The median round's value.
+    pub median: f64,
+    /// The smallest round's.
+    pub min: f64,
+    /// The largest round's.
+    pub max: f64,
+}
+
+impl Spread {
+    /// The spread of the defined values (`None` when there are none).
+    pub fn of(values: impl IntoIterator<Item = Option<f64>>) -> Option<Spread> {
+        let mut v: Vec<f64> = values.into_iter().flatten().collect();
+        let q = quantiles(&mut v, &[0.5, 0.0, 1.0]);
+        Some(Spread {
+            median: q[0]?,
+            min: q[1]?,
+            max: q[2]?,
+        })
+    }
+}
+
+/// A number of microseconds as the tables print it: `12.3` below 100, `1234`
+/// above; `–` for none.
+pub fn us(v: Option<f64>) -> String {
+    match v {
+        None => "–".into(),
+        Some(v) if v.abs() < 100.0 => format!("{v:.1}"),
+        Some(v) => format!("{v:.0}"),
+    }
+}
+
+/// A spread as `median [min – max]`.
+pub fn spread(s: Option<Spread>) -> String {
+    match s {
+        None => "–".into(),
+        Some(s) => format!(
+            "{} [{} – {}]",
+            us(Some(s.median)),
+            us(Some(s.min)),
+            us(Some(s.max))
+        ),
+    }
+}

@@ -1,0 +1,243 @@
+//! Unit tests of the relay benchmark's pure parts (statistics, the schedule, the
+//! nginx config, the client's chunked decoder and event parser), run by `cargo test -p
+//! tpscope-proxy`; the benchmark itself runs only under `cargo bench` (its
+//! figures are timings, never assertions).
+
+// The benchmark uses every item; this target compiles the modules only for
+// their tests (kept here: a `harness = false` bench compiles `cfg(test)` code
+// but runs no tests, so tests inside the modules would warn as unused there).
+#![allow(dead_code)]
+
+#[path = "client.rs"]
+mod client;
+#[path = "nginx_conf.rs"]
+mod nginx_conf;
+#[path = "schedule.rs"]
+mod schedule;
+#[path = "stats.rs"]
+mod stats;
+#[path = "upstream.rs"]
+mod upstream;
+
+#[cfg(test)]
+mod stats_tests {
+    use crate::stats::*;
+
+    #[test]
+    fn percentiles_interpolate_between_closest_ranks_in_microseconds() {
+        // 1..=101 µs: h = 100·q, so p50 = 51, p90 = 91, p99 = 100, p99.9 = 100.9.
+        let ns: Vec<i64> = (1..=101).rev().map(|v| v * 1000).collect();
+        let d = Dist::of_ns(&ns);
+        assert_eq!(d.n, 101);
+        assert_eq!(d.at("p50"), Some(51.0));
+        assert_eq!(d.at("p90"), Some(91.0));
+        assert_eq!(d.at("p99"), Some(100.0));
+        assert!((d.at("p99.9").unwrap() - 100.9).abs() < 1e-9);
+        assert_eq!(d.at("max"), Some(101.0));
+        assert_eq!(d.at("p42"), None);
+    }
+
+    #[test]
+    fn no_samples_give_no_percentiles_not_zero() {
+        let d = Dist::of_ns(&[]);
+        assert_eq!(d.q, [None; 5]);
+        assert_eq!(d.minus(&Dist::of_ns(&[5_000])), [None; 5]);
+        assert_eq!(paired_median(&vec![vec![None]], &vec![vec![Some(1)]]), None);
+        assert_eq!(Spread::of([None, None]), None);
+    }
+
+    #[test]
+    fn added_latency_is_the_difference_at_the_same_percentile() {
+        let direct = Dist::of_ns(&[10_000, 20_000, 30_000]);
+        let proxy = Dist::of_ns(&[15_000, 27_000, 90_000]);
+        let added = proxy.minus(&direct);
+        assert_eq!(added[0], Some(7.0)); // p50: 27 − 20
+        assert_eq!(added[4], Some(60.0)); // max: 90 − 30
+    }
+
+    #[test]
+    fn pairing_uses_only_chunks_both_rounds_received() {
+        let path = vec![vec![None, Some(50_000), Some(70_000)], vec![Some(40_000)]];
+        let base = vec![vec![Some(1), Some(10_000), None], vec![Some(20_000)]];
+        // Pairs: (50, 10) → 40 and (40, 20) → 20; the median of two interpolates.
+        assert_eq!(paired_median(&path, &base), Some(30.0));
+        assert_eq!(flatten(&path), vec![50_000, 70_000, 40_000]);
+    }
+
+    #[test]
+    fn spread_is_median_min_max_of_the_rounds() {
+        let s = Spread::of([Some(3.0), None, Some(1.0), Some(2.0)]).unwrap();
+        assert_eq!((s.median, s.min, s.max), (2.0, 1.0, 3.0));
+        assert_eq!(spread(Some(s)), "2.0 [1.0 – 3.0]");
+        assert_eq!(us(Some(1234.4)), "1234");
+        assert_eq!(us(None), "–");
+    }
+}
+
+#[cfg(test)]
+mod nginx_conf_tests {
+    use std::path::Path;
+
+    use crate::nginx_conf::*;
+
+    #[test]
+    fn the_config_streams_keeps_upstreams_alive_and_writes_only_under_dir() {
+        let c = nginx_conf(
+            Path::new("/tmp/b"),
+            "127.0.0.1:4001".parse().unwrap(),
+            "127.0.0.1:4002".parse().unwrap(),
+        );
+        for line in [
+            "daemon off;",
+            "proxy_buffering off;",
+            "proxy_http_version 1.1;",
+            "proxy_set_header Connection \"\";",
+            "keepalive 1024;",
+            "listen 127.0.0.1:4001;",
+            "server 127.0.0.1:4002;",
+            "pid /tmp/b/nginx.pid;",
+        ] {
+            assert!(c.contains(line), "missing `{line}` in\n{c}");
+        }
+        // Every path nginx writes is under the directory.
+        for w in c
+            .split_whitespace()
+            .filter(|w| w.len() > 1 && w.starts_with('/'))
+        {
+            assert!(w.starts_with("/tmp/b/"), "{w} is outside the directory");
+        }
+        // Braces balance (nginx refuses the file otherwise).
+        assert_eq!(c.matches('{').count(), c.matches('}').count());
+    }
+}
+
+#[cfg(test)]
+mod client_tests {
+    use crate::client::*;
+
+    #[test]
+    fn chunked_bodies_decode_across_any_split_of_the_bytes() {
+        let wire = b"5\r\nhello\r\n7;ext=1\r\n, world\r\n0\r\n\r\n";
+        for split in 0..wire.len() {
+            let (mut dec, mut raw, mut body) = (Chunked::default(), Vec::new(), Vec::new());
+            raw.extend_from_slice(&wire[..split]);
+            let early = dec.decode(&mut raw, &mut body).unwrap();
+            raw.extend_from_slice(&wire[split..]);
+            let ended = dec.decode(&mut raw, &mut body).unwrap();
+            assert!(!early || split == wire.len(), "ended early at {split}");
+            assert!(ended, "split at {split}");
+            assert_eq!(body, b"hello, world", "split at {split}");
+        }
+        let mut raw = b"zz\r\n".to_vec();
+        assert!(
+            Chunked::default()
+                .decode(&mut raw, &mut Vec::new())
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn events_give_latency_usage_and_end_and_measure_only_the_range() {
+        let mut out = StreamOut {
+            lat: vec![None; 3],
+            ..StreamOut::default()
+        };
+        let mut done = false;
+        let chunk = |seq: u32, sent: u64| {
+            format!(
+                r#"data: {{"choices":[{{"delta":{{"content":" w"}}}}],"usage":null,"bench":{{"seq":{seq},"sent_ns":{sent},"req":1}}}}"#
+            )
+        };
+        event(
+            chunk(0, 100).as_bytes(),
+            1_000,
+            &(1..3),
+            &mut out,
+            &mut done,
+        );
+        event(
+            chunk(2, 400).as_bytes(),
+            1_000,
+            &(1..3),
+            &mut out,
+            &mut done,
+        );
+        // Past the measured range: counted, not measured.
+        event(
+            chunk(3, 400).as_bytes(),
+            1_000,
+            &(1..3),
+            &mut out,
+            &mut done,
+        );
+        event(
+            br#"data: {"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":3,"total_tokens":15}}"#,
+            1_000,
+            &(1..3),
+            &mut out,
+            &mut done,
+        );
+        assert!(!done);
+        event(b"data: [DONE]", 1_000, &(1..3), &mut out, &mut done);
+        assert!(done);
+        assert_eq!(out.lat, vec![None, None, Some(600)]);
+        assert_eq!(out.chunks, 3);
+        assert_eq!(out.usage_tokens, Some(3));
+        assert_eq!(out.span, Some((1_000, 1_000)));
+    }
+}
+
+#[cfg(test)]
+mod schedule_tests {
+    use std::time::Duration;
+
+    use crate::schedule::*;
+
+    #[test]
+    fn every_measured_chunk_is_sent_while_all_streams_are_open() {
+        for (period_ms, n, chunks, warmup) in
+            [(50, 1000, 200, 20), (1000, 1000, 25, 3), (7, 13, 400, 0)]
+        {
+            let period = Duration::from_millis(period_ms);
+            let r = ramp(period);
+            let m = measured(warmup, chunks, r);
+            assert!(!m.is_empty());
+            let starts: Vec<Duration> = (0..n).map(|i| start_offset(i, n, period, r)).collect();
+            let last_open = *starts.iter().max().unwrap();
+            // Chunk k of a stream goes one period after chunk k − 1, the first one
+            // period after the stream's request.
+            let first_end = starts.iter().min().unwrap().as_secs_f64()
+                + f64::from(chunks) * period.as_secs_f64();
+            for s in &starts {
+                let sent = |k: u32| s.as_secs_f64() + f64::from(k + 1) * period.as_secs_f64();
+                assert!(sent(m.start) > last_open.as_secs_f64(), "{period_ms} ms");
+                assert!(sent(m.end - 1) < first_end, "{period_ms} ms");
+            }
+        }
+    }
+
+    #[test]
+    fn connects_spread_over_about_a_second_and_phases_stay_even() {
+        let period = Duration::from_millis(50);
+        assert_eq!(ramp(period), 20);
+        assert_eq!(ramp(Duration::from_secs(2)), 1);
+        let n = 1000;
+        let mut phases: Vec<u128> = (0..n)
+            .map(|i| start_offset(i, n, period, 20).as_micros() % 50_000)
+            .collect();
+        phases.sort_unstable();
+        // Phase i/n of the period: one stream every 50 µs.
+        for (i, p) in phases.iter().enumerate() {
+            assert!(p.abs_diff(i as u128 * 50) <= 1, "stream {i}: {p}");
+        }
+        let last = (0..n)
+            .map(|i| start_offset(i, n, period, 20))
+            .max()
+            .unwrap();
+        assert!(last < Duration::from_secs(1));
+        assert_eq!(measured(3, 200, 20), 20..180);
+        assert_eq!(measured(30, 200, 20), 30..180);
+        // Too few chunks for the ramp: nothing to measure (the options refuse it).
+        assert!(measured(3, 25, 20).is_empty());
+    }
+}
