@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The load of scripts/proxy-abuse.sh (standard library only): opens IDLE silent
 connections to the proxy, then runs STREAMS concurrent streamed completions of
-a short and of a ten times longer length while they stay open, sends a 100 MB
+TOKENS, ten and a hundred times TOKENS tokens while they stay open, sends a 100 MB
 chunked body, and prints the proxy's VmRSS (from /proc/PID/status) before,
 during (the peak, sampled every 20 ms) and after, as a Markdown table.
 
@@ -136,7 +136,7 @@ async def main():
     await asyncio.sleep(1)
     rows.append((f"{a.idle:,} idle connections open ({time.monotonic() - t:.1f} s to open)",
                  rss_kib(a.pid)))
-    for tokens in (a.tokens, 10 * a.tokens):
+    for tokens in (a.tokens, 10 * a.tokens, 100 * a.tokens):
         with Peak(a.pid) as p:
             t = time.monotonic()
             sizes = await asyncio.gather(*(stream(host, port, a.model, tokens)

@@ -349,6 +349,9 @@ async fn serve(listener: TcpListener, state: Arc<service::State>, mut stop: watc
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(state.cfg.header_timeout)
+        // Read and write buffers per connection: hyper's ~400 KB default would
+        // be held by every stream whose client reads slowly (DESIGN §12's 64 KB).
+        .max_buf_size(64 << 10)
         .keep_alive(true);
     builder
         .http2()
