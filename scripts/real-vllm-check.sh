@@ -63,4 +63,8 @@ g0=$(metric vllm:generation_tokens_total)
 kill -INT "$proxy_pid"; wait "$proxy_pid" || true; proxy_pid=
 check "bench through the proxy" "$dir/via-proxy.jsonl" "$g0"
 check "the proxy's own log" "$dir/proxy.jsonl" "$g0"
+# The proxy scraped vLLM's /metrics (its default): the report has the server's side.
+"$bin" report "$dir/proxy.jsonl" | grep -q "server vs client (vllm" ||
+  { echo "FAIL: the proxy's report has no server section" >&2; exit 1; }
+echo "the proxy's report: server vs client from vLLM's /metrics"
 echo "all checks passed against $url"

@@ -47,6 +47,9 @@ impl Forwarder {
             .timer(TokioTimer::new())
             .pool_idle_timeout(config.pool_idle_timeout)
             .pool_max_idle_per_host(config.pool_max_idle_per_host)
+            // The proxy's upstream side is a stream's reader too: the same cap,
+            // so a client that falls behind costs 64 KB here, not ~400 KB.
+            .http1_max_buf_size(crate::client::MAX_READ_BUF)
             .http2_only(config.http2_prior_knowledge);
         Ok(Forwarder {
             http: builder.build(connector),

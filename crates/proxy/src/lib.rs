@@ -14,6 +14,7 @@
 mod gate;
 mod headers;
 mod metrics;
+mod preface;
 mod rec;
 mod relay;
 mod rotate;
@@ -388,7 +389,8 @@ pub async fn start(cfg: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
     });
     let (stop, stop_rx) = watch::channel(false);
     let served = tokio::spawn(serve(listener, state, stop_rx.clone()));
-    let metrics_task = metrics_listener.map(|l| tokio::spawn(serve_metrics(l, metrics, stop_rx)));
+    let metrics_task = metrics_listener
+        .map(|l| tokio::spawn(serve_metrics(l, metrics, cfg.header_timeout, stop_rx)));
     Ok(ProxyHandle {
         addr,
         metrics_addr,
@@ -408,12 +410,16 @@ async fn serve(listener: TcpListener, state: Arc<service::State>, mut stop: watc
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(state.cfg.header_timeout)
+        // Read and write buffers per connection: hyper's ~400 KB default would
+        // be held by every stream whose client reads slowly (DESIGN §12's 64 KB).
+        .max_buf_size(64 << 10)
         .keep_alive(true);
     builder
         .http2()
         .timer(TokioTimer::new())
         .keep_alive_interval(Some(Duration::from_secs(30)))
         .keep_alive_timeout(state.cfg.header_timeout);
+    let builder = Arc::new(builder);
     loop {
         let (stream, _) = tokio::select! {
             _ = stop.changed() => break,
@@ -428,13 +434,19 @@ async fn serve(listener: TcpListener, state: Arc<service::State>, mut stop: watc
         };
         let _ = stream.set_nodelay(true);
         let st = state.clone();
-        let svc = hyper::service::service_fn(move |req| service::handle(st.clone(), req));
-        let conn = builder
-            .serve_connection(TokioIo::new(stream), svc)
-            .into_owned();
-        let conn = graceful.watch(conn);
+        let (builder, watcher, mut stop) = (builder.clone(), graceful.watcher(), stop.clone());
         tokio::spawn(async move {
-            let _ = conn.await;
+            // Version detection has no timeout of its own: the header timeout
+            // covers it (an idle or trickling client is dropped), and a stop
+            // does not wait for a client that has not yet spoken.
+            let io = tokio::select! {
+                io = preface::read_preface(stream, st.cfg.header_timeout) => io,
+                _ = stop.wait_for(|s| *s) => None,
+            };
+            let Some(io) = io else { return };
+            let svc = hyper::service::service_fn(move |req| service::handle(st.clone(), req));
+            let conn = builder.serve_connection(TokioIo::new(io), svc).into_owned();
+            let _ = watcher.watch(conn).await;
         });
     }
     drop(listener);
@@ -444,6 +456,7 @@ async fn serve(listener: TcpListener, state: Arc<service::State>, mut stop: watc
 async fn serve_metrics(
     listener: TcpListener,
     metrics: Arc<Metrics>,
+    header_timeout: Duration,
     mut stop: watch::Receiver<bool>,
 ) {
     loop {
@@ -463,7 +476,11 @@ async fn serve_metrics(
                 let m = m.clone();
                 async move { Ok::<_, std::convert::Infallible>(service::metrics_response(&m, &req)) }
             });
+            // A scraper sends its request at once: the header timeout holds
+            // here too, so idle connections do not pile up.
             let _ = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(header_timeout)
                 .serve_connection(TokioIo::new(stream), svc)
                 .await;
         });

@@ -175,3 +175,69 @@ pub fn spans(path: &Path) -> Vec<Span> {
         })
         .collect()
 }
+
+/// Makes room for `need` open files (each connection is one, and a test that
+/// holds both ends of ten thousand connections needs twice that): the soft
+/// limit up to the hard one, and the hard one too where the process may (root).
+/// `Err` says why there is no room, for a test to skip with.
+pub fn fd_room(need: u64) -> Result<u64, String> {
+    // SAFETY: getrlimit/setrlimit only read/write the struct passed.
+    unsafe {
+        let mut r = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 {
+            return Err(format!(
+                "getrlimit(RLIMIT_NOFILE): {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        #[allow(clippy::unnecessary_cast)]
+        let (cur, max) = (r.rlim_cur as u64, r.rlim_max as u64);
+        if cur >= need {
+            return Ok(cur);
+        }
+        let want = libc::rlimit {
+            rlim_cur: need.max(cur) as libc::rlim_t,
+            rlim_max: need.max(max) as libc::rlim_t,
+        };
+        if libc::setrlimit(libc::RLIMIT_NOFILE, &want) != 0 {
+            return Err(format!(
+                "needs {need} open files; the limit is {cur} (hard {max}) and cannot be raised: {} \
+                 (raise it with `ulimit -n {need}`)",
+                std::io::Error::last_os_error()
+            ));
+        }
+        Ok(need)
+    }
+}
+
+/// Whether the other end closed or answered (`recv` with `MSG_PEEK`, without
+/// waiting and without Tokio's readiness cache): `false` means the connection
+/// is open and silent.
+pub fn peer_acted(s: &impl std::os::fd::AsRawFd) -> bool {
+    let mut b = [0u8; 1];
+    // SAFETY: a one-byte buffer we own, a descriptor the stream owns.
+    let n = unsafe {
+        libc::recv(
+            s.as_raw_fd(),
+            b.as_mut_ptr().cast(),
+            1,
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
+    !(n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::WouldBlock)
+}
+
+/// A value of Prometheus text: the first sample named `name` whose labels
+/// hold `label` (`""` for any).
+pub fn metric(text: &str, name: &str, label: &str) -> Option<f64> {
+    text.lines()
+        .filter(|l| {
+            l.strip_prefix(name)
+                .is_some_and(|rest| rest.starts_with(['{', ' ']))
+                && l.contains(label)
+        })
+        .find_map(|l| l.rsplit(' ').next()?.parse().ok())
+}
