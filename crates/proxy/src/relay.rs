@@ -40,7 +40,10 @@ pub struct Relay {
     inner: Incoming,
     track: Option<Track>,
     idle: Option<Duration>,
+    /// Fires at the earliest possible stall; re-armed lazily from `last_data`
+    /// (resetting a timer on every frame costs more than the relay itself).
     sleep: Option<Pin<Box<Sleep>>>,
+    last_data: Instant,
     ended: bool,
 }
 
@@ -52,6 +55,7 @@ impl Relay {
             track,
             idle,
             sleep: idle.map(|d| Box::pin(tokio::time::sleep(d))),
+            last_data: Instant::now(),
             ended: false,
         }
     }
@@ -102,9 +106,7 @@ impl Relay {
                     if let Some(t) = self.track.as_mut() {
                         t.data(d, now);
                     }
-                    if let (Some(s), Some(idle)) = (self.sleep.as_mut(), self.idle) {
-                        s.as_mut().reset((now + idle).into());
-                    }
+                    self.last_data = now;
                 }
                 // A body of known length is complete with its last byte; the
                 // server may not poll again.
@@ -131,9 +133,21 @@ impl Relay {
                 Poll::Ready(None)
             }
             Poll::Pending => {
-                if let (Some(s), Some(idle)) = (self.sleep.as_mut(), self.idle)
-                    && s.as_mut().poll(cx).is_ready()
-                {
+                let (Some(s), Some(idle)) = (self.sleep.as_mut(), self.idle) else {
+                    return Poll::Pending;
+                };
+                // Data came since the timer was armed: move it to the real
+                // deadline (its poll registers the waker) before calling a stall.
+                let mut fired = s.as_mut().poll(cx).is_ready();
+                while fired {
+                    let deadline = self.last_data + idle;
+                    if Instant::now() >= deadline {
+                        break;
+                    }
+                    s.as_mut().reset(deadline.into());
+                    fired = s.as_mut().poll(cx).is_ready();
+                }
+                if fired {
                     self.ended = true;
                     if let Some(mut t) = self.track.take() {
                         t.fail(
