@@ -112,8 +112,10 @@ fn assert_sane(o: &AttemptOutcome, theirs: Timestamp) {
         err > -1_000_000,
         "first token {err} ns before the simulator sent it"
     );
+    // A sanity bound (the stamp belongs to this token), not a speed claim: on a
+    // loaded 2-core CI box a user-space stamp lagged past the old 50 ms bound.
     assert!(
-        err < 50_000_000,
+        err < 5_000_000_000,
         "first token {err} ns after the simulator sent it"
     );
 }

@@ -144,19 +144,9 @@ async fn run(stream: bool) {
     let sd = (N as f64 * P * (1.0 - P)).sqrt();
     let expect = N as f64 * P;
     let get = |k: &str| seen.get(k).copied().unwrap_or(0);
-    let kinds: &[&str] = if stream {
-        &[
-            "429",
-            "500",
-            "503",
-            "cut",
-            "stall",
-            "malformed",
-            "slow_first_token",
-        ]
-    } else {
-        &["429", "500", "503", "cut", "malformed"]
-    };
+    // Rates as the client saw them; the timing faults' rates are checked against
+    // the truth log below.
+    let kinds: &[&str] = &["429", "500", "503", "cut", "malformed"];
     for k in kinds {
         let n = get(k) as f64;
         assert!(
@@ -182,9 +172,16 @@ async fn run(stream: bool) {
     for l in &lines {
         let f = l["fault"].as_str().unwrap_or("none").to_string();
         if stream {
-            // Per request: the client saw exactly the fault the simulator injected.
+            // Per request: the client saw exactly the fault the simulator injected,
+            // except that a starved client (a loaded CI box) may see a delay of its
+            // own on a request without one; a delay injected is never missed.
             let id = l["request_id"].as_str().unwrap();
-            assert_eq!(by_id[id], f.as_str(), "request {id}");
+            let starved = f == "none" && matches!(by_id[id], "stall" | "slow_first_token");
+            assert!(
+                by_id[id] == f.as_str() || starved,
+                "request {id}: {} vs {f}",
+                by_id[id]
+            );
         }
         *logged.entry(f).or_default() += 1;
     }
@@ -196,11 +193,14 @@ async fn run(stream: bool) {
         );
     }
     if stream {
+        // The timing faults' rates, from what was injected (the client's own
+        // classification may add a starved request or two, see above).
         for k in ["stall", "slow_first_token"] {
-            assert_eq!(
-                logged.get(k).copied().unwrap_or(0),
-                get(k),
-                "{k}: client vs truth log"
+            let n = logged.get(k).copied().unwrap_or(0) as f64;
+            assert!(
+                (n - expect).abs() <= 4.5 * sd,
+                "{k}: {n} of {N} injected, expected {expect} ± {}",
+                4.5 * sd
             );
         }
     }
