@@ -56,9 +56,11 @@ pub(super) fn record_of(
             facts,
             source,
             span_id,
+            tokenizer_tokens,
             ..
         } => {
-            let span = span_of(&line, run_id, span_id, facts, source, unit)?;
+            let mut span = span_of(&line, run_id, span_id, facts, source, unit)?;
+            span.tokenizer_output_tokens = tokenizer_tokens;
             runs.span(run_id, &span.span_id)?.spans += 1;
             Record::Span(span)
         }
@@ -116,13 +118,6 @@ fn span_of(
         Some(v) => Some(as_u32("turn", v)?),
         None => None,
     };
-    let tokenizer_output_tokens = match present(&scalar_of(
-        "tokenizer_output_tokens",
-        extras.tokenizer_output_tokens,
-    )?) {
-        Some(v) => Some(as_u64("tokenizer_output_tokens", v)?),
-        None => None,
-    };
     let mut attempts = Vec::new();
     let none = AttemptExtras::default();
     attempts_of(line, unit, |i, raw, core| {
@@ -157,7 +152,8 @@ fn span_of(
         chunks: facts.chunks.map(Vec::from),
         session_id,
         turn,
-        tokenizer_output_tokens,
+        // The general reader's, set by the caller.
+        tokenizer_output_tokens: None,
     })
 }
 
