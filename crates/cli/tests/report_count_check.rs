@@ -47,7 +47,7 @@ fn report(stdin: &str, args: &[&str]) -> Output {
 }
 
 const LINE: &str = "count check: on 2 spans, the tokenizer counted 17 output tokens where \
-                    usage said 15 (+13.33 %; 1 spans differ)";
+                    usage said 15 (+13.33 %; 1 span differs)";
 
 /// The check was computed by reading the files a second time, which standard
 /// input cannot be: `report -` showed no check at all.

@@ -13,9 +13,14 @@ pub const COUNT_CHECK_HEADING: &str = "count check";
 
 /// The check as one sentence (lower case, no final stop).
 pub fn sentence(c: &CountCheck) -> String {
+    let (span, differ) = match c.spans_differing {
+        1 => ("span", "differs"),
+        _ => ("spans", "differ"),
+    };
     format!(
-        "on {} spans, the tokenizer counted {} output tokens where usage said {} ({}; {} spans differ)",
+        "on {} span{}, the tokenizer counted {} output tokens where usage said {} ({}; {} {span} {differ})",
         c.spans,
+        if c.spans == 1 { "" } else { "s" },
         c.tokenizer_tokens,
         c.usage_tokens,
         or_dash(c.difference.map(|d| format!("{:+.2} %", d * 100.0))),

@@ -59,8 +59,11 @@ pub(super) fn record_of(
             tokenizer_tokens,
             ..
         } => {
-            let mut span = span_of(&line, run_id, span_id, facts, source, unit)?;
-            span.tokenizer_output_tokens = tokenizer_tokens;
+            let span = span_of(&line, run_id, span_id, facts, source, unit)?;
+            let span = Span {
+                tokenizer_output_tokens: tokenizer_tokens,
+                ..span
+            };
             runs.span(run_id, &span.span_id)?.spans += 1;
             Record::Span(span)
         }
@@ -152,7 +155,7 @@ fn span_of(
         chunks: facts.chunks.map(Vec::from),
         session_id,
         turn,
-        // The general reader's, set by the caller.
+        // Read by the general reader (the analysis tallies it): the caller's.
         tokenizer_output_tokens: None,
     })
 }
