@@ -361,6 +361,11 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
     if let Some(w) = &quality.warning {
         warnings.push(w.clone());
     }
+    let tokenizer = input.run.as_ref().and_then(|r| r.tokenizer.as_deref());
+    let count_check = input.count_tally.finish(tokenizer);
+    if let Some(w) = count_check.as_ref().and_then(|c| c.warning.as_ref()) {
+        warnings.push(w.clone());
+    }
     let mut report = RunReport {
         run_id: input.run_id.clone(),
         tool: input
@@ -422,6 +427,7 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         closed_loop: input.closed_loop(),
         time_series,
         sessions: crate::sessions::session_report(&input.spans),
+        count_check,
         server,
         diagnosis,
         warnings,

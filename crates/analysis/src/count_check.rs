@@ -1,7 +1,9 @@
 //! The count check (pure): on spans that carry both the server's `usage` count
 //! (`output_tokens`, source `usage`) and the run tokenizer's count of the same text
 //! (`tokenizer_output_tokens`), how far they agree — the "tokenizer/model
-//! mismatch" failure mode made visible. A warning above [`WARN_ABOVE`].
+//! mismatch" failure mode made visible. A warning above [`WARN_ABOVE`]. Readers
+//! add each span to a run's [`CountTally`] as they meet it (the analysis keeps no
+//! per-span count); [`count_check`] does the same over whole spans.
 
 use serde::Serialize;
 use tpscope_model::{Span, TokenSource};
@@ -26,56 +28,101 @@ pub struct CountCheck {
     pub warning: Option<String>,
 }
 
+/// The check's running sums over one run, added span by span as a reader meets
+/// them: a few counters per run, nothing per span (the span facts stay small).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CountTally {
+    /// Spans counted both ways.
+    pub spans: u64,
+    /// Σ output tokens by `usage` of those spans.
+    pub usage_tokens: u64,
+    /// Σ output tokens by the tokenizer of those spans.
+    pub tokenizer_tokens: u64,
+    /// Spans whose two counts differ.
+    pub spans_differing: u64,
+}
+
+impl CountTally {
+    /// Adds one span: its `output_tokens`, the token source it names (`None`: the
+    /// run's default) and its `tokenizer_output_tokens`. Only a span counted by the
+    /// tokenizer whose own count is `usage` (or names none) takes part.
+    pub fn add(
+        &mut self,
+        output_tokens: u64,
+        source: Option<&TokenSource>,
+        tokenizer_tokens: Option<u64>,
+    ) {
+        let Some(counted) = tokenizer_tokens else {
+            return;
+        };
+        if !matches!(source, None | Some(TokenSource::Usage)) {
+            return;
+        }
+        // Saturating: the counts are the log's, and a log may say anything.
+        self.spans += 1;
+        self.usage_tokens = self.usage_tokens.saturating_add(output_tokens);
+        self.tokenizer_tokens = self.tokenizer_tokens.saturating_add(counted);
+        self.spans_differing += u64::from(counted != output_tokens);
+    }
+
+    /// The check, named after the run's `tokenizer` in its warning; `None` when
+    /// no span was counted both ways.
+    pub fn finish(&self, tokenizer: Option<&str>) -> Option<CountCheck> {
+        let CountTally {
+            spans: n,
+            usage_tokens: u,
+            tokenizer_tokens: t,
+            spans_differing: differ,
+        } = *self;
+        if n == 0 {
+            return None;
+        }
+        let difference = (u > 0).then(|| (t as f64 - u as f64) / u as f64);
+        let warning = difference.filter(|d| d.abs() > WARN_ABOVE).map(|d| {
+            let name = tokenizer.unwrap_or("the run's tokenizer");
+            let cause = if d > 0.0 {
+                "the tokenizer splits the text into more tokens than the model does: with the \
+                 model's own tokenizer, its replies are token sequences that re-encode longer (a \
+                 small, random or undertrained model emits such sequences; the tiny random Llama \
+                 served by vLLM re-encodes +10.6 % longer)"
+            } else {
+                "the server counts tokens the text does not show (an end-of-turn or other \
+                 special token, reasoning that was not streamed), or the model's tokenizer \
+                 merges more"
+            };
+            format!(
+                "the tokenizer's counts differ from the server's usage by {:+.1} % over {n} spans: \
+                 likely a tokenizer that is not the model's ({name}; give --tokenizer hf:PATH to \
+                 the model's tokenizer.json), chat-template tokens, or a server that counts \
+                 differently; {cause}",
+                d * 100.0
+            )
+        });
+        Some(CountCheck {
+            spans: n,
+            usage_tokens: u,
+            tokenizer_tokens: t,
+            difference,
+            spans_differing: differ,
+            warning,
+        })
+    }
+}
+
 /// The check over `spans`, or `None` when no span was counted both ways.
 pub fn count_check<'a>(
     spans: impl IntoIterator<Item = &'a Span>,
     tokenizer: Option<&str>,
 ) -> Option<CountCheck> {
-    let (mut n, mut u, mut t, mut differ) = (0u64, 0u64, 0u64, 0u64);
+    let mut tally = CountTally::default();
     for s in spans {
-        let Some(counted) = s.tokenizer_output_tokens else {
-            continue;
-        };
-        if !matches!(s.token_source, None | Some(TokenSource::Usage)) {
-            continue;
-        }
-        n += 1;
-        u += s.output_tokens;
-        t += counted;
-        differ += u64::from(counted != s.output_tokens);
+        tally.add(
+            s.output_tokens,
+            s.token_source.as_ref(),
+            s.tokenizer_output_tokens,
+        );
     }
-    if n == 0 {
-        return None;
-    }
-    let difference = (u > 0).then(|| (t as f64 - u as f64) / u as f64);
-    let warning = difference.filter(|d| d.abs() > WARN_ABOVE).map(|d| {
-        let name = tokenizer.unwrap_or("the run's tokenizer");
-        let cause = if d > 0.0 {
-            "the tokenizer splits the text into more tokens than the model does: with the \
-             model's own tokenizer, its replies are token sequences that re-encode longer (a \
-             small, random or undertrained model emits such sequences; the tiny random Llama \
-             served by vLLM re-encodes +10.6 % longer)"
-        } else {
-            "the server counts tokens the text does not show (an end-of-turn or other \
-             special token, reasoning that was not streamed), or the model's tokenizer \
-             merges more"
-        };
-        format!(
-            "the tokenizer's counts differ from the server's usage by {:+.1} % over {n} spans: \
-             likely a tokenizer that is not the model's ({name}; give --tokenizer hf:PATH to \
-             the model's tokenizer.json), chat-template tokens, or a server that counts \
-             differently; {cause}",
-            d * 100.0
-        )
-    });
-    Some(CountCheck {
-        spans: n,
-        usage_tokens: u,
-        tokenizer_tokens: t,
-        difference,
-        spans_differing: differ,
-        warning,
-    })
+    tally.finish(tokenizer)
 }
 
 #[cfg(test)]
@@ -146,5 +193,55 @@ mod tests {
             .warning
             .unwrap();
         assert!(w.contains("re-encode longer"), "{w}");
+    }
+
+    #[test]
+    fn spans_counted_by_chunks_or_a_tokenizer_are_left_out_and_sums_saturate() {
+        let mut tally = CountTally::default();
+        tally.add(10, Some(&TokenSource::Chunks), Some(12));
+        tally.add(
+            10,
+            Some(&TokenSource::Tokenizer("o200k_base".into())),
+            Some(12),
+        );
+        assert_eq!(tally.finish(None), None);
+        tally.add(10, None, Some(10));
+        tally.add(u64::MAX, Some(&TokenSource::Usage), Some(u64::MAX));
+        assert_eq!(
+            tally,
+            CountTally {
+                spans: 2,
+                usage_tokens: u64::MAX,
+                tokenizer_tokens: u64::MAX,
+                spans_differing: 0,
+            }
+        );
+        assert_eq!(tally.finish(None).unwrap().difference, Some(0.0));
+    }
+
+    /// The report used to carry no check: it was computed apart, from the log
+    /// files read a second time, for text output only.
+    #[test]
+    fn the_run_report_carries_the_check_and_its_warning() {
+        let mut run = crate::test_support::capped_run(4).run.unwrap();
+        run.tokenizer = Some("cl100k_base".into());
+        let spans = [span(100, Some(120)), span(100, None)];
+        let input = crate::RunInput::from_records(run.clone(), &spans, &[]);
+        assert_eq!(input.count_tally.spans, 1);
+        let report = crate::analyze(&input, &crate::Options::default());
+        let c = report.count_check.as_ref().unwrap();
+        assert_eq!(Some(c), count_check(&spans, Some("cl100k_base")).as_ref());
+        let w = c.warning.as_ref().unwrap();
+        assert!(w.contains("(cl100k_base;"), "{w}");
+        assert!(report.warnings.contains(w), "{:?}", report.warnings);
+        let none = crate::RunInput::from_records(run, &[span(100, None)], &[]);
+        let report = crate::analyze(&none, &crate::Options::default());
+        assert_eq!(report.count_check, None);
+        assert!(
+            !report
+                .warnings
+                .iter()
+                .any(|w| w.contains("tokenizer's counts"))
+        );
     }
 }

@@ -9,6 +9,7 @@ use tpscope_model::{
     Status, Timestamp, TokenSource,
 };
 
+use crate::count_check::CountTally;
 use crate::errors::ErrorMessages;
 use crate::sessions::{SessionIds, SessionTurn};
 
@@ -230,6 +231,9 @@ pub struct RunInput {
     pub server_samples: Vec<ServerSampleRecord>,
     /// The numbers given to the spans' `session_id`s ([`SpanFacts::session`]).
     pub session_ids: SessionIds,
+    /// The count check's sums over the spans, added as they are read (the
+    /// tokenizer's own count is not kept per span).
+    pub count_tally: CountTally,
 }
 
 impl RunInput {
@@ -250,6 +254,11 @@ impl RunInput {
                     .last_attempts
                     .push((input.spans.len(), last.started_at));
             }
+            input.count_tally.add(
+                s.output_tokens,
+                s.token_source.as_ref(),
+                s.tokenizer_output_tokens,
+            );
             input.push_span(facts, s.token_source.as_ref());
         }
         input.samples = samples.iter().map(SampleFacts::from).collect();

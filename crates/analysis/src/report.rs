@@ -365,6 +365,9 @@ pub struct RunReport {
     /// TTFT by turn index and per-session totals of a multi-turn run (over the
     /// whole run; `None` when no span belongs to a session).
     pub sessions: Option<crate::sessions::SessionReport>,
+    /// How far the tokenizer's counts agree with the server's `usage` (`None`
+    /// when no span was counted both ways).
+    pub count_check: Option<crate::count_check::CountCheck>,
     /// The server's side beside the client's, when the run has server samples.
     pub server: Option<crate::server::ServerVsClient>,
     /// Whose capacity was idle (`None` when the run has no window).

@@ -14,7 +14,6 @@ mod exit;
 mod import_cmd;
 mod progress;
 mod proxy_cmd;
-mod record_sections;
 mod report_cmd;
 mod signals;
 mod sim_cmd;

@@ -164,12 +164,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let cfg = ReportConfig::from_args(&args)?;
     let set = load(&args.files, cfg.read, args.analysis.import_from()?)?;
     let report = build_report(&set, &cfg.analysis);
-    let mut bytes = render(&report, &set, args.format).failure()?;
-    if args.format == Format::Text {
-        // The files `load` read (a rotation's, for its base name).
-        let files = tpscope_log::expand_rotations(&args.files).files;
-        bytes.extend_from_slice(crate::record_sections::text(&files, cfg.read)?.as_bytes());
-    }
+    let bytes = render(&report, &set, args.format).failure()?;
     if let Some(path) = &args.html {
         let details: Vec<_> = set
             .runs

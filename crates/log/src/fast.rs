@@ -48,6 +48,9 @@ pub(crate) enum FastRecord<'a> {
         last_attempt_at: Option<Timestamp>,
         /// The `session_id` and `turn`, when both are given.
         session: Option<(&'a str, NonZeroU32)>,
+        /// The tokenizer's own count of the reply (`tokenizer_output_tokens`),
+        /// for the run's count check.
+        tokenizer_tokens: Option<u64>,
     },
     Sample {
         run_id: &'a str,
@@ -192,9 +195,11 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
     } else {
         None
     };
-    if c.lit(key::tokenizer_output_tokens) {
-        c.uint()?;
-    }
+    let tokenizer_tokens = if c.lit(key::tokenizer_output_tokens) {
+        Some(c.uint()?)
+    } else {
+        None
+    };
     let facts = SpanFacts {
         status,
         error_cause,
@@ -222,6 +227,7 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
         request_id,
         last_attempt_at,
         session: session_id.zip(turn),
+        tokenizer_tokens,
     })
 }
 

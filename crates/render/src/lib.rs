@@ -3,6 +3,7 @@
 //! they never compute a metric.
 
 pub mod compare;
+pub mod count_check;
 pub mod csv_out;
 pub mod diagnosis;
 pub mod fmt;

@@ -1,10 +1,8 @@
 //! The `sessions` section of a multi-turn run (TTFT by turn index with its ratio
 //! to turn 1, per-session totals, as [`tpscope_analysis::sessions`] computed
-//! them) as rows and lines the text, markdown and HTML renderers lay out alike;
-//! and the count check's text ([`tpscope_analysis::count_check`]).
+//! them) as rows and lines the text, markdown and HTML renderers lay out alike.
 
 use tpscope_analysis::RunReport;
-use tpscope_analysis::count_check::CountCheck;
 use tpscope_analysis::sessions::{SessionReport, SessionTotals};
 
 use crate::fmt::{md_table, or_dash, text_table};
@@ -91,20 +89,4 @@ fn capitalised(s: &str) -> String {
     c.next()
         .map(|f| f.to_uppercase().chain(c).collect())
         .unwrap_or_default()
-}
-
-/// The count check as text: one line, and the warning when there is one.
-pub fn count_check_text(c: &CountCheck) -> String {
-    let mut out = format!(
-        "\n  count check: on {} spans, the tokenizer counted {} output tokens where usage said {} ({}; {} spans differ)\n",
-        c.spans,
-        c.tokenizer_tokens,
-        c.usage_tokens,
-        or_dash(c.difference.map(|d| format!("{:+.2} %", d * 100.0))),
-        c.spans_differing,
-    );
-    if let Some(w) = &c.warning {
-        out.push_str(&format!("  warning: {w}\n"));
-    }
-    out
 }

@@ -32,6 +32,7 @@ enum Owned {
         Option<String>,
         Option<Timestamp>,
         Option<(String, std::num::NonZeroU32)>,
+        Option<u64>,
     ),
     Sample(String, SampleFacts),
 }
@@ -54,6 +55,7 @@ fn general(text: &str) -> Option<Owned> {
             request_id,
             last_attempt_at,
             session,
+            tokenizer_tokens,
         } => Some(Owned::Span(
             run_id.into(),
             span_id.into_owned(),
@@ -63,6 +65,7 @@ fn general(text: &str) -> Option<Owned> {
             request_id.map(|m| m.into_owned()),
             last_attempt_at,
             session.map(|(id, t)| (id.into_owned(), t)),
+            tokenizer_tokens,
         )),
         Parsed::Sample(f) => Some(Owned::Sample(run_id.into(), f)),
         _ => None,
@@ -80,6 +83,7 @@ fn fast(bytes: &[u8]) -> Option<Owned> {
             request_id,
             last_attempt_at,
             session,
+            tokenizer_tokens,
         } => Some(Owned::Span(
             run_id.into(),
             span_id.into(),
@@ -89,6 +93,7 @@ fn fast(bytes: &[u8]) -> Option<Owned> {
             request_id.map(str::to_string),
             last_attempt_at,
             session.map(|(id, t)| (id.to_string(), t)),
+            tokenizer_tokens,
         )),
         FastRecord::Sample { run_id, facts } => Some(Owned::Sample(run_id.into(), facts)),
     }
@@ -198,6 +203,8 @@ fn span() -> impl Strategy<Value = Span> {
         (
             proptest::option::of(text()),
             proptest::option::of(prop_oneof![4 => 0u32..20, 1 => Just(u32::MAX)]),
+            // The count check's: near the usage count, or far off.
+            proptest::option::of(prop_oneof![4 => 0u64..1000, 1 => Just(u64::MAX)]),
         ),
     )
         .prop_map(
@@ -206,7 +213,7 @@ fn span() -> impl Strategy<Value = Span> {
                 (status, mut times, present, tidy),
                 (output_tokens, input_tokens, token_source),
                 (retry_count, mut retry_causes, mut attempts, mut error),
-                (session_id, turn),
+                (session_id, turn, tokenizer_output_tokens),
             )| {
                 let mut present = present;
                 // Mostly consistent, so that many spans are valid.
@@ -247,7 +254,7 @@ fn span() -> impl Strategy<Value = Span> {
                     chunks: None,
                     session_id,
                     turn,
-                    tokenizer_output_tokens: None,
+                    tokenizer_output_tokens,
                 }
             },
         )
@@ -339,6 +346,60 @@ proptest! {
             let text = std::str::from_utf8(&b).unwrap();
             prop_assert_eq!(Some(f), general(text), "{}", text);
         }
+    }
+}
+
+proptest! {
+    // Logs of up to 40 spans: fewer cases keep it as quick as the others.
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// The count check is tallied by the analysis reader as it goes (both its
+    /// paths: lines in writer order take the fast one, lines with their keys
+    /// sorted the general one), and computed by `count_check` over the whole
+    /// spans the record reader reads: the two agree.
+    #[test]
+    fn the_analysis_reader_tallies_the_count_check_as_the_record_reader_computes_it(
+        spans in proptest::collection::vec((span(), any::<bool>()), 1..40),
+    ) {
+        let mut log = String::new();
+        for (i, (s, sorted)) in spans.into_iter().enumerate() {
+            let s = Span { run_id: "r".into(), span_id: (i + 1).to_string(), ..s };
+            let line = if sorted {
+                // serde_json's map orders keys by name: not the writer's order.
+                let v: serde_json::Value = serde_json::to_value(Record::Span(s)).unwrap();
+                v.to_string()
+            } else {
+                serde_json::to_string(&Record::Span(s)).unwrap()
+            };
+            log.push_str(&line);
+            log.push('\n');
+        }
+        let opts = ReadOptions { skip_invalid: true, ..ReadOptions::default() };
+        let mut reader = super::Reader::new(opts);
+        let read = reader.read_from(Path::new("t"), log.as_bytes());
+        let whole: Result<Vec<_>, _> =
+            RecordReader::new(Path::new("t"), log.as_bytes(), opts).collect();
+        prop_assert_eq!(read.is_ok(), whole.is_ok());
+        let Ok(whole) = whole else { return Ok(()) };
+        let spans: Vec<Span> = whole
+            .into_iter()
+            .filter_map(|lr| match lr.record {
+                Record::Span(s) => Some(s),
+                _ => None,
+            })
+            .collect();
+        let set = reader.finish();
+        let tally = set.runs.first().map(|r| r.input.count_tally).unwrap_or_default();
+        prop_assert_eq!(set.runs.first().map_or(0, |r| r.input.spans.len()), spans.len());
+        let mut expected = tpscope_analysis::count_check::CountTally::default();
+        for s in &spans {
+            expected.add(s.output_tokens, s.token_source.as_ref(), s.tokenizer_output_tokens);
+        }
+        prop_assert_eq!(tally, expected);
+        prop_assert_eq!(
+            tally.finish(Some("o200k_base")),
+            tpscope_analysis::count_check::count_check(&spans, Some("o200k_base"))
+        );
     }
 }
 

@@ -128,6 +128,7 @@ impl Reader {
                 request_id,
                 last_attempt_at,
                 session,
+                tokenizer_tokens,
             }) => {
                 let span_id = Cow::Borrowed(span_id);
                 let parsed = Parsed::Span {
@@ -138,6 +139,7 @@ impl Reader {
                     request_id: request_id.map(Cow::Borrowed),
                     last_attempt_at,
                     session: session.map(|(id, turn)| (Cow::Borrowed(id), turn)),
+                    tokenizer_tokens,
                 };
                 self.file(run_id, parsed).map_err(Failure::Field)
             }

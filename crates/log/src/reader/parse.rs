@@ -32,6 +32,9 @@ pub(super) enum Parsed<'a> {
         /// The `session_id` and `turn` of a multi-turn span, when both are given
         /// (numbered into [`SpanFacts::session`] when the span is filed).
         session: Option<(Cow<'a, str>, NonZeroU32)>,
+        /// The tokenizer's own count of the reply (`tokenizer_output_tokens`),
+        /// added to the run's count check when the span is filed (not kept).
+        tokenizer_tokens: Option<u64>,
     },
     Sample(SampleFacts),
     ServerSample(Box<ServerSampleRecord>),
@@ -439,7 +442,27 @@ fn parse_span<'l>(line: &'l Line<'_>, unit: Option<TimeUnit>) -> FieldResult<Par
         request_id: line.extras.request_id.and_then(string_of),
         last_attempt_at,
         session: session_of(line.extras.session_id, line.extras.turn)?,
+        tokenizer_tokens: count_of(
+            "tokenizer_output_tokens",
+            line.extras.tokenizer_output_tokens,
+        )?,
     })
+}
+
+/// A count kept as JSON text (`null` is not given), checked.
+fn count_of(field: &str, raw: Option<&str>) -> FieldResult<Option<u64>> {
+    let Some(raw) = raw else {
+        return Ok(None);
+    };
+    match crate::json::Scanner::new(raw).scalar() {
+        Ok(Scalar::Null) => Ok(None),
+        Ok(v) => as_u64(field, &v).map(Some),
+        Err(_) => Err(problem(
+            field,
+            "implausible",
+            format!("{raw} is out of range"),
+        )),
+    }
 }
 
 /// A span's `session_id` (a string) and `turn` (a count from 1), from their JSON

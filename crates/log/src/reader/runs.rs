@@ -325,6 +325,7 @@ impl Reader {
                 request_id,
                 last_attempt_at,
                 session,
+                tokenizer_tokens,
             } => {
                 let run = self.runs.span(run_id, &span_id)?;
                 let mut facts = facts;
@@ -347,6 +348,9 @@ impl Reader {
                         error_message: facts.error_cause.and(error_message).map(|m| m.into()),
                     });
                 }
+                run.input
+                    .count_tally
+                    .add(facts.output_tokens, source.as_ref(), tokenizer_tokens);
                 run.input.push_span(facts, source.as_ref());
             }
             Parsed::Sample(s) => self.runs.run(run_id).input.samples.push(s),

@@ -65,6 +65,7 @@ pub(super) struct Extras<'a> {
     /// Multi-turn workloads' `session_id` and `turn` (read by both scans).
     pub(super) session_id: Option<&'a str>,
     pub(super) turn: Option<&'a str>,
+    /// The count check's `tokenizer_output_tokens` (read by both scans).
     pub(super) tokenizer_output_tokens: Option<&'a str>,
     /// The `message` of a span's `error` (read by both scans).
     pub(super) error_message: Option<&'a str>,
@@ -279,12 +280,8 @@ fn scan<'a, const WHOLE: bool>(text: &'a str, line: &mut Line<'a>) -> JsonResult
             // Multi-turn fields: both scans keep them (the analysis groups by them).
             Key::session_id => line.extras.session_id = Some(sc.raw()?),
             Key::turn => line.extras.turn = Some(sc.raw()?),
-            Key::tokenizer_output_tokens => {
-                let v = sc.raw()?;
-                if WHOLE {
-                    line.extras.tokenizer_output_tokens = Some(v);
-                }
-            }
+            // Both scans keep it: the analysis adds it to the run's count check.
+            Key::tokenizer_output_tokens => line.extras.tokenizer_output_tokens = Some(sc.raw()?),
             Key::status => scalar!(status),
             Key::queued_at => scalar!(queued_at),
             Key::admitted_at => scalar!(admitted_at),

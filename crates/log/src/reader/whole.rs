@@ -56,9 +56,14 @@ pub(super) fn record_of(
             facts,
             source,
             span_id,
+            tokenizer_tokens,
             ..
         } => {
             let span = span_of(&line, run_id, span_id, facts, source, unit)?;
+            let span = Span {
+                tokenizer_output_tokens: tokenizer_tokens,
+                ..span
+            };
             runs.span(run_id, &span.span_id)?.spans += 1;
             Record::Span(span)
         }
@@ -116,13 +121,6 @@ fn span_of(
         Some(v) => Some(as_u32("turn", v)?),
         None => None,
     };
-    let tokenizer_output_tokens = match present(&scalar_of(
-        "tokenizer_output_tokens",
-        extras.tokenizer_output_tokens,
-    )?) {
-        Some(v) => Some(as_u64("tokenizer_output_tokens", v)?),
-        None => None,
-    };
     let mut attempts = Vec::new();
     let none = AttemptExtras::default();
     attempts_of(line, unit, |i, raw, core| {
@@ -157,7 +155,8 @@ fn span_of(
         chunks: facts.chunks.map(Vec::from),
         session_id,
         turn,
-        tokenizer_output_tokens,
+        // Read by the general reader (the analysis tallies it): the caller's.
+        tokenizer_output_tokens: None,
     })
 }
 

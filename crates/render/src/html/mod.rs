@@ -257,6 +257,12 @@ fn run_section(prefix: &str, r: &RunReport, d: Option<&Detail>, heading: &str) -
         }
     }
     s.push_str(&sessions::section(&format!("{prefix}-sessions"), r));
+    if let Some(c) = &r.count_check {
+        s.push_str(&format!(
+            "<h2>Count check</h2>\n<p>{}</p>\n",
+            esc(&crate::count_check::paragraph(c))
+        ));
+    }
     s.push_str("<h2>Distribution tables</h2>\n");
     s.push_str(&distribution_tables(r));
     s
