@@ -173,6 +173,10 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         }
         _ => None,
     };
+    let ramp = match (&time_series, &window) {
+        (Some(ts), Some(w)) => crate::ramp::ramp_follow(input, ts, w),
+        _ => None,
+    };
     let diagnosis = window.map(|_| {
         let lag = client_lag_from_samples(&input.samples, input.sample_interval());
         diagnose(input, &sweep, (w0, w1), lag)
@@ -426,6 +430,7 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         goodput: goodput.map(|g| g.finish(win_s)),
         closed_loop: input.closed_loop(),
         time_series,
+        ramp,
         sessions: crate::sessions::session_report(&input.spans),
         count_check,
         server,

@@ -24,6 +24,7 @@ pub mod knee;
 pub mod levels;
 pub mod metrics;
 mod quality;
+pub mod ramp;
 pub mod report;
 pub mod series;
 pub mod server;

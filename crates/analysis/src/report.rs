@@ -362,6 +362,9 @@ pub struct RunReport {
     pub closed_loop: bool,
     /// The time series, when a bucket was asked for.
     pub time_series: Option<TimeSeries>,
+    /// A ramped run (`load.ramp_up`): how throughput followed the load, from the
+    /// time series (`None` for a run without a ramp or a time series).
+    pub ramp: Option<crate::ramp::RampFollow>,
     /// TTFT by turn index and per-session totals of a multi-turn run (over the
     /// whole run; `None` when no span belongs to a session).
     pub sessions: Option<crate::sessions::SessionReport>,

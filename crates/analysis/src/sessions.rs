@@ -47,7 +47,7 @@ pub struct SessionIds {
 impl SessionIds {
     /// The number of session `id`, given the next one when it is new.
     pub fn number(&mut self, id: &str) -> u32 {
-        if let Some(v) = dense_value(id) {
+        if let Some(v) = decimal_id_below(id, DENSE_SESSIONS) {
             let i = v as usize;
             if i >= self.dense.len() {
                 self.dense.resize((i + 1).next_power_of_two(), UNSEEN);
@@ -83,11 +83,12 @@ impl SessionIds {
     }
 }
 
-/// The value an id spells in plain decimal (no sign, no leading zero), when it
-/// is below [`DENSE_SESSIONS`].
-fn dense_value(id: &str) -> Option<u64> {
+/// The number an id spells in plain decimal (no sign, no leading zero), when it
+/// is below `limit` (at most 10^18): ids that index a dense table instead of a
+/// hash map (the log reader's span ids use it too).
+pub fn decimal_id_below(id: &str, limit: u64) -> Option<u64> {
     let b = id.as_bytes();
-    if b.is_empty() || b.len() > 7 || (b.len() > 1 && b[0] == b'0') {
+    if b.is_empty() || b.len() > 18 || (b.len() > 1 && b[0] == b'0') {
         return None;
     }
     let mut n = 0u64;
@@ -97,8 +98,11 @@ fn dense_value(id: &str) -> Option<u64> {
             return None;
         }
         n = n * 10 + u64::from(d);
+        if n >= limit {
+            return None;
+        }
     }
-    (n < DENSE_SESSIONS).then_some(n)
+    Some(n)
 }
 
 /// One turn index across every session.

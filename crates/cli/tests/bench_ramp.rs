@@ -70,6 +70,53 @@ fn a_cap_ramped_over_the_duration_steps_on_its_clock() {
     assert_eq!(runs(&recs)[0].load["ramp_up"]["over"], "duration");
 }
 
+/// The report names where throughput stopped following a ramp: against a sim
+/// whose batch holds 4 sequences, a cap ramped 1..16 stops buying throughput near
+/// 4 (a generous band: the client shares the box with the simulator).
+#[test]
+fn the_report_names_the_cap_where_a_ramp_stopped_buying_throughput() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = dir.path().join("sim.toml");
+    std::fs::write(&sim, "max_num_seqs = 4\n").unwrap();
+    let args = [
+        "--sim-config",
+        sim.to_str().unwrap(),
+        "--duration",
+        "3s",
+        "--ramp-up",
+        "linear:1..16",
+        "--input-tokens",
+        "256",
+        "--output-tokens",
+        "64",
+    ];
+    let run = bench(dir.path(), "knee.jsonl", &args);
+    assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
+    let json = bench_support::tpscope()
+        .args(["report", run.out.to_str().unwrap(), "--format", "json"])
+        .args(["--bucket", "200ms"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let ramp = &v["runs"][0]["ramp"];
+    assert_eq!(ramp["applies_to"], "concurrency", "{ramp}");
+    let points = ramp["points"].as_array().unwrap();
+    assert_eq!(points.len(), 10, "{ramp}");
+    let at = ramp["knee"]["at"].as_u64().expect("a knee") as usize;
+    let cap = points[at]["load"].as_f64().unwrap();
+    assert!((2.0..=9.0).contains(&cap), "knee at a cap of {cap}: {ramp}");
+    let text = bench_support::tpscope()
+        .args(["report", run.out.to_str().unwrap(), "--bucket", "200ms"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("ramp: how throughput followed the load"),
+        "{text}"
+    );
+    assert!(text.contains("the server's knee"), "{text}");
+}
+
 #[test]
 fn a_ramped_rate_sends_more_in_the_second_half_as_vllm_flags_too() {
     let dir = tempfile::tempdir().unwrap();

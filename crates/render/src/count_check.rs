@@ -30,10 +30,7 @@ pub fn sentence(c: &CountCheck) -> String {
 
 /// The check as a sentence of its own (capitalised, with a final stop).
 pub fn paragraph(c: &CountCheck) -> String {
-    let s = sentence(c);
-    let mut chars = s.chars();
-    let first = chars.next().map(|f| f.to_uppercase().collect::<String>());
-    format!("{}{}.", first.unwrap_or_default(), chars.as_str())
+    format!("{}.", crate::fmt::capitalised(&sentence(c)))
 }
 
 /// The section as text; empty for a run without the check.

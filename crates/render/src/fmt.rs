@@ -5,6 +5,14 @@ use std::time::Duration;
 use tpscope_analysis::Summary;
 use tpscope_analysis::stats::Quantity;
 
+/// `s` with its first letter upper-case (a sentence made of a phrase).
+pub fn capitalised(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
 /// A figure or an em dash when absent.
 pub fn or_dash(v: Option<String>) -> String {
     v.unwrap_or_else(|| "—".to_string())

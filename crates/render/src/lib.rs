@@ -11,6 +11,7 @@ pub mod html;
 pub mod lead;
 pub mod markdown;
 mod quality;
+pub mod ramp;
 pub mod rows;
 pub mod sessions;
 pub mod sweep;

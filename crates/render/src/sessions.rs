@@ -5,7 +5,7 @@
 use tpscope_analysis::RunReport;
 use tpscope_analysis::sessions::{SessionReport, SessionTotals};
 
-use crate::fmt::{md_table, or_dash, text_table};
+use crate::fmt::{capitalised, md_table, or_dash, text_table};
 
 /// The section's heading.
 pub const SESSIONS_HEADING: &str =
@@ -82,11 +82,4 @@ pub fn markdown(r: &RunReport) -> String {
     md_table(&mut out, &TURN_HEADS, &turn_rows(s));
     out.push_str(&format!("\n{}.\n\n", capitalised(&totals_line(&s.totals))));
     out
-}
-
-fn capitalised(s: &str) -> String {
-    let mut c = s.chars();
-    c.next()
-        .map(|f| f.to_uppercase().chain(c).collect())
-        .unwrap_or_default()
 }

@@ -233,7 +233,7 @@ impl SpanIds {
     /// Records `id`; false when it was seen before.
     #[inline]
     fn insert(&mut self, id: &str, keys: &(RandomState, RandomState)) -> bool {
-        if let Some(n) = dense_id(id) {
+        if let Some(n) = tpscope_analysis::sessions::decimal_id_below(id, DENSE_IDS) {
             let (word, bit) = ((n / 64) as usize, 1u64 << (n % 64));
             if word >= self.dense.len() {
                 self.dense.resize((word + 1).next_power_of_two(), 0);
@@ -249,24 +249,6 @@ impl SpanIds {
         self.other
             .insert((u128::from(h1.finish()) << 64) | u128::from(h2.finish()))
     }
-}
-
-/// The number an id spells in plain decimal (no sign, no leading zero), when it
-/// is below [`DENSE_IDS`].
-fn dense_id(id: &str) -> Option<u64> {
-    let b = id.as_bytes();
-    if b.is_empty() || b.len() > 8 || (b.len() > 1 && b[0] == b'0') {
-        return None;
-    }
-    let mut n = 0u64;
-    for &c in b {
-        let d = c.wrapping_sub(b'0');
-        if d >= 10 {
-            return None;
-        }
-        n = n * 10 + u64::from(d);
-    }
-    (n < DENSE_IDS).then_some(n)
 }
 
 /// How many spans, samples, hashed ids and kept span ids the only run held;

@@ -256,6 +256,22 @@ fn run_section(prefix: &str, r: &RunReport, d: Option<&Detail>, heading: &str) -
             s.push_str("<p class=\"note\">No chart data for this run.</p>\n");
         }
     }
+    if let Some(f) = &r.ramp {
+        let heads: Vec<String> = crate::ramp::heads(f)
+            .iter()
+            .map(|h| h.to_string())
+            .collect();
+        let rows: Vec<Vec<Cell>> = crate::ramp::rows(f)
+            .into_iter()
+            .map(|row| row.into_iter().map(Cell::Text).collect())
+            .collect();
+        s.push_str(&format!(
+            "<h2>{}</h2>\n{}<p>{}.</p>\n",
+            esc(&crate::fmt::capitalised(crate::ramp::RAMP_HEADING)),
+            table(&heads, &rows),
+            esc(&crate::fmt::capitalised(&f.sentence()))
+        ));
+    }
     s.push_str(&sessions::section(&format!("{prefix}-sessions"), r));
     if let Some(c) = &r.count_check {
         s.push_str(&format!(

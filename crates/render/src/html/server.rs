@@ -11,6 +11,7 @@ use super::svg::{Axis, Chart, Geometry, esc};
 use crate::diagnosis::{
     DIAGNOSIS_HEADS, diagnosis_heading, diagnosis_rows, server_heading, server_rows,
 };
+use crate::fmt::capitalised;
 
 /// Both sections of a run (`one`: its chart data, when it has any).
 pub fn sections(prefix: &str, r: &RunReport, one: &[Series<'_>]) -> String {
@@ -52,13 +53,6 @@ pub fn sections(prefix: &str, r: &RunReport, one: &[Series<'_>]) -> String {
         s.push_str(&chart(&format!("{prefix}-server"), sv, one));
     }
     s
-}
-
-fn capitalised(s: &str) -> String {
-    let mut c = s.chars();
-    c.next()
-        .map(|f| f.to_uppercase().chain(c).collect())
-        .unwrap_or_default()
 }
 
 /// Server running and waiting (dashed) over the client's in-flight and queue,

@@ -8,6 +8,7 @@ use tpscope_analysis::sessions::SessionReport;
 use super::charts::figure;
 use super::page::{Cell, table};
 use super::svg::{Axis, Chart, Geometry, esc};
+use crate::fmt::capitalised;
 use crate::sessions::{SESSIONS_HEADING, TURN_HEADS, totals_line, turn_rows};
 
 /// The section of a run (`id`: its chart's id); empty for a run without sessions.
@@ -35,13 +36,6 @@ pub fn section(id: &str, r: &RunReport) -> String {
     ));
     out.push_str(&chart(id, s));
     out
-}
-
-fn capitalised(s: &str) -> String {
-    let mut c = s.chars();
-    c.next()
-        .map(|f| f.to_uppercase().chain(c).collect())
-        .unwrap_or_default()
 }
 
 /// TTFT p50 (solid, with points) and p90 (dashed) in ms by turn.
