@@ -357,7 +357,7 @@ mod tests {
             output_tokens: tokens,
             input_tokens: None,
             retry_count: 0,
-            retry_causes: vec![],
+            retry_causes: Box::default(),
             wasted_tokens: 0,
             chunks: None,
             client: Default::default(),

@@ -234,7 +234,7 @@ mod tests {
                     output_tokens: 50,
                     input_tokens: None,
                     retry_count: 0,
-                    retry_causes: vec![],
+                    retry_causes: Box::default(),
                     wasted_tokens: 0,
                     chunks: None,
                     client: Default::default(),

@@ -90,9 +90,9 @@ pub fn measurement_quality(
             q.first_tokens += 1;
             exact_first += u64::from(exact);
         }
-        q.chunks += c.traced_chunks;
-        inexact += c.inexact_chunks;
-        reads += c.reads;
+        q.chunks += u64::from(c.traced_chunks);
+        inexact += u64::from(c.inexact_chunks);
+        reads += u64::from(c.reads);
         if let Some(l) = c.lag {
             lags.push(l);
         }

@@ -232,7 +232,7 @@ mod tests {
             output_tokens: 1,
             input_tokens: None,
             retry_count: 0,
-            retry_causes: vec![],
+            retry_causes: Box::default(),
             wasted_tokens: 0,
             chunks: None,
             client: Default::default(),

@@ -320,7 +320,7 @@ mod tests {
             output_tokens: if ok { 10 } else { 0 },
             input_tokens: Some(100 * u64::from(turn)),
             retry_count: 0,
-            retry_causes: vec![],
+            retry_causes: Box::default(),
             wasted_tokens: 0,
             chunks: None,
             client: ClientFacts::default(),

@@ -378,7 +378,7 @@ mod tests {
             output_tokens: 0,
             input_tokens: None,
             retry_count: 0,
-            retry_causes: vec![],
+            retry_causes: Box::default(),
             wasted_tokens: 0,
             client: Default::default(),
             chunks: None,

@@ -28,7 +28,7 @@ fn input(spans: Vec<tpscope_analysis::SpanFacts>, samples: &[i64]) -> RunInput {
     }
 }
 
-fn measured(exact_first: bool, traced: u64, inexact: u64, lag_ms: u64) -> ClientFacts {
+fn measured(exact_first: bool, traced: u32, inexact: u32, lag_ms: u64) -> ClientFacts {
     ClientFacts {
         end_at: None,
         first_token_exact: Some(exact_first),

@@ -147,7 +147,7 @@ fn cap_change_from_samples_turns_waiting_into_a_gap() {
 fn counts_rates_retries_and_wasted_tokens() {
     let mut a = ok(0, 0, 10, 20, 20, 3);
     a.retry_count = 2;
-    a.retry_causes = vec![Cause::Http429, Cause::Disconnect];
+    a.retry_causes = vec![Cause::Http429, Cause::Disconnect].into();
     a.wasted_tokens = 7;
     let b = failed(0, Some(0), 30, Status::Error, Cause::Http5xx);
     let c = failed(0, Some(0), 30, Status::Error, Cause::TimeoutStall);

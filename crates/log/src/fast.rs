@@ -211,7 +211,7 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
         output_tokens,
         input_tokens,
         retry_count,
-        retry_causes,
+        retry_causes: retry_causes.into(),
         wasted_tokens,
         chunks: None,
         client,
@@ -278,13 +278,13 @@ fn attempt(c: &mut Cursor<'_>, hours: &mut HourCache) -> Option<(u64, Timestamp,
         facts.lag = Some(c.secs()?);
     }
     if c.lit(attempt_key::reads) {
-        facts.reads = c.uint()?;
+        facts.reads = c.uint()?.try_into().unwrap();
     }
     if c.lit(attempt_key::traced_chunks) {
-        facts.traced_chunks = c.uint()?;
+        facts.traced_chunks = c.uint()?.try_into().unwrap();
     }
     if c.lit(attempt_key::inexact_chunks) {
-        facts.inexact_chunks = c.uint()?;
+        facts.inexact_chunks = c.uint()?.try_into().unwrap();
     }
     if c.lit(attempt_key::first_token_exact) {
         facts.first_token_exact = Some(if c.lit(b"true") {

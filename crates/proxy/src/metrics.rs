@@ -250,7 +250,7 @@ impl Metrics {
             output_tokens: tokens,
             input_tokens: None,
             retry_count: 0,
-            retry_causes: Vec::new(),
+            retry_causes: Box::default(),
             wasted_tokens: 0,
             chunks: None,
             client: Default::default(),

@@ -71,7 +71,7 @@ fn synth(id: &str, n: usize, cap: u32, rate: f64, refill: f64, seed: u64) -> Run
                 output_tokens: tokens,
                 input_tokens: Some(100),
                 retry_count: retries,
-                retry_causes: vec![Cause::Http429; retries as usize],
+                retry_causes: vec![Cause::Http429; retries as usize].into(),
                 wasted_tokens: 0,
                 client: Default::default(),
                 chunks: None,

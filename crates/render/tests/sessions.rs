@@ -32,7 +32,7 @@ fn run(spans: &[(u32, u32, i64, i64)], sessions: bool) -> (Report, Vec<u8>) {
                 output_tokens: 10,
                 input_tokens: Some(1000 * u64::from(turn)),
                 retry_count: 0,
-                retry_causes: vec![],
+                retry_causes: Box::default(),
                 wasted_tokens: 0,
                 chunks: None,
                 client: Default::default(),

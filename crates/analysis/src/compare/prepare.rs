@@ -177,7 +177,7 @@ mod tests {
                     output_tokens: 20 + i as u64,
                     input_tokens: None,
                     retry_count: (i % 5 == 0) as u32,
-                    retry_causes: vec![],
+                    retry_causes: Box::default(),
                     wasted_tokens: 0,
                     client: Default::default(),
                     chunks: None,

@@ -16,7 +16,7 @@ fn span(q: i64, a: i64, f: i64, l: i64, r: i64, tokens: u64) -> SpanFacts {
         output_tokens: tokens,
         input_tokens: None,
         retry_count: 0,
-        retry_causes: vec![],
+        retry_causes: Box::default(),
         wasted_tokens: 0,
         client: Default::default(),
         chunks: None,

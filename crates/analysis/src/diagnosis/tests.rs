@@ -19,7 +19,7 @@ fn span(q: i64, a: i64, r: i64) -> SpanFacts {
         output_tokens: 10,
         input_tokens: None,
         retry_count: 0,
-        retry_causes: vec![],
+        retry_causes: Box::default(),
         wasted_tokens: 0,
         chunks: None,
         client: Default::default(),

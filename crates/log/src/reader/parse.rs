@@ -7,6 +7,7 @@ use std::num::NonZeroU32;
 use std::time::Duration;
 
 use serde::Deserialize;
+use tpscope_analysis::input::saturate;
 use tpscope_analysis::{ClientFacts, SampleFacts, SpanFacts};
 use tpscope_model::{
     Cause, EndRecord, Lifecycle, QueueTimes, RunRecord, ServerSampleRecord, Status, Target,
@@ -428,7 +429,7 @@ fn parse_span<'l>(line: &'l Line<'_>, unit: Option<TimeUnit>) -> FieldResult<Par
             output_tokens,
             input_tokens,
             retry_count,
-            retry_causes,
+            retry_causes: retry_causes.into(),
             wasted_tokens,
             chunks,
             client,
@@ -583,9 +584,9 @@ fn attempt_core(a: &RawAttempt<'_>, unit: Option<TimeUnit>) -> FieldResult<Attem
         first_token_exact: present(&k.first_token_exact)
             .map(|v| as_bool("first_token_exact", v))
             .transpose()?,
-        traced_chunks: count("traced_chunks", &k.traced_chunks)?.unwrap_or(0),
-        inexact_chunks: count("inexact_chunks", &k.inexact_chunks)?.unwrap_or(0),
-        reads: count("reads", &k.reads)?.unwrap_or(0),
+        traced_chunks: saturate(count("traced_chunks", &k.traced_chunks)?.unwrap_or(0)),
+        inexact_chunks: saturate(count("inexact_chunks", &k.inexact_chunks)?.unwrap_or(0)),
+        reads: saturate(count("reads", &k.reads)?.unwrap_or(0)),
         lag: opt_secs("client_lag_s", &k.client_lag_s)?,
         resends: present(&k.resends)
             .map(|v| as_u32("resends", v))

@@ -149,7 +149,7 @@ fn span_of(
         input_tokens: facts.input_tokens,
         token_source,
         retry_count: facts.retry_count,
-        retry_causes: facts.retry_causes,
+        retry_causes: facts.retry_causes.into_vec(),
         attempts,
         error,
         chunks: facts.chunks.map(Vec::from),
