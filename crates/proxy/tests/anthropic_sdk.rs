@@ -8,9 +8,6 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
-
 use common::*;
 use serde_json::{Value, json};
 use tpscope_model::{Cause, Status, TokenSource};
@@ -57,34 +54,9 @@ print(json.dumps({
 }))
 "#;
 
-fn python() -> PathBuf {
-    match std::env::var_os("TPSCOPE_OPENAI_PYTHON") {
-        Some(p) => PathBuf::from(p),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.venv-sdk/bin/python"),
-    }
-}
-
 /// Runs the script against `base` and returns what it printed.
 async fn run_script(base: String, model: String) -> Value {
-    let output = tokio::task::spawn_blocking(move || {
-        let py = python();
-        Command::new(&py)
-            .args(["-c", SCRIPT, &base, &model])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .output()
-            .unwrap_or_else(|e| {
-                panic!("cannot run {}: {e} (run scripts/sdk-venv.sh)", py.display())
-            })
-    })
-    .await
-    .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "the SDK script failed (run scripts/sdk-venv.sh):\n{stderr}"
-    );
-    serde_json::from_slice(&output.stdout).expect("script prints JSON")
+    run_sdk_script(SCRIPT, vec![base, model]).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -241,3 +241,40 @@ pub fn metric(text: &str, name: &str, label: &str) -> Option<f64> {
         })
         .find_map(|l| l.rsplit(' ').next()?.parse().ok())
 }
+
+/// The Python with the official SDKs (`scripts/sdk-venv.sh`):
+/// `TPSCOPE_OPENAI_PYTHON`, else the workspace's `.venv-sdk`.
+pub fn sdk_python() -> std::path::PathBuf {
+    match std::env::var_os("TPSCOPE_OPENAI_PYTHON") {
+        Some(p) => p.into(),
+        None => {
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.venv-sdk/bin/python")
+        }
+    }
+}
+
+/// Runs a Python `script` with `args` under [`sdk_python`] (off the runtime's
+/// threads) and returns the JSON it printed; a failing script fails the test.
+pub async fn run_sdk_script(script: &'static str, args: Vec<String>) -> Value {
+    let output = tokio::task::spawn_blocking(move || {
+        let py = sdk_python();
+        std::process::Command::new(&py)
+            .arg("-c")
+            .arg(script)
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap_or_else(|e| {
+                panic!("cannot run {}: {e} (run scripts/sdk-venv.sh)", py.display())
+            })
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the SDK script failed (run scripts/sdk-venv.sh):\n{stderr}"
+    );
+    serde_json::from_slice(&output.stdout).expect("script prints JSON")
+}

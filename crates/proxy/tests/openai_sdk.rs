@@ -7,11 +7,7 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
-
 use common::*;
-use serde_json::Value;
 use tpscope_model::{Cause, Status, TokenSource};
 use tpscope_sim::Speed;
 
@@ -52,13 +48,6 @@ print(json.dumps({"usage": usage, "chunks": chunks, "words": len(text.split()),
                   "not_found": not_found}))
 "#;
 
-fn python() -> PathBuf {
-    match std::env::var_os("TPSCOPE_OPENAI_PYTHON") {
-        Some(p) => PathBuf::from(p),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.venv-sdk/bin/python"),
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the openai Python SDK: run scripts/sdk-venv.sh"]
 async fn official_openai_sdk_works_through_the_proxy() {
@@ -68,25 +57,9 @@ async fn official_openai_sdk_works_through_the_proxy() {
     let p = proxy(config(sim.addr(), &out)).await;
     let base = format!("http://{}/v1", p.addr());
     let model = sim.model_name().to_string();
-    let m = model.clone();
-    let output = tokio::task::spawn_blocking(move || {
-        let py = python();
-        Command::new(&py)
-            .args(["-c", SCRIPT, &base, &m])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .output()
-            .unwrap_or_else(|e| {
-                panic!("cannot run {}: {e} (run scripts/sdk-venv.sh)", py.display())
-            })
-    })
-    .await
-    .unwrap();
+    let v = run_sdk_script(SCRIPT, vec![base, model.clone()]).await;
     p.shutdown().await.unwrap();
     sim.shutdown().await.unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "the SDK script failed:\n{stderr}");
-    let v: Value = serde_json::from_slice(&output.stdout).expect("script prints JSON");
     assert_eq!(v["usage"]["completion_tokens"], 16);
     assert_eq!(v["words"], 16);
     // role chunk + 16 tokens + finish chunk + usage chunk
