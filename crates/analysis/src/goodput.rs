@@ -349,19 +349,14 @@ mod tests {
         SpanFacts {
             status,
             error_cause: (status == Status::Error).then_some(Cause::Http5xx),
-            queued_at: ts(0),
-            admitted_at: Some(ts(1000)),
-            first_token_at: Some(ts(1000 + first_ms)),
-            last_token_at: Some(ts(1000 + last_ms)),
-            released_at: ts(1000 + last_ms + 1),
-            output_tokens: tokens,
-            input_tokens: None,
-            retry_count: 0,
-            retry_causes: Box::default(),
-            wasted_tokens: 0,
-            chunks: None,
-            client: Default::default(),
-            session: None,
+            ..SpanFacts::ok(
+                ts(0),
+                Some(ts(1000)),
+                Some(ts(1000 + first_ms)),
+                Some(ts(1000 + last_ms)),
+                ts(1000 + last_ms + 1),
+                tokens,
+            )
         }
     }
 

@@ -111,6 +111,36 @@ pub fn saturate(n: u64) -> u32 {
 }
 
 impl SpanFacts {
+    /// An ok span of `output_tokens` at these instants, with nothing else known
+    /// (no retries, input tokens, chunks, client facts or session): what the
+    /// proxy's live metrics and hand-made inputs need.
+    pub fn ok(
+        queued_at: Timestamp,
+        admitted_at: Option<Timestamp>,
+        first_token_at: Option<Timestamp>,
+        last_token_at: Option<Timestamp>,
+        released_at: Timestamp,
+        output_tokens: u64,
+    ) -> SpanFacts {
+        SpanFacts {
+            status: Status::Ok,
+            error_cause: None,
+            queued_at,
+            admitted_at,
+            first_token_at,
+            last_token_at,
+            released_at,
+            output_tokens,
+            input_tokens: None,
+            retry_count: 0,
+            retry_causes: Box::default(),
+            wasted_tokens: 0,
+            chunks: None,
+            client: ClientFacts::default(),
+            session: None,
+        }
+    }
+
     /// The facts of a full span (its session, if any, numbered by `sessions`; a
     /// turn 0, which readers reject, places it in none).
     pub fn of(span: &Span, sessions: &mut SessionIds) -> SpanFacts {

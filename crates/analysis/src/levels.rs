@@ -207,7 +207,6 @@ mod tests {
     use crate::input::SpanFacts;
     use crate::test_support::{capped_run, ts};
     use crate::{Options, analyze};
-    use tpscope_model::Status;
 
     /// A closed-loop sweep level: `n` requests through `cap` slots, each taking
     /// `first` ms to its first token and 200 ms in all.
@@ -223,23 +222,14 @@ mod tests {
         for k in 0..20i64 {
             let a = (k / i64::from(cap)) * 200;
             input.push_span(
-                SpanFacts {
-                    status: Status::Ok,
-                    error_cause: None,
-                    queued_at: ts(0),
-                    admitted_at: Some(ts(a)),
-                    first_token_at: Some(ts(a + first)),
-                    last_token_at: Some(ts(a + 199)),
-                    released_at: ts(a + 200),
-                    output_tokens: 50,
-                    input_tokens: None,
-                    retry_count: 0,
-                    retry_causes: Box::default(),
-                    wasted_tokens: 0,
-                    chunks: None,
-                    client: Default::default(),
-                    session: None,
-                },
+                SpanFacts::ok(
+                    ts(0),
+                    Some(ts(a)),
+                    Some(ts(a + first)),
+                    Some(ts(a + 199)),
+                    ts(a + 200),
+                    50,
+                ),
                 None,
             );
         }

@@ -184,7 +184,6 @@ mod tests {
     use crate::input::SpanFacts;
     use crate::report::{Bucket, WindowKind};
     use crate::test_support::{capped_run, ts};
-    use tpscope_model::Status;
 
     fn series(caps_tps: &[(u32, f64)]) -> TimeSeries {
         TimeSeries {
@@ -221,23 +220,7 @@ mod tests {
     /// A span queued and admitted at `ms`.
     fn span_at(ms: i64) -> SpanFacts {
         let t = ts(ms);
-        SpanFacts {
-            status: Status::Ok,
-            error_cause: None,
-            queued_at: t,
-            admitted_at: Some(t),
-            first_token_at: Some(t),
-            last_token_at: Some(t),
-            released_at: t,
-            output_tokens: 1,
-            input_tokens: None,
-            retry_count: 0,
-            retry_causes: Box::default(),
-            wasted_tokens: 0,
-            chunks: None,
-            client: Default::default(),
-            session: None,
-        }
+        SpanFacts::ok(t, Some(t), Some(t), Some(t), t, 1)
     }
 
     /// A ramped run whose last admission is at `last_ms`.

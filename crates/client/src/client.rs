@@ -17,7 +17,7 @@ use tpscope_model::Cause;
 use tpscope_stream::openai;
 
 use crate::config::{Api, ClientConfig, Endpoint};
-use crate::connector::{ConnectError, Connector, tls_config};
+use crate::connector::{ConnectError, Connector};
 use crate::live::LiveTokens;
 
 /// The total limit of `list_models` when no total timeout is configured.
@@ -118,18 +118,7 @@ impl Client {
         let (https, request_uri, models_uri) = endpoint_uris(&endpoint)?;
         let (get_headers, post_headers) = endpoint_headers(&endpoint)?;
 
-        let tls = if https {
-            Some(tls_config(config.http2, &config.extra_root_certs_der).map_err(ClientError::Tls)?)
-        } else {
-            None
-        };
-        let connector = Connector::new(
-            tls,
-            config.timeouts.connect,
-            config.tcp_nodelay,
-            config.rx_timestamps,
-            config.connect_burst,
-        );
+        let connector = Connector::of_config(https, &config, config.rx_timestamps)?;
         let mut builder = HyperClient::builder(TokioExecutor::new());
         builder
             .pool_timer(TokioTimer::new())

@@ -118,6 +118,32 @@ impl Connector {
     }
 }
 
+impl Connector {
+    /// The connector of `config` for `https` or plain HTTP upstreams, stamping
+    /// receives as `rx` says (the client's and the proxy's forwarder's one recipe).
+    pub fn of_config(
+        https: bool,
+        config: &crate::ClientConfig,
+        rx: RxTimestamps,
+    ) -> Result<Self, crate::ClientError> {
+        let tls = if https {
+            Some(
+                tls_config(config.http2, &config.extra_root_certs_der)
+                    .map_err(crate::ClientError::Tls)?,
+            )
+        } else {
+            None
+        };
+        Ok(Connector::new(
+            tls,
+            config.timeouts.connect,
+            config.tcp_nodelay,
+            rx,
+            config.connect_burst,
+        ))
+    }
+}
+
 impl tower_service::Service<Uri> for Connector {
     type Response = Conn;
     type Error = ConnectError;

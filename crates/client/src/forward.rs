@@ -13,7 +13,7 @@ use tpscope_model::Cause;
 
 use crate::client::{ClientError, transport_failure};
 use crate::config::ClientConfig;
-use crate::connector::{Connector, tls_config};
+use crate::connector::Connector;
 
 /// The body of a forwarded request: whatever the proxy's client sent, possibly
 /// wrapped (a size limit).
@@ -29,18 +29,7 @@ impl Forwarder {
     /// A forwarder for `https` or plain HTTP upstreams, with `config`'s connect
     /// timeout, pool, TLS roots and HTTP/2 settings (kernel receive stamps off).
     pub fn new(https: bool, config: &ClientConfig) -> Result<Forwarder, ClientError> {
-        let tls = if https {
-            Some(tls_config(config.http2, &config.extra_root_certs_der).map_err(ClientError::Tls)?)
-        } else {
-            None
-        };
-        let connector = Connector::new(
-            tls,
-            config.timeouts.connect,
-            config.tcp_nodelay,
-            crate::config::RxTimestamps::User,
-            config.connect_burst,
-        );
+        let connector = Connector::of_config(https, config, crate::config::RxTimestamps::User)?;
         let mut builder = HyperClient::builder(TokioExecutor::new());
         builder
             .pool_timer(TokioTimer::new())

@@ -239,23 +239,14 @@ impl Metrics {
             return;
         }
         self.output_tokens.inc_by(tokens);
-        let facts = SpanFacts {
-            status: st,
-            error_cause: None,
-            queued_at: f.queued_at,
-            admitted_at: f.admitted_at,
-            first_token_at: o.attempt.first_token_at,
-            last_token_at: o.last_token_at,
-            released_at: f.released_at,
-            output_tokens: tokens,
-            input_tokens: None,
-            retry_count: 0,
-            retry_causes: Box::default(),
-            wasted_tokens: 0,
-            chunks: None,
-            client: Default::default(),
-            session: None,
-        };
+        let facts = SpanFacts::ok(
+            f.queued_at,
+            f.admitted_at,
+            o.attempt.first_token_at,
+            o.last_token_at,
+            f.released_at,
+            tokens,
+        );
         let m = span_metrics(&facts);
         for (name, h) in [
             ("t_first_token", &self.ttft),
