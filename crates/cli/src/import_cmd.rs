@@ -31,6 +31,9 @@ pub struct ImportArgs {
     /// Skip records that cannot be mapped (counted by reason) instead of stopping at the first.
     #[arg(long)]
     pub skip_invalid: bool,
+    /// Keep the requests a tool leaves out of its own metrics (GuideLLM's warm-up and cool-down).
+    #[arg(long)]
+    pub keep_transient: bool,
 }
 
 /// A `--from` value: `None` is `auto` (sniffed per file).
@@ -59,6 +62,7 @@ pub fn import_files(
     from: Option<Format>,
     files: &[PathBuf],
     skip_invalid: bool,
+    keep_transient: bool,
 ) -> anyhow::Result<Vec<(PathBuf, Imported)>> {
     let mut out: Vec<(PathBuf, Imported)> = Vec::new();
     for f in files {
@@ -67,8 +71,25 @@ pub fn import_files(
             skip_invalid,
             run_id: None,
             clients: llmperf_clients(f),
+            keep_transient,
         };
         let mut runs = import_runs(from, f, &bytes, &opts)?;
+        for r in &runs {
+            let skipped: u64 = r.skipped.values().sum();
+            // Nothing imported is no run: a log of it would start in 1970.
+            if r.spans.is_empty() && skipped > 0 {
+                bail!(
+                    "{}: every one of its {skipped} records was skipped as invalid ({}); nothing \
+                     to import (run without --skip-invalid to see the first error)",
+                    f.display(),
+                    r.skipped
+                        .iter()
+                        .map(|(k, v)| format!("{v} {k}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
+        }
         let clash = |runs: &[Imported], out: &[(PathBuf, Imported)]| {
             runs.iter()
                 .any(|r| out.iter().any(|(_, o)| o.run.run_id == r.run.run_id))
@@ -95,7 +116,7 @@ pub fn load_imported(
     files: &[PathBuf],
     read: ReadOptions,
 ) -> anyhow::Result<LogSet> {
-    let runs = import_files(from, files, read.skip_invalid)?;
+    let runs = import_files(from, files, read.skip_invalid, false)?;
     let mut reader = Reader::new(read);
     let mut warnings = Vec::new();
     let mut skipped = Vec::new();
@@ -141,7 +162,7 @@ fn open(path: &Path, overwrite: bool) -> anyhow::Result<Box<dyn Write>> {
 /// Runs `tpscope import`.
 pub fn run(args: ImportArgs) -> anyhow::Result<ExitCode> {
     let from = parse_from("--from", &args.from)?;
-    let runs = import_files(from, &args.files, args.skip_invalid)?;
+    let runs = import_files(from, &args.files, args.skip_invalid, args.keep_transient)?;
     let mut w = LogWriter::new(BufWriter::new(open(&args.output, args.overwrite)?));
     let mut stderr = io::stderr().lock();
     for (_, r) in &runs {

@@ -130,7 +130,11 @@ fn import_of_a_guidellm_sweep_writes_one_run_per_benchmark() {
         .filter(|v| v["kind"] == "run")
         .collect();
     assert_eq!(runs.len(), 2, "{log}");
-    assert_eq!(runs[0]["run_id"], "guidellm:sweep.json#1");
+    let base = tpscope_log::import::content_run_id(
+        tpscope_log::import::Format::Guidellm,
+        &std::fs::read(&src).unwrap(),
+    );
+    assert_eq!(runs[0]["run_id"], format!("{base}#1"));
     assert_eq!(runs[1]["cap"], 4);
     // compare --from picks two benchmarks of the one file.
     let c = tpscope(&[
@@ -139,12 +143,12 @@ fn import_of_a_guidellm_sweep_writes_one_run_per_benchmark() {
         "guidellm",
         src.to_str().unwrap(),
         "--baseline-run",
-        "guidellm:sweep.json#1",
+        &format!("{base}#1"),
         "--candidate-run",
-        "guidellm:sweep.json#2",
+        &format!("{base}#2"),
     ]);
     assert!(
-        text(&c.stdout).contains("run guidellm:sweep.json#2"),
+        text(&c.stdout).contains(&format!("run {base}#2")),
         "{}{}",
         text(&c.stdout),
         text(&c.stderr)

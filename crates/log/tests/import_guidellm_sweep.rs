@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use tpscope_log::import::{Format, ImportOptions, Imported, import, import_runs};
+use tpscope_log::import::{Format, ImportOptions, Imported, content_run_id, import, import_runs};
 use tpscope_model::Timestamp;
 
 fn data(rel: &str) -> PathBuf {
@@ -29,7 +29,11 @@ fn a_sweep_imports_as_one_run_per_benchmark_with_its_concurrency() {
     assert_eq!(runs.len(), benches.len());
     assert_eq!(runs.len(), 2);
     for (i, (run, b)) in runs.iter().zip(benches).enumerate() {
-        assert_eq!(run.run.run_id, format!("guidellm:sweep.json#{}", i + 1));
+        let base = content_run_id(
+            Format::Guidellm,
+            &std::fs::read(data("sweep.json")).unwrap(),
+        );
+        assert_eq!(run.run.run_id, format!("{base}#{}", i + 1));
         let streams = b["config"]["strategy"]["streams"].as_u64().unwrap() as u32;
         assert_eq!(run.run.cap, Some(streams));
         assert_eq!(run.run.load["benchmark"], i + 1);
@@ -89,7 +93,7 @@ fn the_single_run_import_of_a_sweep_takes_the_first_and_warns() {
     let path = data("sweep.yaml");
     let bytes = std::fs::read(&path).unwrap();
     let one = import(None, &path, &bytes, &ImportOptions::default()).unwrap();
-    assert_eq!(one.run.run_id, "guidellm:sweep.yaml");
+    assert_eq!(one.run.run_id, content_run_id(Format::Guidellm, &bytes));
     assert_eq!(one.run.cap, Some(2));
     assert!(
         one.warnings.iter().any(|w| w.contains("2 benchmarks")),
@@ -102,5 +106,6 @@ fn the_single_run_import_of_a_sweep_takes_the_first_and_warns() {
 fn a_one_benchmark_file_keeps_its_plain_run_id() {
     let runs = runs(None, "benchmarks.json");
     assert_eq!(runs.len(), 1);
-    assert_eq!(runs[0].run.run_id, "guidellm:benchmarks.json");
+    let bytes = std::fs::read(data("benchmarks.json")).unwrap();
+    assert_eq!(runs[0].run.run_id, content_run_id(Format::Guidellm, &bytes));
 }

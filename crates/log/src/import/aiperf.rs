@@ -5,7 +5,16 @@
 //! `{value, unit}`: `time_to_first_token`, `request_latency` — to the last response
 //! —, `output_token_count` or `output_sequence_length`, `input_sequence_length`,
 //! `inter_chunk_latency`) and `error` (`{code, type, message}` or null). Token
-//! counts come from AIPerf's tokenizer (`tokenizer:aiperf`).
+//! counts come from AIPerf's tokenizer (`tokenizer:aiperf`); the output count is
+//! `output_sequence_length` (reasoning tokens included, as AIPerf's own output
+//! throughput counts them), else `output_token_count`.
+//!
+//! The records of AIPerf before 0.3 are read too: `metadata.timestamp_ns` (the
+//! request's start), `metadata.credit_phase`, the metrics `ttft`,
+//! `request_latency` and `max_response_timestamp` (the last response, in ns), no
+//! schedule (so no queue) and no end for a failed request (it ends where it
+//! started). A last line cut off mid-record (a killed AIPerf) is left out with a
+//! warning, as tpscope's own logs do.
 
 use std::borrow::Cow;
 use std::time::Duration;
@@ -31,7 +40,7 @@ struct Line<'a> {
 /// The metrics read (a struct, not a map: unknown metrics are skipped unparsed).
 #[derive(Deserialize, Default)]
 struct Metrics<'a> {
-    #[serde(borrow)]
+    #[serde(borrow, alias = "ttft")]
     time_to_first_token: Option<Metric<'a>>,
     #[serde(borrow)]
     request_latency: Option<Metric<'a>>,
@@ -47,6 +56,14 @@ struct Metrics<'a> {
     input_sequence_length: Option<Metric<'a>>,
     #[serde(borrow)]
     inter_chunk_latency: Option<Metric<'a>>,
+    /// Before 0.3: the last response's wall-clock stamp.
+    max_response_timestamp: Option<NsMetric>,
+}
+
+/// A wall-clock stamp metric, kept an integer (an `f64` would round it to 256 ns).
+#[derive(Deserialize)]
+struct NsMetric {
+    value: i64,
 }
 
 #[derive(Deserialize)]
@@ -56,9 +73,11 @@ struct Metadata<'a> {
     credit_issued_ns: Option<i64>,
     request_start_ns: Option<i64>,
     request_end_ns: Option<i64>,
+    /// Before 0.3: the request's start.
+    timestamp_ns: Option<i64>,
     #[serde(default)]
     was_cancelled: bool,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, alias = "credit_phase")]
     benchmark_phase: Option<Cow<'a, str>>,
 }
 
@@ -206,16 +225,25 @@ fn line(cx: &Cx<'_>, record: &str, text: &str) -> Result<Raw, ImportError> {
             )
         })
     };
-    let start = ns("metadata.request_start_ns", md.request_start_ns)?;
-    let end = ns("metadata.request_end_ns", md.request_end_ns)?;
     let m = &l.metrics;
+    let start = ns(
+        "metadata.request_start_ns",
+        md.request_start_ns.or(md.timestamp_ns),
+    )?;
+    let old_end = m.max_response_timestamp.as_ref().map(|t| t.value);
+    // Before 0.3 a failed request records no end: it ends where it started.
+    let old_failed_end = (md.request_start_ns.is_none() && l.error.is_some()).then_some(start);
+    let end = match md.request_end_ns.or(old_end) {
+        Some(n) => Timestamp::from_unix_nanos(n),
+        None => old_failed_end.map_or_else(|| ns("metadata.request_end_ns", None), Ok)?,
+    };
     let ttft = m.time_to_first_token.as_ref().and_then(Metric::duration);
     let latency = m.request_latency.as_ref().and_then(Metric::duration);
     let usage = m.usage_completion_tokens.as_ref().and_then(Metric::count);
     let out = usage.or_else(|| {
-        m.output_token_count
+        m.output_sequence_length
             .as_ref()
-            .or(m.output_sequence_length.as_ref())
+            .or(m.output_token_count.as_ref())
             .and_then(Metric::count)
     });
     let token_source = Some(if usage.is_some() {
@@ -286,6 +314,11 @@ fn line(cx: &Cx<'_>, record: &str, text: &str) -> Result<Raw, ImportError> {
     })
 }
 
+/// Whether a line is JSON cut off mid-value (a killed writer's last line).
+fn is_cut(l: &str) -> bool {
+    serde_json::from_str::<IgnoredAny>(l).is_err_and(|e| e.is_eof())
+}
+
 pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
     let text =
         std::str::from_utf8(bytes).map_err(|e| cx.not_format(format!("not UTF-8 text: {e}")))?;
@@ -294,11 +327,23 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
     cx.queue_known = true;
     let mut any = false;
     let mut warmup = 0u64;
+    let mut old = 0u64;
+    let last = text.lines().count().saturating_sub(1);
     for (i, l) in text.lines().enumerate() {
         if l.trim().is_empty() {
             continue;
         }
         let record = format!("line {}", i + 1);
+        if i == last && !text.ends_with('\n') && is_cut(l) {
+            cx.warnings.push(format!(
+                "{}:{}: the last line is cut off ({} bytes, the JSON ends early); ignored",
+                cx.file.display(),
+                i + 1,
+                l.len()
+            ));
+            continue;
+        }
+        old += u64::from(!l.contains("\"request_start_ns\""));
         match line(cx, &record, l) {
             Ok(raw) if raw.sent_at.is_none() => warmup += 1,
             Ok(raw) => {
@@ -317,6 +362,14 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
     if warmup > 0 {
         cx.warnings.push(format!(
             "{}: {warmup} warmup records left out",
+            cx.file.display()
+        ));
+    }
+    if old > 0 {
+        cx.warnings.push(format!(
+            "{}: {old} records of AIPerf before 0.3 (no `request_start_ns`): read with the \
+             start in `timestamp_ns` and the end at `max_response_timestamp` (a failed one \
+             ends where it started); no schedule, so no queue",
             cx.file.display()
         ));
     }

@@ -54,8 +54,20 @@ pub struct Cx<'a> {
     pub warnings: Vec<String>,
 }
 
+/// A run id derived from a file's content: the format and a 64-bit FNV-1a digest of
+/// the bytes. Tools write fixed file names (AIPerf's `profile_export.jsonl`), so a
+/// name-derived id would call two different runs the same one.
+pub fn content_run_id(format: Format, bytes: &[u8]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{}:{h:016x}", format.name())
+}
+
 impl<'a> Cx<'a> {
-    pub fn new(format: Format, file: &'a Path, opts: &'a ImportOptions) -> Cx<'a> {
+    pub fn new(format: Format, file: &'a Path, bytes: &[u8], opts: &'a ImportOptions) -> Cx<'a> {
         let name = file
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -63,7 +75,7 @@ impl<'a> Cx<'a> {
         let run_id = opts
             .run_id
             .clone()
-            .unwrap_or_else(|| format!("{}:{name}", format.name()));
+            .unwrap_or_else(|| content_run_id(format, bytes));
         let mut labels = BTreeMap::new();
         labels.insert("imported_from".to_string(), format.name().to_string());
         labels.insert("source_file".to_string(), name);
@@ -159,6 +171,13 @@ impl<'a> Cx<'a> {
             (Some(f), None) => (Some(f), Some(f)),
             _ => (None, None),
         };
+        // Tools stamp in floating-point seconds: an instant computed as a sum of
+        // terms can land a rounding error after the release it equals.
+        let clamp = |t: Timestamp| match t.since(released) {
+            Some(over) if over <= ROUNDING_TOLERANCE => released,
+            _ => t,
+        };
+        let (first, last) = (first.map(clamp), last.map(clamp));
         let output_tokens = raw.output_tokens.unwrap_or(0);
         let span = Span {
             run_id: self.run.run_id.clone(),
@@ -193,6 +212,12 @@ impl<'a> Cx<'a> {
         Ok(span)
     }
 
+    /// Whether requests a tool left out of its own metrics (warm-up, cool-down)
+    /// are kept.
+    pub fn keep_transient(&self) -> bool {
+        self.opts.keep_transient
+    }
+
     /// The imported run.
     pub fn finish(mut self) -> Imported {
         if let Some(t) = self.spans.iter().map(|s| s.queued_at).min()
@@ -223,28 +248,51 @@ impl<'a> Cx<'a> {
     }
 }
 
+/// How far past its release a token instant may be and still be read as the
+/// release (floating-point rounding of the tool's own sums, not a real event).
+pub const ROUNDING_TOLERANCE: Duration = Duration::from_micros(1);
+
+/// Unix seconds as the tools write them (Python's shortest round-trip decimal) to
+/// an instant, exactly: the decimal text is recovered from the `f64` (its shortest
+/// round-trip form is the text Python wrote) and read digit by digit, so no
+/// nanosecond is lost to binary arithmetic; `None` for non-positive or absurd values.
+pub fn unix_seconds(v: f64) -> Option<Timestamp> {
+    if !v.is_finite() || v <= 0.0 {
+        return None;
+    }
+    decimal_nanos(&format!("{v}")).map(Timestamp::from_unix_nanos)
+}
+
+/// Unix seconds from a JSON number's own text (`1772473397.7375433`), exactly;
+/// `None` for other text (an exponent, a negative number, `null`).
+pub fn unix_seconds_text(text: &str) -> Option<Timestamp> {
+    decimal_nanos(text.trim())
+        .filter(|n| *n > 0)
+        .map(Timestamp::from_unix_nanos)
+}
+
+/// A non-negative decimal (`123.456`, no exponent) in nanoseconds, rounded half up
+/// at the tenth digit.
+fn decimal_nanos(text: &str) -> Option<i64> {
+    let (int, frac) = text.split_once('.').unwrap_or((text, ""));
+    if int.is_empty() || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let secs: i64 = int.parse().ok()?;
+    let mut nanos: i64 = 0;
+    for d in frac.bytes().chain(std::iter::repeat(b'0')).take(9) {
+        nanos = nanos * 10 + i64::from(d - b'0');
+    }
+    if frac.as_bytes().get(9).is_some_and(|d| *d >= b'5') {
+        nanos += 1;
+    }
+    secs.checked_mul(1_000_000_000)?.checked_add(nanos)
+}
+
 /// Seconds (as the tools write them) to a duration; `None` for negative, NaN or
 /// absurd values.
 pub fn secs(v: f64) -> Option<Duration> {
     Duration::try_from_secs_f64(v).ok()
-}
-
-/// Chunk marks from the gaps between successive chunks after the first (each chunk
-/// one token: the tools do not say how many a chunk carried).
-pub fn chunks_from_gaps(gaps: impl IntoIterator<Item = f64>) -> Option<Vec<ChunkMark>> {
-    let mut at = 0f64;
-    let mut out = vec![ChunkMark {
-        offset: Duration::ZERO,
-        tokens: 1,
-    }];
-    for g in gaps {
-        at += g;
-        out.push(ChunkMark {
-            offset: secs(at)?,
-            tokens: 1,
-        });
-    }
-    Some(out)
 }
 
 /// The failure cause of an HTTP status, when it is one; other failures are

@@ -20,6 +20,8 @@ use std::str::FromStr;
 
 use tpscope_model::{EndRecord, Record, RunRecord, Span, Status};
 
+pub use build::content_run_id;
+
 /// A foreign format tpscope can import.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Format {
@@ -74,6 +76,7 @@ impl Format {
             Some(Format::Vllm)
         } else if has("\"credit_issued_ns\"")
             || (has("\"metadata\"") && has("\"request_start_ns\""))
+            || (has("\"metadata\"") && has("\"record_processor_id\""))
         {
             Some(Format::Aiperf)
         } else if has("\"benchmarks\"") && (has("\"guidellm") || has("\"requests\"")) {
@@ -121,11 +124,15 @@ impl FromStr for Format {
 pub struct ImportOptions {
     /// Skip records that cannot be mapped (counted by reason) instead of failing.
     pub skip_invalid: bool,
-    /// The run id to give the imported run (default: `FORMAT:FILE-NAME`).
+    /// The run id to give the imported run (default: `FORMAT:DIGEST`, from the
+    /// file's content).
     pub run_id: Option<String>,
     /// Concurrent clients, for formats whose per-request file does not say (LLMPerf
     /// keeps it in the `*_summary.json` beside it).
     pub clients: Option<u32>,
+    /// Keep the requests a tool leaves out of its own metrics (GuideLLM's warm-up
+    /// and cool-down) instead of leaving them out.
+    pub keep_transient: bool,
 }
 
 /// An error importing a file.
@@ -218,7 +225,7 @@ pub fn import(
             file: file.to_path_buf(),
         })?,
     };
-    let mut cx = build::Cx::new(format, file, opts);
+    let mut cx = build::Cx::new(format, file, bytes, opts);
     match format {
         Format::Vllm => vllm::import(&mut cx, bytes),
         Format::Aiperf => aiperf::import(&mut cx, bytes),
@@ -243,7 +250,7 @@ pub fn import(
 }
 
 /// Imports every run a file holds: one per benchmark of a GuideLLM sweep (run ids
-/// `RUN-ID#1`…`#N`, where RUN-ID is `opts.run_id` or `guidellm:FILE-NAME`), the one
+/// `RUN-ID#1`…`#N`, where RUN-ID is `opts.run_id` or `guidellm:DIGEST`), the one
 /// run of [`import`] for every other file.
 pub fn import_runs(
     format: Option<Format>,
@@ -260,21 +267,21 @@ pub fn import_runs(
     if format != Format::Guidellm {
         return Ok(vec![import(Some(format), file, bytes, opts)?]);
     }
-    let doc = guidellm::parse(&build::Cx::new(format, file, opts), bytes)?;
+    let doc = guidellm::parse(&build::Cx::new(format, file, bytes, opts), bytes)?;
     let n = guidellm::count(&doc);
     if n == 0 {
         return Err(
-            build::Cx::new(format, file, opts).not_format("the `benchmarks` array is empty")
+            build::Cx::new(format, file, bytes, opts).not_format("the `benchmarks` array is empty")
         );
     }
     (0..n)
         .map(|i| {
             let mut each = opts.clone();
             if n > 1 {
-                let base = build::Cx::new(format, file, opts).run.run_id;
+                let base = build::Cx::new(format, file, bytes, opts).run.run_id;
                 each.run_id = Some(format!("{base}#{}", i + 1));
             }
-            let mut cx = build::Cx::new(format, file, &each);
+            let mut cx = build::Cx::new(format, file, bytes, &each);
             guidellm::import(&mut cx, &doc, i)?;
             Ok(cx.finish())
         })
@@ -283,3 +290,6 @@ pub fn import_runs(
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod regressions;

@@ -4,8 +4,19 @@
 //! `gen_ai.usage.prompt_tokens`/`completion_tokens` too). Every span with a
 //! `gen_ai.operation.name` or a `gen_ai.usage.output_tokens` attribute is one
 //! request: start and end from the span, tokens from `gen_ai.usage.*` (the server's
-//! usage), the first token from `gen_ai.response.time_to_first_chunk` or the first
-//! event named like `*first_token*`/`*first_chunk*`/`*chunk*`, where present.
+//! usage), the first token from `gen_ai.response.time_to_first_chunk`, vLLM's
+//! `gen_ai.latency.time_to_first_token` or the first event named like
+//! `*first_token*`/`*first_chunk*`/`*chunk*`, where present. A file may also hold a
+//! JSON array of such documents.
+//!
+//! One call traced on both sides (the client's span and, under it, the server's)
+//! counts once: a GenAI span with a GenAI ancestor in its trace is folded into the
+//! outermost one, which keeps its own start and end (what the caller waited) and
+//! takes what it lacks — the first-token instant, the token counts — from the
+//! spans under it. A span that ended ok without a token count has unknown tokens:
+//! counted as 0 and named in a warning, never silently.
+
+use std::collections::HashMap;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -39,7 +50,11 @@ struct ScopeSpans {
 #[serde(rename_all = "camelCase")]
 struct OSpan {
     #[serde(default)]
+    trace_id: String,
+    #[serde(default)]
     span_id: String,
+    #[serde(default)]
+    parent_span_id: String,
     #[serde(default)]
     start_time_unix_nano: Option<Value>,
     #[serde(default)]
@@ -118,6 +133,12 @@ impl OSpan {
         self.attr("gen_ai.operation.name").is_some()
             || self.attr("gen_ai.usage.output_tokens").is_some()
             || self.attr("gen_ai.usage.completion_tokens").is_some()
+            || self.attr(VLLM_TTFT).is_some()
+    }
+    fn double_attr(&self, key: &str) -> Option<f64> {
+        let v = self.attr(key)?;
+        v.double_value
+            .or_else(|| v.int_value.as_ref().and_then(int).map(|n| n as f64))
     }
 }
 
@@ -126,6 +147,8 @@ const OUTPUT: &[&str] = &[
     "gen_ai.usage.completion_tokens",
 ];
 const INPUT: &[&str] = &["gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"];
+/// vLLM's server-side time to first token (seconds from the span's start).
+const VLLM_TTFT: &str = "gen_ai.latency.time_to_first_token";
 
 fn cause_of(s: &OSpan) -> Cause {
     let kind = s.str_attr("error.type").unwrap_or("").to_ascii_lowercase();
@@ -157,7 +180,50 @@ fn is_error(s: &OSpan) -> bool {
     }
 }
 
-fn span(cx: &Cx<'_>, record: &str, s: &OSpan, no_first: &mut u64) -> Result<Raw, ImportError> {
+/// The span's own first-token instant, when it records one.
+fn first_token(s: &OSpan, start: Timestamp) -> Option<Timestamp> {
+    let ttfc = ["gen_ai.response.time_to_first_chunk", VLLM_TTFT]
+        .iter()
+        .find_map(|k| s.double_attr(k))
+        .and_then(secs)
+        .map(|d| start.after(d));
+    let event = s
+        .events
+        .iter()
+        .filter(|e| {
+            let n = e.name.to_ascii_lowercase();
+            n.contains("first_token") || n.contains("first_chunk") || n.contains("chunk")
+        })
+        .filter_map(|e| e.time_unix_nano.as_ref().and_then(int))
+        .min()
+        .map(Timestamp::from_unix_nanos);
+    ttfc.or(event)
+}
+
+fn start_of(s: &OSpan) -> Option<Timestamp> {
+    s.start_time_unix_nano
+        .as_ref()
+        .and_then(int)
+        .filter(|n| *n > 0)
+        .map(Timestamp::from_unix_nanos)
+}
+
+/// What one call's spans say: the outer span, and the spans folded into it.
+struct Call<'a> {
+    outer: &'a OSpan,
+    inner: Vec<&'a OSpan>,
+}
+
+/// Tallies of what the spans lacked, for the warnings.
+#[derive(Default)]
+struct Lacks {
+    no_first: u64,
+    no_tokens: u64,
+    folded: u64,
+}
+
+fn span(cx: &Cx<'_>, record: &str, call: &Call<'_>, lacks: &mut Lacks) -> Result<Raw, ImportError> {
+    let s = call.outer;
     let time = |field: &str, v: &Option<Value>| {
         v.as_ref()
             .and_then(int)
@@ -176,32 +242,34 @@ fn span(cx: &Cx<'_>, record: &str, s: &OSpan, no_first: &mut u64) -> Result<Raw,
             .unwrap_or_default();
         (cause_of(s), msg)
     });
-    let out = s.int_attr(OUTPUT);
-    let ttfc = s
-        .attr("gen_ai.response.time_to_first_chunk")
-        .and_then(|v| v.double_value)
-        .and_then(secs)
-        .map(|d| start.after(d));
-    let event = s
-        .events
-        .iter()
-        .filter(|e| {
-            let n = e.name.to_ascii_lowercase();
-            n.contains("first_token") || n.contains("first_chunk") || n.contains("chunk")
-        })
-        .filter_map(|e| e.time_unix_nano.as_ref().and_then(int))
-        .min()
-        .map(Timestamp::from_unix_nanos);
-    let mut first = ttfc.or(event);
+    let out = s
+        .int_attr(OUTPUT)
+        .or_else(|| call.inner.iter().find_map(|i| i.int_attr(OUTPUT)));
+    let input = s
+        .int_attr(INPUT)
+        .or_else(|| call.inner.iter().find_map(|i| i.int_attr(INPUT)));
+    let mut first = first_token(s, start).or_else(|| {
+        call.inner
+            .iter()
+            .find_map(|i| first_token(i, start_of(i)?))
+            .map(|f| f.max(start))
+    });
     if first.is_none() && error.is_none() && out.unwrap_or(0) > 0 {
         // No first-token time recorded: the tokens arrived by the end, which is all
         // that is known (exact for non-streaming calls).
-        *no_first += 1;
+        lacks.no_first += 1;
         first = Some(end);
     }
+    if error.is_none() && out.is_none() {
+        lacks.no_tokens += 1;
+    }
     Ok(Raw {
-        request_id: s
-            .str_attr("gen_ai.response.id")
+        request_id: std::iter::once(s)
+            .chain(call.inner.iter().copied())
+            .find_map(|i| {
+                i.str_attr("gen_ai.response.id")
+                    .or(i.str_attr("gen_ai.request.id"))
+            })
             .map(str::to_string)
             .or_else(|| (!s.span_id.is_empty()).then(|| s.span_id.clone())),
         sent_at: Some(start),
@@ -209,53 +277,109 @@ fn span(cx: &Cx<'_>, record: &str, s: &OSpan, no_first: &mut u64) -> Result<Raw,
         last_token_at: first.map(|_| end),
         ended_at: Some(end),
         output_tokens: Some(if error.is_some() { 0 } else { out.unwrap_or(0) }),
-        input_tokens: s.int_attr(INPUT),
+        input_tokens: input,
         error,
         ..Raw::default()
     })
 }
 
-pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
-    // One document, or one per line (the Collector's file exporter).
-    let docs: Vec<Request> = match serde_json::from_slice::<Request>(bytes) {
-        Ok(d) => vec![d],
-        Err(whole) => {
-            let text = std::str::from_utf8(bytes).map_err(|_| cx.not_format(format!("{whole}")))?;
-            let mut docs = Vec::new();
-            for (i, l) in text
-                .lines()
-                .enumerate()
-                .filter(|(_, l)| !l.trim().is_empty())
-            {
-                let d = serde_json::from_str(l).map_err(|e| {
-                    cx.not_format(format!("line {}: {e} (expected an OTLP/JSON ExportTraceServiceRequest with `resourceSpans`)", i + 1))
-                })?;
-                docs.push(d);
-            }
-            docs
-        }
+/// The file's documents: one, a JSON array of them, or one per line (the
+/// Collector's file exporter).
+fn documents(cx: &Cx<'_>, bytes: &[u8]) -> Result<Vec<Request>, ImportError> {
+    let expected = "expected an OTLP/JSON ExportTraceServiceRequest with `resourceSpans`";
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    if first == Some(&b'[') {
+        return serde_json::from_slice::<Vec<Request>>(bytes)
+            .map_err(|e| cx.not_format(format!("{e} (a JSON array: {expected} in each element)")));
+    }
+    let whole = match serde_json::from_slice::<Request>(bytes) {
+        Ok(d) => return Ok(vec![d]),
+        Err(e) => e,
     };
+    let text = std::str::from_utf8(bytes).map_err(|_| cx.not_format(format!("{whole}")))?;
+    let mut docs = Vec::new();
+    for (i, l) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let d = serde_json::from_str(l)
+            .map_err(|e| cx.not_format(format!("line {}: {e} ({expected})", i + 1)))?;
+        docs.push(d);
+    }
+    Ok(docs)
+}
+
+/// Groups the GenAI spans into calls: a GenAI span with a GenAI ancestor in its
+/// trace (through spans of any kind) is folded into its outermost GenAI ancestor.
+fn calls<'a>(all: &[&'a OSpan]) -> Vec<Call<'a>> {
+    let by_id: HashMap<(&str, &str), &OSpan> = all
+        .iter()
+        .filter(|s| !s.span_id.is_empty())
+        .map(|s| ((s.trace_id.as_str(), s.span_id.as_str()), *s))
+        .collect();
+    let outermost = |s: &'a OSpan| -> Option<&'a OSpan> {
+        let mut found = None;
+        let mut at = s;
+        // Bounded: a malformed file may hold a cycle of parents.
+        for _ in 0..64 {
+            let Some(p) = by_id.get(&(at.trace_id.as_str(), at.parent_span_id.as_str())) else {
+                break;
+            };
+            if p.is_genai() {
+                found = Some(*p);
+            }
+            at = p;
+        }
+        found
+    };
+    let mut calls: Vec<Call<'a>> = Vec::new();
+    let mut index: HashMap<(&str, &str), usize> = HashMap::new();
+    let mut folded = Vec::new();
+    for s in all.iter().copied().filter(|s| s.is_genai()) {
+        match outermost(s) {
+            Some(o) => folded.push((o, s)),
+            None => {
+                index.insert((s.trace_id.as_str(), s.span_id.as_str()), calls.len());
+                calls.push(Call {
+                    outer: s,
+                    inner: Vec::new(),
+                });
+            }
+        }
+    }
+    for (o, s) in folded {
+        if let Some(&i) = index.get(&(o.trace_id.as_str(), o.span_id.as_str())) {
+            calls[i].inner.push(s);
+        }
+    }
+    calls
+}
+
+pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
+    let docs = documents(cx, bytes)?;
     cx.run.tool = "otlp".into();
     cx.run.token_source = Some(TokenSource::Usage);
-    let mut spans: Vec<&OSpan> = docs
+    let all: Vec<&OSpan> = docs
         .iter()
         .flat_map(|d| &d.resource_spans)
         .flat_map(|r| &r.scope_spans)
         .flat_map(|s| &s.spans)
-        .filter(|s| s.is_genai())
         .collect();
-    if spans.is_empty() {
+    let mut calls = calls(&all);
+    if calls.is_empty() {
         return Err(cx.not_format(
             "no span has a `gen_ai.operation.name` or `gen_ai.usage.output_tokens` attribute",
         ));
     }
-    let start = |s: &&OSpan| s.start_time_unix_nano.as_ref().and_then(int).unwrap_or(0);
-    spans.sort_by_key(start);
-    if let Some(m) = spans
-        .iter()
-        .find_map(|s| s.str_attr("gen_ai.request.model"))
-    {
-        let server = spans.iter().find_map(|s| {
+    calls.sort_by_key(|c| start_of(c.outer));
+    let genai = || {
+        calls
+            .iter()
+            .flat_map(|c| std::iter::once(c.outer).chain(c.inner.iter().copied()))
+    };
+    if let Some(m) = genai().find_map(|s| s.str_attr("gen_ai.request.model")) {
+        let server = genai().find_map(|s| {
             let host = s.str_attr("server.address")?;
             Some(match s.int_attr(&["server.port"]) {
                 Some(p) => format!("{host}:{p}"),
@@ -265,26 +389,53 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
         cx.run.target = Target {
             url: server,
             model: Some(m.to_string()),
-            api: spans[0]
+            api: calls[0]
+                .outer
                 .str_attr("gen_ai.operation.name")
                 .map(str::to_string),
         };
     }
-    let mut no_first = 0;
-    for (i, s) in spans.iter().enumerate() {
-        let record = format!("span {i} ({})", s.span_id);
-        match span(cx, &record, s, &mut no_first) {
+    let mut lacks = Lacks::default();
+    for (i, c) in calls.iter().enumerate() {
+        lacks.folded += c.inner.len() as u64;
+        let record = format!("span {i} ({})", c.outer.span_id);
+        match span(cx, &record, c, &mut lacks) {
             Ok(raw) => cx.push(&record, raw)?,
             Err(e) => cx.reject(e)?,
         }
     }
-    if no_first > 0 {
+    warn(cx, &lacks);
+    Ok(())
+}
+
+fn warn(cx: &mut Cx<'_>, lacks: &Lacks) {
+    let file = cx.file.display().to_string();
+    if lacks.folded > 0 {
         cx.warnings.push(format!(
-            "{}: {no_first} spans record no first-token time (no gen_ai.response.time_to_first_chunk \
-             or chunk event): their first token is placed at the span's end, so their TTFT is the \
-             whole call and their stream metrics are absent",
-            cx.file.display()
+            "{file}: {} GenAI spans lie under another GenAI span of their trace (a server's \
+             span under its client's): each call counts once, with the outer span's times \
+             and what it lacks (first token, tokens) from the spans under it",
+            lacks.folded
         ));
     }
-    Ok(())
+    if lacks.no_first > 0 {
+        cx.warnings.push(format!(
+            "{file}: {} spans record no first-token time (no gen_ai.response.time_to_first_chunk, \
+             gen_ai.latency.time_to_first_token or chunk event): their first token is placed at \
+             the span's end, so their TTFT is the whole call and their stream metrics are absent",
+            lacks.no_first
+        ));
+    }
+    if lacks.no_tokens > 0 {
+        cx.run
+            .labels
+            .insert("tokens_unknown_spans".into(), lacks.no_tokens.to_string());
+        cx.warnings.push(format!(
+            "{file}: {} spans ended ok with no output-token count (no gen_ai.usage.output_tokens \
+             or completion_tokens; a streamed call reports usage only when asked, with \
+             stream_options.include_usage): their tokens are unknown and counted as 0, so token \
+             rates are a lower bound",
+            lacks.no_tokens
+        ));
+    }
 }

@@ -5,11 +5,19 @@
 //! `perf_counter`, so relative), `queue_times` (time waiting for the
 //! `--max-concurrency` semaphore). The run is anchored at the file's `date` (whole
 //! seconds; the tool writes local time, read as UTC).
+//!
+//! vLLM 0.5 to 0.19 write no `latencies`: vLLM's latency is TTFT plus the sum of
+//! the ITLs, which is then each request's end (the import says so). Every instant
+//! of a request is its start plus one offset summed in seconds and rounded once
+//! (not a rounded sum of rounded terms), so a last token equal to the end stays
+//! equal. The peak output throughput and peak concurrency of newer versions
+//! (`max_output_tokens_per_s`, `max_concurrent_requests`) are kept in the run's
+//! `load`.
 
 use serde::Deserialize;
-use tpscope_model::{Cause, Target, Timestamp, TokenSource};
+use tpscope_model::{Cause, ChunkMark, Target, Timestamp, TokenSource};
 
-use super::build::{Cx, Raw, chunks_from_gaps, secs};
+use super::build::{Cx, Raw, secs};
 use super::{ImportError, lanes};
 
 #[derive(Deserialize)]
@@ -23,6 +31,8 @@ struct File {
     burstiness: Option<f64>,
     max_concurrency: Option<u32>,
     duration: Option<f64>,
+    max_output_tokens_per_s: Option<f64>,
+    max_concurrent_requests: Option<f64>,
     input_lens: Option<Vec<Option<u64>>>,
     output_lens: Option<Vec<Option<u64>>>,
     ttfts: Option<Vec<Option<f64>>>,
@@ -107,14 +117,14 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
         }
     };
     need("itls", f.itls.as_ref().map(Vec::len))?;
-    need("latencies", f.latencies.as_ref().map(Vec::len))?;
     need("output_lens", f.output_lens.as_ref().map(Vec::len))?;
-    let (itls, latencies, output_lens) = (
+    let (itls, output_lens) = (
         f.itls.unwrap_or_default(),
-        f.latencies.unwrap_or_default(),
         f.output_lens.unwrap_or_default(),
     );
+    let latencies = f.latencies.as_deref();
     for (name, col) in [
+        ("latencies", latencies.map(<[_]>::len)),
         ("input_lens", f.input_lens.as_ref().map(Vec::len)),
         ("errors", f.errors.as_ref().map(Vec::len)),
         ("start_times", f.start_times.as_ref().map(Vec::len)),
@@ -146,6 +156,8 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
         "burstiness": f.burstiness,
         "max_concurrency": f.max_concurrency,
         "duration_s": f.duration,
+        "peak_output_tokens_per_s": f.max_output_tokens_per_s,
+        "peak_concurrent_requests": f.max_concurrent_requests,
     });
     cx.queue_known = f.queue_times.is_some() && f.start_times.is_some();
 
@@ -166,11 +178,16 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
             .and_then(|e| e[i].as_deref())
             .filter(|e| !e.is_empty());
         let raw = (|| -> Result<Raw, ImportError> {
-            let latency = at("latencies", latencies[i])?;
+            let ttft = at("ttfts", ttfts[i])?;
+            let gaps = itls[i].clone().unwrap_or_default();
+            // vLLM's own definition where it wrote none.
+            let latency = match latencies {
+                Some(l) => at("latencies", l[i])?,
+                None => ttft + gaps.iter().sum::<f64>(),
+            };
             let sent = match starts {
                 Some(s) => {
-                    let rel = at("start_times", s[i])? - origin;
-                    anchor.after(secs(rel).unwrap_or_default())
+                    anchor.after(secs(at("start_times", s[i])? - origin).unwrap_or_default())
                 }
                 None => placer.place(secs(latency).unwrap_or_default()),
             };
@@ -178,18 +195,17 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
                 Some(q) => Some(sent.before(secs(at("queue_times", q[i])?).unwrap_or_default())),
                 None => None,
             };
-            let ended = sent.after(secs(latency).unwrap_or_default());
-            let gaps = itls[i].clone().unwrap_or_default();
-            let ttft = at("ttfts", ttfts[i])?;
+            // One rounding per instant, each from the request's start.
+            let at_offset = |s: f64| sent.after(secs(s).unwrap_or_default());
             let streamed = error.is_none() && (ttft > 0.0 || !gaps.is_empty());
-            let first = streamed.then(|| sent.after(secs(ttft).unwrap_or_default()));
-            let last = first.map(|t| t.after(secs(gaps.iter().sum()).unwrap_or_default()));
+            let first = streamed.then(|| at_offset(ttft));
+            let last = streamed.then(|| at_offset(gaps.iter().fold(ttft, |a, g| a + g)));
             Ok(Raw {
                 queued_at: queued,
                 sent_at: Some(sent),
                 first_token_at: first,
                 last_token_at: last,
-                ended_at: Some(ended),
+                ended_at: Some(at_offset(latency)),
                 output_tokens: if error.is_some() {
                     Some(0)
                 } else {
@@ -197,11 +213,20 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
                 },
                 input_tokens: f.input_lens.as_ref().and_then(|l| l[i]),
                 error: error.map(|e| (cause_of(e), e.lines().last().unwrap_or(e).to_string())),
-                chunks: if streamed {
-                    chunks_from_gaps(gaps)
-                } else {
-                    None
-                },
+                // Offsets from the first token, rounded from the same origin.
+                chunks: first.map(|f| {
+                    let mut cum = ttft;
+                    std::iter::once(0.0)
+                        .chain(gaps.iter().map(|g| {
+                            cum += g;
+                            cum
+                        }))
+                        .map(|o| ChunkMark {
+                            offset: at_offset(o).since(f).unwrap_or_default(),
+                            tokens: 1,
+                        })
+                        .collect()
+                }),
                 ..Raw::default()
             })
         })();
@@ -213,6 +238,20 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
     if starts.is_none() {
         cx.warnings
             .push(lanes::placed_warning(cx.file, "vllm", "start_times"));
+    }
+    if latencies.is_none() {
+        cx.warnings.push(format!(
+            "{}: this vLLM result has no `latencies`: each request's latency is its TTFT \
+             plus the sum of its ITLs (vLLM's own definition), so it ends at its last token",
+            cx.file.display()
+        ));
+    }
+    if let (Some(tps), Some(c)) = (f.max_output_tokens_per_s, f.max_concurrent_requests) {
+        cx.warnings.push(format!(
+            "{}: vLLM's own peaks (kept in the run's load): {tps} output tokens/s, {c} \
+             concurrent requests",
+            cx.file.display()
+        ));
     }
     Ok(())
 }

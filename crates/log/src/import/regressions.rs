@@ -1,0 +1,181 @@
+//! Regressions found importing real published files (issue 25), each on a small
+//! hand-made input of the layout that showed it.
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::build::{unix_seconds, unix_seconds_text};
+use super::*;
+use tpscope_model::Timestamp;
+
+fn run(format: Option<Format>, name: &str, text: &str) -> Result<Imported, ImportError> {
+    import(
+        format,
+        Path::new(name),
+        text.as_bytes(),
+        &ImportOptions::default(),
+    )
+}
+
+#[test]
+fn vllm_last_token_a_rounding_after_the_release_is_not_rejected() {
+    // latency = ttft + Σitls in f64 (as vLLM sums them); rounding ttft and Σitls to
+    // nanoseconds apart put the last token 1 ns after the release.
+    let text = r#"{"date":"20250301-101500","backend":"vllm","ttfts":[0.11883397466960141],
+     "itls":[[0.022757293779659495,0.0343943148674003,0.007097748884638964]],
+     "latencies":[0.18308333220130016],"output_lens":[4],"start_times":[12.5]}"#;
+    let i = run(Some(Format::Vllm), "r.json", text).unwrap();
+    let s = &i.spans[0];
+    assert_eq!(s.last_token_at, Some(s.released_at));
+    assert_eq!(
+        s.released_at.since(s.admitted_at.unwrap()),
+        Some(Duration::from_nanos(183_083_332))
+    );
+}
+
+#[test]
+fn vllm_results_without_latencies_end_at_the_last_token_and_say_so() {
+    let text = r#"{"date":"20250301-101500","backend":"vllm","ttfts":[0.1,0.2],
+     "itls":[[0.01,0.02],[0.03]],"output_lens":[3,2],"errors":["",""]}"#;
+    let i = run(Some(Format::Vllm), "r.json", text).unwrap();
+    assert_eq!(i.spans.len(), 2);
+    for s in &i.spans {
+        assert_eq!(s.last_token_at, Some(s.released_at));
+    }
+    let e2e = |k: usize| {
+        i.spans[k]
+            .released_at
+            .since(i.spans[k].admitted_at.unwrap())
+    };
+    assert_eq!(e2e(0), Some(Duration::from_millis(130)));
+    assert_eq!(e2e(1), Some(Duration::from_millis(230)));
+    assert!(
+        i.warnings
+            .iter()
+            .any(|w| w.contains("TTFT plus the sum of its ITLs"))
+    );
+}
+
+#[test]
+fn vllm_peak_throughput_and_concurrency_are_kept() {
+    let text = r#"{"ttfts":[0.1],"itls":[[0.01]],"output_lens":[2],
+     "max_output_tokens_per_s":812.0,"max_concurrent_requests":7.0}"#;
+    let i = run(Some(Format::Vllm), "r.json", text).unwrap();
+    assert_eq!(i.run.load["peak_output_tokens_per_s"], 812.0);
+    assert_eq!(i.run.load["peak_concurrent_requests"], 7.0);
+    assert!(i.warnings.iter().any(|w| w.contains("812 output tokens/s")));
+}
+
+const AIPERF: &str = r#"{"metadata":{"x_request_id":"a","credit_issued_ns":1759522419000000000,"request_start_ns":1759522419000000000,"request_end_ns":1759522419500000000},"metrics":{"time_to_first_token":{"value":100.0,"unit":"ms"},"request_latency":{"value":490.0,"unit":"ms"},"output_sequence_length":{"value":10,"unit":"tokens"}},"error":null}
+{"metadata":{"x_request_id":"b","credit_issued_ns":1759522419100000000,"request_start_ns":1759522419100000000,"request_end_ns":1759522419700000000},"metrics":{"time_to_first_token":{"value":120.0,"unit":"ms"},"request_latency":{"value":590.0,"unit":"ms"},"output_sequence_length":{"value":12,"unit":"tokens"}},"error":null}
+"#;
+
+#[test]
+fn aiperf_jsonl_with_a_cut_last_line_imports_with_a_warning() {
+    let cut = format!("{AIPERF}{}", &AIPERF[..120]);
+    let i = run(Some(Format::Aiperf), "profile_export.jsonl", &cut).unwrap();
+    assert_eq!(i.spans.len(), 2);
+    assert!(
+        i.warnings
+            .iter()
+            .any(|w| w.contains(":3: the last line is cut off")),
+        "{:?}",
+        i.warnings
+    );
+    // A broken line that is not the last one is still an error.
+    let broken = format!("{}\n{AIPERF}", &AIPERF[..120]);
+    let more = format!("{AIPERF}{}\n{AIPERF}", &AIPERF[..120]);
+    assert!(run(Some(Format::Aiperf), "p.jsonl", &more).is_err());
+    assert!(run(Some(Format::Aiperf), "p.jsonl", &broken).is_err());
+}
+
+#[test]
+fn aiperf_output_counts_include_reasoning_tokens() {
+    // `output_sequence_length` (with reasoning) is what AIPerf's throughput counts.
+    let text = AIPERF.replace(
+        r#""output_sequence_length":{"value":10,"unit":"tokens"}"#,
+        r#""output_token_count":{"value":4,"unit":"tokens"},"output_sequence_length":{"value":10,"unit":"tokens"}"#,
+    );
+    let i = run(Some(Format::Aiperf), "p.jsonl", &text).unwrap();
+    assert_eq!(i.spans[0].output_tokens, 10);
+}
+
+#[test]
+fn the_run_id_comes_from_the_content_not_the_file_name() {
+    let a = run(Some(Format::Aiperf), "x/profile_export.jsonl", AIPERF).unwrap();
+    let other = AIPERF.replace("\"x_request_id\":\"a\"", "\"x_request_id\":\"c\"");
+    let b = run(Some(Format::Aiperf), "y/profile_export.jsonl", &other).unwrap();
+    assert_ne!(a.run.run_id, b.run.run_id);
+    assert!(a.run.run_id.starts_with("aiperf:"));
+    let same = run(Some(Format::Aiperf), "renamed.jsonl", AIPERF).unwrap();
+    assert_eq!(a.run.run_id, same.run.run_id);
+}
+
+#[test]
+fn unix_seconds_are_read_exactly_from_their_decimal_text() {
+    // An f64 holds 1772473397.7375433 only to 2^-22 s (0.24 µs).
+    let t = unix_seconds_text("1772473397.7375433").unwrap();
+    assert_eq!(t, Timestamp::from_unix_nanos(1_772_473_397_737_543_300));
+    assert_eq!(
+        unix_seconds_text("1.5000000005"),
+        Some(Timestamp::from_unix_nanos(1_500_000_001))
+    );
+    assert_eq!(unix_seconds_text("1e9"), None);
+    assert_eq!(unix_seconds_text("-1"), None);
+    assert_eq!(unix_seconds_text("null"), None);
+    // From an f64, its shortest decimal form (what Python wrote).
+    assert_eq!(
+        unix_seconds(1745000000.125),
+        Some(Timestamp::from_unix_nanos(1_745_000_000_125_000_000))
+    );
+}
+
+#[test]
+fn guidellm_ttft_is_the_difference_of_the_decimal_texts() {
+    let text = r#"{"metadata":{"version":1,"guidellm_version":"0.5.0"},"benchmarks":[{
+      "config":{"strategy":{"type_":"synchronous"}},
+      "requests":{"successful":[{"info":{"timings":{"request_start":1772473397.7375433,
+        "first_token_iteration":1772473397.8074563,"last_token_iteration":1772473398.0,
+        "request_end":1772473398.0000001}},"output_metrics":{"text_tokens":5}}],
+        "errored":[],"incomplete":[]}}]}"#;
+    let i = run(Some(Format::Guidellm), "b.json", text).unwrap();
+    let s = &i.spans[0];
+    assert_eq!(
+        s.first_token_at.unwrap().since(s.admitted_at.unwrap()),
+        Some(Duration::from_nanos(69_913_000))
+    );
+}
+
+#[test]
+fn otlp_array_of_trace_documents_is_read_and_a_bad_one_named_as_an_array() {
+    let doc = r#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"t","spanId":"s",
+      "startTimeUnixNano":"1782160417000000000","endTimeUnixNano":"1782160417500000000",
+      "attributes":[{"key":"gen_ai.usage.completion_tokens","value":{"intValue":"3"}},
+      {"key":"gen_ai.latency.time_to_first_token","value":{"doubleValue":0.125}}]}]}]}]}"#;
+    let i = run(None, "t.json", &format!("[{doc},{doc}]")).unwrap();
+    assert_eq!(i.spans.len(), 2);
+    let s = &i.spans[0];
+    assert_eq!(
+        s.first_token_at.unwrap().since(s.admitted_at.unwrap()),
+        Some(Duration::from_millis(125))
+    );
+    let e = run(
+        Some(Format::Otlp),
+        "t.json",
+        &format!("[{doc},{{\"resourceSpans\":7}}]"),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("a JSON array") && !e.contains("line 1"), "{e}");
+}
+
+#[test]
+fn otlp_ok_span_without_usage_has_unknown_tokens_with_a_warning() {
+    let text = r#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"t","spanId":"s",
+      "startTimeUnixNano":"1782160417000000000","endTimeUnixNano":"1782160417500000000",
+      "attributes":[{"key":"gen_ai.operation.name","value":{"stringValue":"chat"}}]}]}]}]}"#;
+    let i = run(None, "t.json", text).unwrap();
+    assert_eq!(i.spans[0].output_tokens, 0);
+    assert_eq!(i.run.labels["tokens_unknown_spans"], "1");
+    assert!(i.warnings.iter().any(|w| w.contains("tokens are unknown")));
+}
