@@ -456,3 +456,82 @@ fn unlicensed_guidellm_results_reproduce_their_metrics() {
     }
     assert!(seen > 0, "no *benchmarks.json in {}", dir.display());
 }
+
+fn genai_bench(rel: &str) {
+    // genai-bench's own regression runs (sgl-project/genai-bench, MIT).
+    let (imported, r) = load(None, rel);
+    let doc = json(rel);
+    let a = &doc["aggregated_metrics"];
+    let st = &a["stats"];
+    assert_eq!(imported.format, Format::GenaiBench);
+    assert_eq!(r.counts.ok, a["num_completed_requests"].as_u64().unwrap());
+    assert_eq!(
+        r.counts.output_tokens,
+        st["num_output_tokens"]["sum"].as_u64().unwrap()
+    );
+    assert_eq!(
+        r.counts.input_tokens,
+        st["num_input_tokens"]["sum"].as_u64().unwrap()
+    );
+    let secs = |d: Option<Duration>| d.unwrap().as_secs_f64();
+    // Seconds with numpy's percentiles, tpscope's method: equal to the nanosecond.
+    for (name, ours) in [
+        ("ttft", &r.distributions.t_first_token),
+        ("e2e_latency", &r.distributions.t_in_flight),
+    ] {
+        let s = &st[name];
+        let f = |k: &str| s[k].as_f64().unwrap();
+        close(
+            &format!("{rel} {name} mean"),
+            secs(ours.mean),
+            f("mean"),
+            1e-9,
+        );
+        close(&format!("{rel} {name} p50"), secs(ours.p50), f("p50"), 1e-9);
+        close(&format!("{rel} {name} p90"), secs(ours.p90), f("p90"), 1e-9);
+        close(&format!("{rel} {name} p99"), secs(ours.p99), f("p99"), 1e-9);
+        close(&format!("{rel} {name} max"), secs(ours.max), f("max"), 1e-9);
+    }
+    close(
+        &format!("{rel} tpot mean"),
+        secs(r.conventional.tpot.mean),
+        st["tpot"]["mean"].as_f64().unwrap(),
+        1e-9,
+    );
+    // Its throughputs divide by its run duration, which also holds the client's
+    // time between requests (the placed timeline has none): a window of that length
+    // reproduces them.
+    let run = a["run_duration"].as_f64().unwrap();
+    let w = report(
+        &imported,
+        WindowSpec::Range {
+            from: Duration::ZERO,
+            to: Duration::from_secs_f64(run),
+        },
+    );
+    let tps = a["mean_output_throughput_tokens_per_s"].as_f64().unwrap();
+    close(
+        &format!("{rel} output throughput"),
+        w.system_tps.unwrap().0,
+        tps,
+        tps * 1e-8,
+    );
+    let rps = a["requests_per_second"].as_f64().unwrap();
+    close(
+        &format!("{rel} requests/s"),
+        w.request_throughput.unwrap(),
+        rps,
+        rps * 1e-8,
+    );
+}
+
+#[test]
+fn genai_bench_regression_runs_reproduce_their_aggregated_metrics() {
+    genai_bench("genai-bench/main/D100_100_text-to-text_num_concurrency_1_time_120s.json");
+    genai_bench(
+        "genai-bench/feature-no-flag/D100_100_text-to-text_zai-org_GLM-4.6_num_concurrency_1_time_120s.json",
+    );
+    genai_bench(
+        "genai-bench/parallel/D100_100_text-to-text_zai-org_GLM-4.6_num_concurrency_1_time_300s.json",
+    );
+}
