@@ -179,3 +179,30 @@ fn otlp_ok_span_without_usage_has_unknown_tokens_with_a_warning() {
     assert_eq!(i.run.labels["tokens_unknown_spans"], "1");
     assert!(i.warnings.iter().any(|w| w.contains("tokens are unknown")));
 }
+
+#[test]
+fn vllm_rfc3339_date_anchors_the_run() {
+    let text = r#"{"date":"2026-09-04T20:33:17Z","ttfts":[0.1],"itls":[[0.01]],"output_lens":[2]}"#;
+    let i = run(Some(Format::Vllm), "r.json", text).unwrap();
+    assert_eq!(
+        i.run.started_at,
+        Timestamp::parse_rfc3339("2026-09-04T20:33:17Z").unwrap()
+    );
+}
+
+#[test]
+fn vllm_summary_without_per_request_columns_is_refused_naming_the_flag() {
+    // What `--save-result` alone writes (vLLM 0.25.1): figures, no columns.
+    let text = r#"{"date":"20260816-160853","backend":"vllm","completed":8,
+     "duration":1.544,"max_concurrent_requests":6,"max_output_tokens_per_s":85.0,
+     "mean_ttft_ms":215.5,"output_throughput":82.9}"#;
+    let e = run(Some(Format::Vllm), "bench.json", text)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains(
+            "bench.json: not vllm output: no `ttfts`: save it with --save-result --save-detailed"
+        ),
+        "{e}"
+    );
+}

@@ -1,10 +1,11 @@
-//! `vllm bench serve --save-result --save-detailed` JSON (vLLM 0.6 to 0.32; the
+//! `vllm bench serve --save-result --save-detailed` JSON (vLLM 0.5.4 to 0.32; the
 //! per-request `start_times` and `queue_times` arrays came in later versions and are
 //! used when present). Columns of per-request values: `ttfts`, `itls`, `latencies`,
 //! `input_lens`, `output_lens`, `errors`, `start_times` (the client's
 //! `perf_counter`, so relative), `queue_times` (time waiting for the
 //! `--max-concurrency` semaphore). The run is anchored at the file's `date` (whole
-//! seconds; the tool writes local time, read as UTC).
+//! seconds; the tool writes local time, read as UTC; an RFC 3339 `date` is read as
+//! such).
 //!
 //! vLLM 0.5 to 0.19 write no `latencies`: vLLM's latency is TTFT plus the sum of
 //! the ITLs, which is then each request's end (the import says so). Every instant
@@ -138,7 +139,7 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
     let anchor = f
         .date
         .as_deref()
-        .and_then(date)
+        .and_then(|d| date(d).or_else(|| Timestamp::parse_rfc3339(d).ok()))
         .unwrap_or(lanes::DEFAULT_ANCHOR);
     let version = f.backend.as_deref().unwrap_or("openai");
     cx.run.tool = format!("vllm bench serve (backend {version})");
