@@ -551,3 +551,32 @@ fn genai_bench_regression_runs_reproduce_their_aggregated_metrics() {
         "genai-bench/parallel/D100_100_text-to-text_zai-org_GLM-4.6_num_concurrency_1_time_300s.json",
     );
 }
+
+#[test]
+fn otlp_openllmetry_client_with_vllm_server_spans_counts_each_call_once() {
+    // The layout of an OpenLLMetry client tracing calls to a vLLM that traces too:
+    // five GenAI spans for three calls (126 tokens counted for 86 before), plus a
+    // streamed call whose client saw chunks but no usage.
+    let (imported, r) = load(None, "otlp-openllmetry-and-vllm/traces.json");
+    assert_eq!(imported.spans.len(), 4);
+    let s = &imported.spans;
+    assert_eq!(
+        s.iter().map(|s| s.output_tokens).collect::<Vec<_>>(),
+        [40, 22, 24, 3]
+    );
+    assert_eq!(r.counts.output_tokens, 89);
+    let ttft = |k: usize| {
+        s[k].first_token_at
+            .unwrap()
+            .since(s[k].admitted_at.unwrap())
+    };
+    // Not streamed: the client had its first token with the whole answer.
+    assert_eq!(s[0].first_token_at, Some(s[0].released_at));
+    // Streamed: the client's first chunk event, the tokens from vLLM's usage.
+    assert_eq!(ttft(1), Some(Duration::from_millis(80)));
+    assert_eq!(s[1].token_source, None);
+    // Streamed without usage anywhere: its chunk events, a lower bound.
+    assert_eq!(s[3].token_source, Some(tpscope_model::TokenSource::Chunks));
+    assert!(warned(&imported, "2 GenAI spans lie under another"));
+    assert!(warned(&imported, "1 streamed spans carry no usage"));
+}

@@ -13,8 +13,11 @@
 //! counts once: a GenAI span with a GenAI ancestor in its trace is folded into the
 //! outermost one, which keeps its own start and end (what the caller waited) and
 //! takes what it lacks — the first-token instant, the token counts — from the
-//! spans under it. A span that ended ok without a token count has unknown tokens:
-//! counted as 0 and named in a warning, never silently.
+//! spans under it. A call the client says did not stream (OpenLLMetry's
+//! `gen_ai.is_streaming`/`llm.is_streaming` false) got its first token at its end.
+//! A span that ended ok without a token count counts its chunk events (token
+//! source `chunks`, a lower bound), or else has unknown tokens: counted as 0 and
+//! named in a warning, never silently.
 
 use std::collections::HashMap;
 
@@ -97,6 +100,7 @@ struct AnyValue {
     string_value: Option<String>,
     int_value: Option<Value>,
     double_value: Option<f64>,
+    bool_value: Option<bool>,
 }
 
 /// A 64-bit integer as OTLP/JSON writes it: a decimal string, or a number.
@@ -134,6 +138,23 @@ impl OSpan {
             || self.attr("gen_ai.usage.output_tokens").is_some()
             || self.attr("gen_ai.usage.completion_tokens").is_some()
             || self.attr(VLLM_TTFT).is_some()
+    }
+    /// Whether the call streamed, where the instrumentation says (OpenLLMetry).
+    fn streaming(&self) -> Option<bool> {
+        ["gen_ai.is_streaming", "llm.is_streaming"]
+            .iter()
+            .find_map(|k| self.attr(k)?.bool_value)
+    }
+    /// The chunk events' instants, in order.
+    fn chunk_events(&self) -> Vec<i64> {
+        let mut t: Vec<i64> = self
+            .events
+            .iter()
+            .filter(|e| e.name.to_ascii_lowercase().contains("chunk"))
+            .filter_map(|e| e.time_unix_nano.as_ref().and_then(int))
+            .collect();
+        t.sort_unstable();
+        t
     }
     fn double_attr(&self, key: &str) -> Option<f64> {
         let v = self.attr(key)?;
@@ -219,6 +240,7 @@ struct Call<'a> {
 struct Lacks {
     no_first: u64,
     no_tokens: u64,
+    by_chunks: u64,
     folded: u64,
 }
 
@@ -248,21 +270,37 @@ fn span(cx: &Cx<'_>, record: &str, call: &Call<'_>, lacks: &mut Lacks) -> Result
     let input = s
         .int_attr(INPUT)
         .or_else(|| call.inner.iter().find_map(|i| i.int_attr(INPUT)));
-    let mut first = first_token(s, start).or_else(|| {
-        call.inner
-            .iter()
-            .find_map(|i| first_token(i, start_of(i)?))
-            .map(|f| f.max(start))
-    });
+    // A call that did not stream got its first token with the whole answer, at the
+    // end, whenever the server produced it.
+    let whole = s.streaming() == Some(false);
+    let mut first = match whole {
+        true => Some(end),
+        false => first_token(s, start).or_else(|| {
+            call.inner
+                .iter()
+                .find_map(|i| first_token(i, start_of(i)?))
+                .map(|f| f.max(start))
+        }),
+    };
     if first.is_none() && error.is_none() && out.unwrap_or(0) > 0 {
         // No first-token time recorded: the tokens arrived by the end, which is all
         // that is known (exact for non-streaming calls).
         lacks.no_first += 1;
         first = Some(end);
     }
-    if error.is_none() && out.is_none() {
-        lacks.no_tokens += 1;
-    }
+    // No usage: the chunks the span saw, one token each (a lower bound), else unknown.
+    let chunks = s.chunk_events().len() as u64;
+    let (out, token_source) = match out {
+        None if error.is_none() && chunks > 0 => {
+            lacks.by_chunks += 1;
+            (Some(chunks), Some(TokenSource::Chunks))
+        }
+        None if error.is_none() => {
+            lacks.no_tokens += 1;
+            (None, None)
+        }
+        o => (o, None),
+    };
     Ok(Raw {
         request_id: std::iter::once(s)
             .chain(call.inner.iter().copied())
@@ -278,6 +316,7 @@ fn span(cx: &Cx<'_>, record: &str, call: &Call<'_>, lacks: &mut Lacks) -> Result
         ended_at: Some(end),
         output_tokens: Some(if error.is_some() { 0 } else { out.unwrap_or(0) }),
         input_tokens: input,
+        token_source,
         error,
         ..Raw::default()
     })
@@ -424,6 +463,14 @@ fn warn(cx: &mut Cx<'_>, lacks: &Lacks) {
              gen_ai.latency.time_to_first_token or chunk event): their first token is placed at \
              the span's end, so their TTFT is the whole call and their stream metrics are absent",
             lacks.no_first
+        ));
+    }
+    if lacks.by_chunks > 0 {
+        cx.warnings.push(format!(
+            "{file}: {} streamed spans carry no usage: their output tokens are their chunk \
+             events, one token each (token source `chunks`, a lower bound when a chunk carried \
+             several)",
+            lacks.by_chunks
         ));
     }
     if lacks.no_tokens > 0 {
