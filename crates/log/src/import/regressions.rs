@@ -206,3 +206,27 @@ fn vllm_summary_without_per_request_columns_is_refused_naming_the_flag() {
         "{e}"
     );
 }
+
+#[test]
+fn a_last_token_within_a_rounding_error_after_the_release_is_the_release() {
+    let doc = |last: &str| {
+        format!(
+            r#"{{"metadata":{{"version":1}},"benchmarks":[{{"config":{{"strategy":{{}}}},
+          "requests":{{"successful":[{{"info":{{"timings":{{"request_start":1772473397.5,
+            "first_token_iteration":1772473397.6,"last_token_iteration":{last},
+            "request_end":1772473398.0}}}},"output_metrics":{{"text_tokens":5}}}}],
+            "errored":[],"incomplete":[]}}}}]}}"#
+        )
+    };
+    // 0.5 µs past: a rounding error of the tool's own arithmetic, clamped.
+    let i = run(Some(Format::Guidellm), "b.json", &doc("1772473398.0000005")).unwrap();
+    assert_eq!(i.spans[0].last_token_at, Some(i.spans[0].released_at));
+    // 2 µs past is not rounding: still refused, naming the field.
+    let e = run(Some(Format::Guidellm), "b.json", &doc("1772473398.000002"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("b.json: benchmarks[0].requests.successful[0]"),
+        "{e}"
+    );
+}
