@@ -36,13 +36,13 @@ pub struct BenchArgs {
         help_heading = "Target"
     )]
     pub url: Option<String>,
-    /// API to call: chat (/chat/completions), completions (/completions) or
-    /// anthropic (Anthropic Messages, /messages). Default: chat, or what
-    /// --endpoint names.
+    /// API to call: chat (/chat/completions), completions (/completions),
+    /// responses (OpenAI Responses, /responses) or anthropic (Anthropic
+    /// Messages, /messages). Default: chat, or what --endpoint names.
     #[arg(long, value_parser = parse_api, help_heading = "Target")]
     pub api: Option<Api>,
     /// vLLM's endpoint: the API's path under the base URL, e.g.
-    /// /v1/chat/completions, /v1/completions or /v1/messages (sets --api and
+    /// /v1/chat/completions, /v1/completions, /v1/responses or /v1/messages (sets --api and
     /// the URL's /v1).
     #[arg(long, value_name = "PATH", help_heading = "Target")]
     pub endpoint: Option<String>,
