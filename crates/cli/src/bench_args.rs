@@ -292,6 +292,10 @@ pub struct BenchArgs {
     /// tokens, and in a sweep the cost at the highest load within --goodput goals.
     #[arg(long, value_name = "PRICE", help_heading = "Goodput and cost")]
     pub price_per_hour: Option<f64>,
+    /// Price of a kWh: the GPUs' energy cost per million output tokens (with
+    /// --gpu-metrics).
+    #[arg(long, value_name = "PRICE", help_heading = "Goodput and cost")]
+    pub price_per_kwh: Option<f64>,
     /// Goodput goals and the sweep's SLO percentile (as `tpscope report`'s).
     #[command(flatten, next_help_heading = "Goodput and cost")]
     pub goodput: crate::analysis_flags::GoodputFlags,

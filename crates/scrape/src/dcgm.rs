@@ -32,8 +32,11 @@ fn is_blank(v: f64) -> bool {
         || v >= 9.2e18
 }
 
+/// How a field's value becomes a reading's.
+type Setter = fn(&mut GpuReading, f64);
+
 /// The fields read, each with how its value becomes a reading's.
-const FIELDS: [(&str, fn(&mut GpuReading, f64)); 4] = [
+const FIELDS: [(&str, Setter); 4] = [
     ("DCGM_FI_DEV_GPU_UTIL", |g, v| g.util = Some(v / 100.0)),
     ("DCGM_FI_DEV_POWER_USAGE", |g, v| g.power_w = Some(v)),
     // Millijoules since the driver loaded.
