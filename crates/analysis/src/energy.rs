@@ -125,8 +125,8 @@ pub fn energy(
     let mean_util = mean_util(&devices, last);
     let note = match (mean_util, gap_fraction) {
         (Some(u), Some(g)) if u < LOW_UTIL && g >= GAP_NOTE => Some(format!(
-            "the GPUs were {:.0} % busy while work waited for a free slot {:.0} % of the \
-             window: the pipeline, not the model, left them idle",
+            "the GPUs were {:.0} % busy while work waited with slots free {:.0} % of the \
+             window (the gap): the pipeline, not the model, left them idle",
             u * 100.0,
             g * 100.0
         )),
