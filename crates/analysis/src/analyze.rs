@@ -43,6 +43,8 @@ pub struct Prices {
     pub per_mtok_in: Option<f64>,
     /// Price per million output tokens.
     pub per_mtok_out: Option<f64>,
+    /// Price of a kWh of the GPUs' energy (with GPU telemetry).
+    pub per_kwh: Option<f64>,
 }
 
 impl Prices {
@@ -330,6 +332,13 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         &mut warnings,
     );
 
+    let energy = crate::energy::energy(
+        input,
+        (w0, w1),
+        window_tokens,
+        gap_fraction,
+        opts.prices.per_kwh,
+    );
     let cost = opts.prices.any().then(|| {
         let per_hour = opts.prices.per_hour;
         let hours = win_s / 3600.0;
@@ -434,6 +443,7 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         sessions: crate::sessions::session_report(&input.spans),
         count_check,
         server,
+        energy,
         diagnosis,
         warnings,
     };

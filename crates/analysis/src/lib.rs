@@ -17,6 +17,7 @@ pub mod compare;
 pub mod count_check;
 pub mod detail;
 pub mod diagnosis;
+pub mod energy;
 pub mod errors;
 pub mod goodput;
 pub mod input;

@@ -373,6 +373,9 @@ pub struct RunReport {
     pub count_check: Option<crate::count_check::CountCheck>,
     /// The server's side beside the client's, when the run has server samples.
     pub server: Option<crate::server::ServerVsClient>,
+    /// The GPUs' energy and utilisation, when the run has GPU-telemetry scrapes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub energy: Option<crate::energy::Energy>,
     /// Whose capacity was idle (`None` when the run has no window).
     pub diagnosis: Option<crate::diagnosis::Diagnosis>,
     /// Warnings about this run's data.

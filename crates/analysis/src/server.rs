@@ -72,9 +72,14 @@ pub struct ServerVsClient {
     pub series: Vec<ServerPoint>,
 }
 
-/// The run's server samples in time order.
+/// The run's server samples in time order (GPU-telemetry scrapes are
+/// [`crate::energy`]'s, not the server's).
 pub fn sorted_samples(input: &RunInput) -> Vec<&ServerSampleRecord> {
-    let mut v: Vec<&ServerSampleRecord> = input.server_samples.iter().collect();
+    let mut v: Vec<&ServerSampleRecord> = input
+        .server_samples
+        .iter()
+        .filter(|s| !s.is_gpu())
+        .collect();
     v.sort_by_key(|s| s.at);
     v
 }

@@ -243,6 +243,7 @@ fn cost_from_hourly_and_token_prices() {
             per_hour: Some(2.0),
             per_mtok_in: Some(1.0),
             per_mtok_out: Some(10.0),
+            per_kwh: None,
         },
         ..Options::default()
     };

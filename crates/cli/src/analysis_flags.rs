@@ -34,6 +34,9 @@ pub struct AnalysisFlags {
     /// Price per million output tokens (API pricing).
     #[arg(long, value_name = "PRICE")]
     pub price_per_mtok_out: Option<f64>,
+    /// Price of a kWh (the GPUs' energy cost, with --gpu-metrics scrapes in the log).
+    #[arg(long, value_name = "PRICE")]
+    pub price_per_kwh: Option<f64>,
     /// Goodput goals.
     #[command(flatten)]
     pub goodput: GoodputFlags,
@@ -112,6 +115,7 @@ impl Default for AnalysisFlags {
             price_per_hour: None,
             price_per_mtok_in: None,
             price_per_mtok_out: None,
+            price_per_kwh: None,
             goodput: GoodputFlags::default(),
             from: None,
         }
@@ -166,6 +170,7 @@ impl AnalysisFlags {
                 per_hour: price("--price-per-hour", self.price_per_hour)?,
                 per_mtok_in: price("--price-per-mtok-in", self.price_per_mtok_in)?,
                 per_mtok_out: price("--price-per-mtok-out", self.price_per_mtok_out)?,
+                per_kwh: price("--price-per-kwh", self.price_per_kwh)?,
             },
             ..Options::default()
         };

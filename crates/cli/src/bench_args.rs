@@ -36,13 +36,13 @@ pub struct BenchArgs {
         help_heading = "Target"
     )]
     pub url: Option<String>,
-    /// API to call: chat (/chat/completions), completions (/completions) or
-    /// anthropic (Anthropic Messages, /messages). Default: chat, or what
-    /// --endpoint names.
+    /// API to call: chat (/chat/completions), completions (/completions),
+    /// responses (OpenAI Responses, /responses) or anthropic (Anthropic
+    /// Messages, /messages). Default: chat, or what --endpoint names.
     #[arg(long, value_parser = parse_api, help_heading = "Target")]
     pub api: Option<Api>,
     /// vLLM's endpoint: the API's path under the base URL, e.g.
-    /// /v1/chat/completions, /v1/completions or /v1/messages (sets --api and
+    /// /v1/chat/completions, /v1/completions, /v1/responses or /v1/messages (sets --api and
     /// the URL's /v1).
     #[arg(long, value_name = "PATH", help_heading = "Target")]
     pub endpoint: Option<String>,
@@ -292,6 +292,10 @@ pub struct BenchArgs {
     /// tokens, and in a sweep the cost at the highest load within --goodput goals.
     #[arg(long, value_name = "PRICE", help_heading = "Goodput and cost")]
     pub price_per_hour: Option<f64>,
+    /// Price of a kWh: the GPUs' energy cost per million output tokens (with
+    /// --gpu-metrics).
+    #[arg(long, value_name = "PRICE", help_heading = "Goodput and cost")]
+    pub price_per_kwh: Option<f64>,
     /// Goodput goals and the sweep's SLO percentile (as `tpscope report`'s).
     #[command(flatten, next_help_heading = "Goodput and cost")]
     pub goodput: crate::analysis_flags::GoodputFlags,

@@ -383,7 +383,7 @@ async fn bench(
             }
         })
     };
-    let scrape = cfg.server_metrics.resolve(&base_url).await?;
+    let scrape = cfg.server_metrics.resolve_all(&base_url).await?;
     let progress = progress::Progress::start(live.clone(), streamed.clone(), cfg.quiet);
     if let Some(plan) = spec.warmup_plan() {
         let planned = plan.requests;

@@ -40,6 +40,8 @@ pub struct ReportExtras {
     pub goodput: GoodputFlags,
     /// `--price-per-hour`, checked.
     pub price_per_hour: Option<f64>,
+    /// `--price-per-kwh`, checked.
+    pub price_per_kwh: Option<f64>,
 }
 
 impl ReportExtras {
@@ -47,6 +49,7 @@ impl ReportExtras {
     pub fn apply(&self, opts: &mut Options) -> anyhow::Result<()> {
         self.goodput.apply(opts)?;
         opts.prices.per_hour = self.price_per_hour;
+        opts.prices.per_kwh = self.price_per_kwh;
         Ok(())
     }
 }
@@ -75,6 +78,7 @@ impl BenchConfig {
         let report = ReportExtras {
             goodput: a.goodput.clone(),
             price_per_hour: price("--price-per-hour", a.price_per_hour)?,
+            price_per_kwh: price("--price-per-kwh", a.price_per_kwh)?,
         };
         report.apply(&mut Options::default())?;
         crate::bench_out::check(&spec)?;

@@ -1,7 +1,8 @@
-//! `bench`'s scraping of the server's own metrics (DESIGN.md §8 `server_sample`):
-//! the `--server-metrics` and `--server-metrics-interval` flags, where the page is
-//! (the target root's `/metrics` unless told), and one scraper per run, started
-//! before its first request and stopped after its last.
+//! `bench`'s and the proxy's scraping of the server's own metrics (DESIGN.md §8
+//! `server_sample`) and of GPU telemetry: the `--server-metrics`,
+//! `--server-metrics-interval` and `--gpu-metrics` flags, where the server's page
+//! is (the target root's `/metrics` unless told), and one scraper per page and
+//! run, started before its first request and stopped after its last.
 
 use std::time::Duration;
 
@@ -29,9 +30,25 @@ pub struct ServerMetricsArgs {
     /// /metrics when it answers (the built-in simulator's too).
     #[arg(long, value_name = "URL|off", value_parser = parse_server_metrics, help_heading = "Output")]
     pub server_metrics: Option<ServerMetrics>,
-    /// Cadence of the server scrapes.
+    /// Cadence of the server scrapes (and of the GPU scrapes).
     #[arg(long, default_value = "1s", value_name = "DUR", value_parser = parse_interval, help_heading = "Output")]
     pub server_metrics_interval: Duration,
+    /// NVIDIA DCGM exporter pages (e.g. http://gpu-node:9400/metrics), one per GPU
+    /// host, scraped beside the server's: the report adds energy per output token,
+    /// mean power and GPU utilisation.
+    #[arg(long, value_name = "URL", num_args = 1.., value_parser = parse_gpu_metrics, help_heading = "Output")]
+    pub gpu_metrics: Vec<String>,
+}
+
+fn parse_gpu_metrics(s: &str) -> Result<String, String> {
+    let t = s.trim();
+    if t.starts_with("http://") || t.starts_with("https://") {
+        Ok(t.to_string())
+    } else {
+        Err(format!(
+            "`{s}` is not an http(s):// URL (a DCGM exporter's page, e.g. http://127.0.0.1:9400/metrics)"
+        ))
+    }
 }
 
 fn parse_server_metrics(s: &str) -> Result<ServerMetrics, String> {
@@ -57,9 +74,32 @@ fn parse_interval(s: &str) -> Result<Duration, String> {
 }
 
 impl ServerMetricsArgs {
-    /// The page to scrape for a target at `base_url`, or `None` (off, or the
-    /// default page does not answer: said on standard error). An explicit URL that
-    /// does not answer is an error naming the flag.
+    /// The pages to scrape for a target at `base_url`: the server's (unless off,
+    /// or the default page does not answer: said on standard error) and the GPU
+    /// pages. An explicit URL that does not answer is an error naming its flag.
+    pub async fn resolve_all(&self, base_url: &str) -> anyhow::Result<Vec<ScraperConfig>> {
+        let mut pages: Vec<ScraperConfig> = self.resolve(base_url).await?.into_iter().collect();
+        pages.extend(self.resolve_gpu().await?);
+        Ok(pages)
+    }
+
+    /// The GPU pages, each checked to answer with a DCGM exporter's metrics.
+    pub async fn resolve_gpu(&self) -> anyhow::Result<Vec<ScraperConfig>> {
+        let interval = self.server_metrics_interval;
+        let timeout = ScraperConfig::new("", interval).timeout;
+        let mut out = Vec::new();
+        for u in &self.gpu_metrics {
+            match Scraper::probe_gpu(u, timeout).await {
+                Ok(_) => out.push(ScraperConfig::new(u.clone(), interval)),
+                Err(e) => anyhow::bail!("--gpu-metrics: {u}: {e}"),
+            }
+        }
+        Ok(out)
+    }
+
+    /// The server's page to scrape for a target at `base_url`, or `None` (off, or
+    /// the default page does not answer: said on standard error). An explicit URL
+    /// that does not answer is an error naming the flag.
     pub async fn resolve(&self, base_url: &str) -> anyhow::Result<Option<ScraperConfig>> {
         let interval = self.server_metrics_interval;
         let timeout = ScraperConfig::new("", interval).timeout;
@@ -89,37 +129,38 @@ impl ServerMetricsArgs {
     }
 }
 
-/// Starts a run's scraper (its first scrape taken before this returns).
+/// Starts a run's scrapers, one per page (each first scrape taken before this
+/// returns).
 pub async fn start(
-    cfg: &Option<ScraperConfig>,
+    pages: &[ScraperConfig],
     run_id: &str,
     clock: RunClock,
     tx: WriterTx,
-) -> Option<Scraper> {
-    let cfg = cfg.clone()?;
-    match Scraper::start(cfg, run_id.to_string(), clock, tx).await {
-        Ok(s) => Some(s),
-        Err(e) => {
-            eprintln!("warning: server metrics are not scraped: {e}");
-            None
+) -> Vec<Scraper> {
+    let mut out = Vec::with_capacity(pages.len());
+    for cfg in pages {
+        match Scraper::start(cfg.clone(), run_id.to_string(), clock, tx.clone()).await {
+            Ok(s) => out.push(s),
+            Err(e) => eprintln!("warning: {} is not scraped: {e}", cfg.url),
         }
     }
+    out
 }
 
-/// Takes a run's last scrape and stops its scraper, warning when scrapes failed.
-pub async fn stop(scraper: Option<Scraper>) {
-    let Some(s) = scraper else {
-        return;
-    };
-    let summary: ScrapeSummary = tokio::task::spawn_blocking(move || s.stop())
-        .await
-        .unwrap_or_default();
-    if summary.failed > 0 || !summary.problems.is_empty() {
-        eprintln!(
-            "warning: {} of {} server scrapes failed; {}",
-            summary.failed,
-            summary.failed + summary.scrapes,
-            summary.problems.join("; ")
-        );
+/// Takes each page's last scrape and stops its scraper, warning when scrapes failed.
+pub async fn stop(scrapers: Vec<Scraper>) {
+    for s in scrapers {
+        let url = s.url().to_string();
+        let summary: ScrapeSummary = tokio::task::spawn_blocking(move || s.stop())
+            .await
+            .unwrap_or_default();
+        if summary.failed > 0 || !summary.problems.is_empty() {
+            eprintln!(
+                "warning: {} of {} scrapes of {url} failed; {}",
+                summary.failed,
+                summary.failed + summary.scrapes,
+                summary.problems.join("; ")
+            );
+        }
     }
 }

@@ -165,6 +165,7 @@ pub fn run(args: ProxyArgs) -> anyhow::Result<ExitCode> {
             .failure()?;
         // Before the proxy starts: an explicit page that does not answer is bad input.
         cfg.server_metrics = args.server_metrics.resolve(&args.upstream).await?;
+        cfg.gpu_metrics = args.server_metrics.resolve_gpu().await?;
         let handle = match tpscope_proxy::start(cfg).await {
             Ok(h) => h,
             // A bad --upstream or status is bad input (exit 2); the rest failed

@@ -4,7 +4,8 @@
 use std::fmt;
 use std::time::Duration;
 
-/// Which API to call: OpenAI-compatible chat or completions, or Anthropic Messages.
+/// Which API to call: OpenAI-compatible chat, completions or Responses, or
+/// Anthropic Messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Api {
     /// `POST {base}/chat/completions` with `messages`.
@@ -15,6 +16,9 @@ pub enum Api {
     /// `POST {base}/messages` (Anthropic Messages) with `messages` and `system`;
     /// the key goes in `x-api-key`, with `anthropic-version`.
     Anthropic,
+    /// `POST {base}/responses` (OpenAI Responses) with `input` and
+    /// `max_output_tokens`; usage comes with `response.completed` unasked.
+    Responses,
 }
 
 impl Api {
@@ -24,6 +28,7 @@ impl Api {
             Api::Chat => "/chat/completions",
             Api::Completions => "/completions",
             Api::Anthropic => "/messages",
+            Api::Responses => "/responses",
         }
     }
 
@@ -32,6 +37,7 @@ impl Api {
         match self {
             Api::Chat | Api::Completions => tpscope_stream::Dialect::OpenAi,
             Api::Anthropic => tpscope_stream::Dialect::Anthropic,
+            Api::Responses => tpscope_stream::Dialect::Responses,
         }
     }
 
@@ -41,13 +47,14 @@ impl Api {
             Api::Chat => "chat",
             Api::Completions => "completions",
             Api::Anthropic => "anthropic",
+            Api::Responses => "responses",
         }
     }
 }
 
 /// An `--api` value that is neither `chat` nor `completions`.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("`{0}` is not an API (expected chat, completions or anthropic)")]
+#[error("`{0}` is not an API (expected chat, completions, anthropic or responses)")]
 pub struct BadApi(pub String);
 
 impl std::str::FromStr for Api {
@@ -55,7 +62,7 @@ impl std::str::FromStr for Api {
 
     // The names are `as_str`'s, so a new API is named in one place.
     fn from_str(s: &str) -> Result<Self, BadApi> {
-        [Api::Chat, Api::Completions, Api::Anthropic]
+        [Api::Chat, Api::Completions, Api::Anthropic, Api::Responses]
             .into_iter()
             .find(|a| a.as_str() == s)
             .ok_or_else(|| BadApi(s.to_string()))

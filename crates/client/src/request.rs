@@ -1,5 +1,6 @@
 //! The wire side of one request that is not HTTP plumbing: the JSON body sent
-//! (chat `messages`, completions `prompt`, or Anthropic `system` + `messages`,
+//! (chat `messages`, completions `prompt`, Responses `input`, or Anthropic
+//! `system` + `messages`,
 //! tpscope's fields, the endpoint's extra fields) and the `Retry-After` header
 //! read back.
 
@@ -37,7 +38,9 @@ pub const ANTHROPIC_DEFAULT_MAX_TOKENS: u32 = 4096;
 /// (completions), `max_tokens`, `stream: true`, `stream_options.include_usage`
 /// when asked, then the endpoint's extra fields (which replace tpscope's own of the
 /// same name). Anthropic: system messages become the top-level `system`,
-/// `max_tokens` is always sent, and usage needs no asking.
+/// `max_tokens` is always sent, and usage needs no asking. Responses: the prompt is
+/// `input` (a string, or the messages), the limit `max_output_tokens`, and usage
+/// needs no asking.
 pub fn request_body(endpoint: &Endpoint, spec: &RequestSpec) -> Vec<u8> {
     let mut out = Vec::with_capacity(192 + prompt_len(&spec.prompt));
     let extra = &endpoint.extra_body;
@@ -50,6 +53,7 @@ pub fn request_body(endpoint: &Endpoint, spec: &RequestSpec) -> Vec<u8> {
         }
         let prompt_key = match endpoint.api {
             Api::Completions => "prompt",
+            Api::Responses => "input",
             Api::Chat | Api::Anthropic => "messages",
         };
         if !extra.contains_key(prompt_key) {
@@ -57,6 +61,10 @@ pub fn request_body(endpoint: &Endpoint, spec: &RequestSpec) -> Vec<u8> {
                 (Api::Completions, Prompt::Text(t)) => map.serialize_entry("prompt", t)?,
                 (Api::Completions, Prompt::Messages(ms)) => {
                     map.serialize_entry("prompt", &joined(ms.iter()))?
+                }
+                (Api::Responses, Prompt::Text(t)) => map.serialize_entry("input", t)?,
+                (Api::Responses, Prompt::Messages(ms)) => {
+                    map.serialize_entry("input", &wire(ms.iter()))?
                 }
                 (_, Prompt::Text(t)) => map.serialize_entry(
                     "messages",
@@ -80,16 +88,20 @@ pub fn request_body(endpoint: &Endpoint, spec: &RequestSpec) -> Vec<u8> {
             Api::Anthropic => Some(spec.max_tokens.unwrap_or(ANTHROPIC_DEFAULT_MAX_TOKENS)),
             _ => spec.max_tokens,
         };
+        let max_key = match endpoint.api {
+            Api::Responses => "max_output_tokens",
+            _ => "max_tokens",
+        };
         if let Some(n) = max_tokens
-            && !extra.contains_key("max_tokens")
+            && !extra.contains_key(max_key)
         {
-            map.serialize_entry("max_tokens", &n)?;
+            map.serialize_entry(max_key, &n)?;
         }
         if !extra.contains_key("stream") {
             map.serialize_entry("stream", &true)?;
         }
         if endpoint.include_usage
-            && endpoint.api != Api::Anthropic
+            && matches!(endpoint.api, Api::Chat | Api::Completions)
             && !extra.contains_key("stream_options")
         {
             map.serialize_entry(
@@ -214,6 +226,34 @@ mod tests {
                 "max_tokens": ANTHROPIC_DEFAULT_MAX_TOKENS,
                 "stream": true,
             })
+        );
+    }
+
+    #[test]
+    fn responses_body_has_input_and_max_output_tokens_and_asks_no_usage() {
+        // include_usage is on by default: the Responses API sends usage unasked
+        // and rejects `stream_options`.
+        let ep = Endpoint::new("http://h/v1", Api::Responses, "m");
+        let text = RequestSpec {
+            prompt: Prompt::Text("once".into()),
+            max_tokens: Some(3),
+        };
+        let v: serde_json::Value = serde_json::from_slice(&request_body(&ep, &text)).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"model": "m", "input": "once", "max_output_tokens": 3, "stream": true})
+        );
+        let messages = RequestSpec {
+            prompt: Prompt::Messages(vec![Message {
+                role: "user".into(),
+                content: "hi".into(),
+            }]),
+            max_tokens: None,
+        };
+        let v: serde_json::Value = serde_json::from_slice(&request_body(&ep, &messages)).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"model": "m", "input": [{"role": "user", "content": "hi"}], "stream": true})
         );
     }
 

@@ -25,6 +25,7 @@ fn sample() -> ServerSampleRecord {
         }),
         queue_time: None,
         raw: BTreeMap::from([("process_open_fds".to_string(), 66.0)]),
+        gpus: Vec::new(),
     }
 }
 

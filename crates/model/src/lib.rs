@@ -18,7 +18,7 @@ pub use record::{
     EndRecord, LEGACY_QUEUE_LABEL, QueueTimes, Record, RunRecord, SCHEMA, SampleRecord, Target,
 };
 pub use rotation::rotated_path;
-pub use server::{HistogramTotals, ServerSampleRecord};
+pub use server::{GpuReading, HistogramTotals, ServerSampleRecord};
 pub use span::{
     Attempt, ChunkMark, Invalid, Lifecycle, MAX_PLAUSIBLE_SPAN, MAX_PLAUSIBLE_TOKENS, Span,
     SpanError, TokenSource, check_lifecycle,

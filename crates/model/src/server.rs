@@ -59,4 +59,41 @@ pub struct ServerSampleRecord {
     /// histogram buckets and `_created` stamps left out.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub raw: BTreeMap<String, f64>,
+    /// The GPUs a GPU-telemetry page (NVIDIA DCGM exporter, `server: "dcgm"`)
+    /// showed, one entry per device; empty for an inference server's page.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpus: Vec<GpuReading>,
+}
+
+/// One GPU's readings in one scrape of a GPU-telemetry page. Each value is `None`
+/// when the page does not export it (or reports it blank).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct GpuReading {
+    /// The host the exporter names (`Hostname`), when it names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// The device: its UUID when given, else its index.
+    pub gpu: String,
+    /// The device's model name (`modelName`), when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Utilisation, 0–1 (DCGM's percentage over 100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub util: Option<f64>,
+    /// Power draw (watts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_w: Option<f64>,
+    /// Energy used since the device's counter started (joules; a counter).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy_j: Option<f64>,
+    /// Framebuffer memory in use (bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fb_used_bytes: Option<f64>,
+}
+
+impl ServerSampleRecord {
+    /// Whether this is a GPU-telemetry scrape rather than an inference server's.
+    pub fn is_gpu(&self) -> bool {
+        !self.gpus.is_empty()
+    }
 }

@@ -47,6 +47,9 @@ pub fn completion_dialect(method: &hyper::Method, path: &str) -> Option<Dialect>
         Some(Dialect::OpenAi)
     } else if p.ends_with("/messages") {
         Some(Dialect::Anthropic)
+    } else if p.ends_with("/responses") {
+        // Creating a response; `/responses/{id}` (retrieve, cancel) is not one.
+        Some(Dialect::Responses)
     } else {
         None
     }
@@ -106,6 +109,14 @@ mod tests {
         assert_eq!(
             completion_dialect(&post, "/v1/messages"),
             Some(Dialect::Anthropic)
+        );
+        assert_eq!(
+            completion_dialect(&post, "/v1/responses"),
+            Some(Dialect::Responses)
+        );
+        assert_eq!(
+            completion_dialect(&post, "/v1/responses/resp_1/cancel"),
+            None
         );
         assert_eq!(completion_dialect(&post, "/v1/embeddings"), None);
         assert_eq!(

@@ -90,6 +90,9 @@ pub struct ProxyConfig {
     /// the proxy runs (first scrape before it serves, last after it drains), as
     /// `bench --server-metrics` does; `None`: not scraped.
     pub server_metrics: Option<ScraperConfig>,
+    /// GPU-telemetry pages (NVIDIA DCGM exporters) scraped the same way, for the
+    /// report's energy per token.
+    pub gpu_metrics: Vec<ScraperConfig>,
     /// Counts the output of responses without `usage` (named in the run record).
     pub tokenizer: Tokenizer,
 }
@@ -117,6 +120,7 @@ impl ProxyConfig {
             metrics_listen: None,
             labels: BTreeMap::new(),
             server_metrics: None,
+            gpu_metrics: Vec::new(),
             tokenizer: Tokenizer::default(),
         }
     }
@@ -220,6 +224,7 @@ pub struct ProxyHandle {
     running: rec::Running,
     run_id: String,
     scraper: Option<Scraper>,
+    gpu_scrapers: Vec<Scraper>,
 }
 
 impl ProxyHandle {
@@ -258,9 +263,13 @@ impl ProxyHandle {
         }
         let running = self.running;
         let scraper = self.scraper;
+        let gpu_scrapers = self.gpu_scrapers;
         tokio::task::spawn_blocking(move || {
             // Before the `end` record: the last server sample belongs to the run.
             let scrapes = scraper.map(Scraper::stop);
+            for g in gpu_scrapers {
+                g.stop();
+            }
             running.close().map(|counts| (counts, scrapes))
         })
         .await
@@ -371,6 +380,27 @@ pub async fn start(cfg: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
             }
         }
     };
+    let mut gpu_scrapers = Vec::with_capacity(cfg.gpu_metrics.len());
+    for sc in cfg.gpu_metrics.clone() {
+        let url = tpscope_record::redact_url(&sc.url);
+        match Scraper::start(sc, run_id.clone(), rec.clock, rec.tx.clone()).await {
+            Ok(s) => gpu_scrapers.push(s),
+            Err(e) => {
+                let started: Vec<Scraper> = gpu_scrapers.into_iter().chain(scraper).collect();
+                let _ = tokio::task::spawn_blocking(move || {
+                    for s in started {
+                        s.stop();
+                    }
+                    running.close()
+                })
+                .await;
+                return Err(ProxyError::ServerMetrics {
+                    url,
+                    reason: e.to_string(),
+                });
+            }
+        }
+    }
     let state = Arc::new(service::State {
         upstream,
         forwarder,
@@ -400,6 +430,7 @@ pub async fn start(cfg: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
         running,
         run_id,
         scraper,
+        gpu_scrapers,
     })
 }
 

@@ -457,3 +457,31 @@ async fn a_rotated_log_is_files_that_each_read_on_their_own() {
     assert_eq!(run_ids.len(), 1, "one run, continued from file to file");
     sim.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn responses_api_streams_through_and_becomes_a_span_with_usage() {
+    let sim = sim(Speed::Max).await;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("p.jsonl");
+    let p = proxy(config(sim.addr(), &out)).await;
+    let model = sim.model_name().to_string();
+    let req = json!({"model": model, "input": "hi", "max_output_tokens": 9, "stream": true,
+                     "ignore_eos": true});
+    let r = post(p.addr(), "/v1/responses", &req).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.headers["content-type"], "text/event-stream");
+    let a = decode(&r.body, Dialect::Responses);
+    assert!(a.is_done(), "{}", r.text());
+    assert_eq!(a.tokens(), 9);
+    let counts = p.shutdown().await.unwrap();
+    assert_eq!((counts.spans, counts.ok), (1, 1));
+    let spans = spans(&out);
+    let s = &spans[0];
+    s.validate().unwrap();
+    assert_eq!(s.status, Status::Ok);
+    assert_eq!(s.output_tokens, 9);
+    assert_eq!(s.token_source, Some(TokenSource::Usage));
+    assert!(s.input_tokens.is_some());
+    assert!(s.first_token_at.unwrap() <= s.last_token_at.unwrap());
+    sim.shutdown().await.unwrap();
+}

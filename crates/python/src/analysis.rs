@@ -55,6 +55,7 @@ fn options(
             per_hour: price("price_per_hour", prices.0)?,
             per_mtok_in: price("price_per_mtok_in", prices.1)?,
             per_mtok_out: price("price_per_mtok_out", prices.2)?,
+            per_kwh: None,
         },
         ..Options::default()
     })

@@ -6,6 +6,7 @@ pub mod compare;
 pub mod count_check;
 pub mod csv_out;
 pub mod diagnosis;
+pub mod energy;
 pub mod fmt;
 pub mod html;
 pub mod lead;

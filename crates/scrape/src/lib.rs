@@ -1,7 +1,7 @@
 //! Scraping the server's own metrics while a run measures it (DESIGN.md §8
 //! `server_sample`, §14): a Prometheus text parser ([`text`]) and the
-//! normalisation of each server's names into one vocabulary ([`normalize`]), both
-//! pure; and the scraper task ([`scraper`]) that fetches the page on a cadence off
+//! normalisation of each server's names into one vocabulary ([`normalize`]), and
+//! the GPU readings of an NVIDIA DCGM exporter's page ([`dcgm`]), all pure; and the scraper task ([`scraper`]) that fetches the page on a cadence off
 //! the hot path and writes `server_sample` records, for `bench` and the proxy alike.
 //!
 //! Prometheus text is parsed here rather than with a crate: `prometheus-parse`
@@ -12,6 +12,7 @@
 //! an optional timestamp), and a page from a server must never stop a benchmark:
 //! a bad line is a warning, the rest is used.
 
+pub mod dcgm;
 pub mod normalize;
 pub mod scraper;
 pub mod text;

@@ -270,9 +270,14 @@ pub fn normalize(page: &Exposition, run_id: &str, at: Timestamp) -> ServerSample
         ttft: histogram(page, names.ttft),
         queue_time: histogram(page, names.queue_time),
         raw,
+        gpus: Vec::new(),
     };
     if dialect == Some(Dialect::TrtLlm) {
         trtllm(page, &mut out);
+    }
+    if dialect.is_none() && crate::dcgm::is_dcgm(page) {
+        out.server = Some("dcgm".to_string());
+        out.gpus = crate::dcgm::gpus(page);
     }
     out
 }

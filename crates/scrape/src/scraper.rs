@@ -101,6 +101,7 @@ pub struct Scraper {
     stop: Option<oneshot::Sender<()>>,
     handle: Option<JoinHandle<Vec<String>>>,
     counters: Arc<Counters>,
+    url: String,
 }
 
 /// Problems kept for the summary.
@@ -120,6 +121,30 @@ impl Scraper {
         }
     }
 
+    /// Fetches a GPU-telemetry page once: the number of devices it shows, or why
+    /// it is not an NVIDIA DCGM exporter's page with a device's readings.
+    pub async fn probe_gpu(url: &str, timeout: Duration) -> Result<usize, String> {
+        let client = client_for(url).map_err(|e| e.to_string())?;
+        let body = client.get_page(timeout).await.map_err(|e| e.to_string())?;
+        let text = String::from_utf8_lossy(&body);
+        let page = parse(&text);
+        if !crate::dcgm::is_dcgm(&page) {
+            return Err(format!(
+                "not an NVIDIA DCGM exporter's page (no DCGM_FI_ series among its {})",
+                page.samples.len()
+            ));
+        }
+        match crate::dcgm::gpus(&page).len() {
+            0 => Err("a DCGM page without utilisation, power or energy of any GPU".into()),
+            n => Ok(n),
+        }
+    }
+
+    /// The page this scraper reads.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
     /// Starts scraping for run `run_id`, sending records to `tx`; returns after the
     /// first scrape has been sent (or has failed), so that it precedes any request
     /// the run makes.
@@ -130,6 +155,7 @@ impl Scraper {
         tx: WriterTx,
     ) -> Result<Scraper, StartError> {
         let client = client_for(&cfg.url)?;
+        let url = cfg.url.clone();
         let (stop_tx, stop_rx) = oneshot::channel();
         let (first_tx, first_rx) = oneshot::channel();
         let counters = Arc::new(Counters::default());
@@ -157,6 +183,7 @@ impl Scraper {
             stop: Some(stop_tx),
             handle: Some(handle),
             counters,
+            url,
         })
     }
 

@@ -145,3 +145,33 @@ proptest::proptest! {
         proptest::prop_assert_eq!(e.malformed > 0, !e.warnings.is_empty());
     }
 }
+
+#[test]
+fn dcgm_exporter_readme_page_is_a_gpu_page_whose_blank_field_is_no_reading() {
+    let v = page("dcgm-exporter-readme.prom");
+    assert_eq!(v.server.as_deref(), Some("dcgm"));
+    // Clocks and a blank temperature: none of the fields tpscope reads.
+    assert!(v.gpus.is_empty());
+    assert_eq!(
+        v.raw.get(
+            "DCGM_FI_DEV_SM_CLOCK{gpu=\"0\",UUID=\"GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52\"}"
+        ),
+        Some(&139.0)
+    );
+}
+
+#[test]
+fn dcgm_a100_page_gives_one_device_and_leaves_its_mig_instance_out() {
+    let v = page("dcgm-a100-mig.prom");
+    assert_eq!(v.server.as_deref(), Some("dcgm"));
+    assert_eq!((v.running, v.waiting), (None, None));
+    assert_eq!(v.gpus.len(), 1);
+    let g = &v.gpus[0];
+    assert_eq!(g.host.as_deref(), Some("ub20-a100-k8s"));
+    assert_eq!(g.gpu, "GPU-34319582-d595-d1c7-d1d2-179bcfa61660");
+    assert_eq!(g.power_w, Some(409.692));
+    assert_eq!(g.energy_j, Some(319159.391));
+    assert_eq!(g.fb_used_bytes, Some(4845.0 * 1024.0 * 1024.0));
+    // This page exports no GPU_UTIL (profiling fields instead).
+    assert_eq!(g.util, None);
+}

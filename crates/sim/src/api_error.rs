@@ -28,6 +28,16 @@ impl ApiError {
         }
     }
 
+    /// The same error about field `to` where it said `from` (a request whose
+    /// field is read as another API's: Responses `input` as chat `messages`).
+    pub(crate) fn renamed(mut self, from: &str, to: &'static str) -> Self {
+        self.message = self.message.replace(&format!("`{from}"), &format!("`{to}"));
+        if self.param == Some(from) {
+            self.param = Some(to);
+        }
+        self
+    }
+
     pub(crate) fn new(status: StatusCode, kind: &'static str, message: impl Into<String>) -> Self {
         ApiError {
             status,

@@ -17,6 +17,7 @@ mod listen;
 mod metrics;
 pub mod prefix_cache;
 mod request;
+mod responses;
 pub mod roofline;
 mod server;
 mod stream;

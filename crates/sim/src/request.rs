@@ -16,6 +16,8 @@ pub(crate) enum Endpoint {
     Completions,
     /// Anthropic's `/v1/messages`.
     Messages,
+    /// OpenAI's `/v1/responses`.
+    Responses,
 }
 
 impl Endpoint {
@@ -24,6 +26,7 @@ impl Endpoint {
             Endpoint::Chat => "chat",
             Endpoint::Completions => "completions",
             Endpoint::Messages => "messages",
+            Endpoint::Responses => "responses",
         }
     }
 }
@@ -221,6 +224,63 @@ fn completion_prompt_tokens(p: &mut PromptTokens, v: &Value) -> Result<(), ApiEr
     Ok(())
 }
 
+/// Prompt tokens of a Responses request: `input` as a string (one user message) or
+/// a list of messages (content a string or `input_text` parts), counted as chat
+/// messages are; `instructions` as one more (system) message.
+fn responses_prompt_tokens(p: &mut PromptTokens, v: &Value) -> Result<(), ApiError> {
+    let messages = match v.get("input") {
+        Some(Value::String(s)) => json_messages(&[("user", s.as_str())]),
+        Some(Value::Array(items)) => {
+            let mut out = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                let role = item.get("role").and_then(Value::as_str).unwrap_or("user");
+                let content = match item.get("content") {
+                    Some(Value::String(s)) => Value::String(s.clone()),
+                    Some(Value::Array(parts)) => Value::Array(
+                        parts
+                            .iter()
+                            .map(|part| {
+                                serde_json::json!({"type": "text", "text": part.get("text").cloned().unwrap_or(Value::Null)})
+                            })
+                            .collect(),
+                    ),
+                    _ => {
+                        return Err(ApiError::bad_request(
+                            format!("`input[{i}].content` must be a string or an array of input_text parts"),
+                            Some("input"),
+                        ));
+                    }
+                };
+                out.push(serde_json::json!({"role": role, "content": content}));
+            }
+            Value::Array(out)
+        }
+        _ => {
+            return Err(ApiError::bad_request(
+                "`input` is required and must be a string or an array of messages",
+                Some("input"),
+            ));
+        }
+    };
+    chat_prompt_tokens(p, &serde_json::json!({ "messages": messages }))
+        .map_err(|e| e.renamed("messages", "input"))?;
+    if let Some(Value::String(s)) = v.get("instructions") {
+        p.mark(MARK_START);
+        p.mark(MARK_MSG);
+        p.text(s);
+        p.mark(MARK_END);
+    }
+    Ok(())
+}
+
+fn json_messages(ms: &[(&str, &str)]) -> Value {
+    Value::Array(
+        ms.iter()
+            .map(|(role, content)| serde_json::json!({"role": role, "content": content}))
+            .collect(),
+    )
+}
+
 /// Parses a request; with `units`, keeps the prompt's tokens for prefix caching.
 pub(crate) fn parse(
     endpoint: Endpoint,
@@ -267,7 +327,7 @@ pub(crate) fn parse(
     let stream = field_bool(&v, "stream")?.unwrap_or(false);
     // Anthropic streams always carry usage (message_start, message_delta).
     let include_usage = match v.get("stream_options") {
-        _ if endpoint == Endpoint::Messages => stream,
+        _ if matches!(endpoint, Endpoint::Messages | Endpoint::Responses) => stream,
         None | Some(Value::Null) => false,
         Some(o @ Value::Object(_)) => field_bool(o, "include_usage")?.unwrap_or(false),
         Some(x) => {
@@ -283,9 +343,12 @@ pub(crate) fn parse(
             Some("stream_options"),
         ));
     }
-    let max_tokens = match field_u32(&v, "max_completion_tokens")? {
-        Some(m) => Some(m),
-        None => field_u32(&v, "max_tokens")?,
+    let max_tokens = match endpoint {
+        Endpoint::Responses => field_u32(&v, "max_output_tokens")?,
+        _ => match field_u32(&v, "max_completion_tokens")? {
+            Some(m) => Some(m),
+            None => field_u32(&v, "max_tokens")?,
+        },
     };
     let ignore_eos = field_bool(&v, "ignore_eos")?.unwrap_or(false);
     let mut p = PromptTokens {
@@ -306,6 +369,7 @@ pub(crate) fn parse(
                 p.mark(MARK_END);
             }
         }
+        Endpoint::Responses => responses_prompt_tokens(&mut p, &v)?,
     };
     Ok(Parsed {
         model,

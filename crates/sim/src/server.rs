@@ -36,6 +36,7 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .route("/v1/chat/completions", post(chat))
         .route("/v1/completions", post(completions))
         .route("/v1/messages", post(messages))
+        .route("/v1/responses", post(responses))
         .route("/health", get(health))
         .route("/metrics", get(metrics))
         .fallback(not_found)
@@ -107,11 +108,16 @@ async fn messages(State(app): State<Arc<App>>, req: Request) -> Response {
     completion(app, Endpoint::Messages, req).await
 }
 
+async fn responses(State(app): State<Arc<App>>, req: Request) -> Response {
+    completion(app, Endpoint::Responses, req).await
+}
+
 fn ids(endpoint: Endpoint, index: u64) -> String {
     match endpoint {
         Endpoint::Chat => format!("chatcmpl-sim-{index}"),
         Endpoint::Completions => format!("cmpl-sim-{index}"),
         Endpoint::Messages => format!("msg_sim-{index}"),
+        Endpoint::Responses => format!("resp_sim-{index}"),
     }
 }
 
@@ -330,12 +336,7 @@ async fn non_streaming(mut d: Delivery, endpoint: Endpoint, id: &str, created: u
         Some(Fault::Stall) => tokio::time::sleep(faults.stall_for).await,
         _ => {}
     }
-    let tok = d.app.config.tokenizer;
-    let mut text = String::with_capacity(produced as usize * 8);
-    for i in 0..u64::from(produced) {
-        text.push(' ');
-        text.push_str(tok.word(d.word_seed, i));
-    }
+    let text = crate::stream::words(d.app.config.tokenizer, d.word_seed, produced);
     let usage = json!({
         "prompt_tokens": d.prompt_tokens,
         "completion_tokens": produced,
@@ -367,6 +368,13 @@ async fn non_streaming(mut d: Delivery, endpoint: Endpoint, id: &str, created: u
             "stop_sequence": null,
             "usage": {"input_tokens": d.prompt_tokens, "output_tokens": produced},
         }),
+        Endpoint::Responses => crate::responses::Shape {
+            id: id.to_string(),
+            created,
+            model: d.app.model_name.clone(),
+            prompt_tokens: d.prompt_tokens,
+        }
+        .answer(d.finish_reason, produced, &text),
     };
     let mut bytes = serde_json::to_vec(&v).unwrap_or_default();
     let cut = d.fault == Some(Fault::Cut);

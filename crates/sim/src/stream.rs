@@ -1,5 +1,6 @@
 //! Response bodies: the SSE body that formats one chunk per token (OpenAI chunks,
-//! or Anthropic `content_block_delta` events) from pre-built byte prefixes (no per-token allocation or serde), fed by the engine through the
+//! Anthropic `content_block_delta` or Responses `response.output_text.delta`
+//! events) from pre-built byte prefixes (no per-token allocation or serde), fed by the engine through the
 //! sequence's hand-off ([`crate::handoff`]); fault injection on the way out (cut,
 //! stall, malformed event, slow first token); and ground-truth stamps taken when a
 //! frame is handed to the socket writer.
@@ -17,6 +18,7 @@ use crate::app::{App, Cmd};
 use crate::draws::Fault;
 use crate::handoff::{Done, SeqShared};
 use crate::request::Endpoint;
+use crate::responses::{self, Shape};
 use crate::truth::TruthRecord;
 
 /// How long a cut waits after its last frame before closing the connection, so
@@ -39,6 +41,8 @@ pub(crate) struct ChunkFmt {
     tok_post: &'static [u8],
     usage_null: bool,
     prompt_tokens: u32,
+    /// The Responses API's response object, for its events after the last token.
+    responses: Option<Shape>,
 }
 
 /// Anthropic's `stop_reason` for the simulator's finish reason.
@@ -62,11 +66,19 @@ impl ChunkFmt {
             Endpoint::Chat => "chat.completion.chunk",
             Endpoint::Completions => "text_completion",
             Endpoint::Messages => "message",
+            Endpoint::Responses => "response",
         };
-        let head = match endpoint {
+        let responses = (endpoint == Endpoint::Responses).then(|| Shape {
+            id: id.to_string(),
+            created,
+            model: serde_json::from_str(model_json).unwrap_or_default(),
+            prompt_tokens,
+        });
+        let head = match (endpoint, &responses) {
             // message_start and the text block's start; the id and usage are
             // known before the first token.
-            Endpoint::Messages => format!(
+            (Endpoint::Responses, Some(shape)) => shape.head(),
+            (Endpoint::Messages, _) => format!(
                 "event: message_start\ndata: {{\"type\":\"message_start\",\"message\":{{\"id\":\"{id}\",\"type\":\"{object}\",\"role\":\"assistant\",\"content\":[],\"model\":{model_json},\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{{\"input_tokens\":{prompt_tokens},\"output_tokens\":0}}}}}}\n\n\
                  event: content_block_start\ndata: {{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{{\"type\":\"text\",\"text\":\"\"}}}}\n\n"
             ),
@@ -77,14 +89,17 @@ impl ChunkFmt {
         let open: &str = match endpoint {
             Endpoint::Chat => "{\"index\":0,\"delta\":{\"content\":\"",
             Endpoint::Completions => "{\"index\":0,\"text\":\"",
-            Endpoint::Messages => "",
+            Endpoint::Messages | Endpoint::Responses => "",
         };
-        let tok_pre = match endpoint {
-            Endpoint::Messages => "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"".to_string(),
+        let tok_pre = match (endpoint, &responses) {
+            (Endpoint::Responses, Some(shape)) => shape.token_prefix(),
+            (Endpoint::Messages, _) => "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"".to_string(),
             _ => format!("{head}{open}"),
         };
         let tok_post: &'static [u8] = match (endpoint, include_usage) {
             (Endpoint::Messages, _) => b"\"}}\n\n",
+            // Closed with the token's sequence number by `responses::token_suffix`.
+            (Endpoint::Responses, _) => b"",
             (Endpoint::Chat, false) => b"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n",
             (Endpoint::Chat, true) => {
                 b"\"},\"logprobs\":null,\"finish_reason\":null}],\"usage\":null}\n\n"
@@ -101,6 +116,7 @@ impl ChunkFmt {
             tok_post,
             usage_null: include_usage,
             prompt_tokens,
+            responses,
         }
     }
 
@@ -112,10 +128,11 @@ impl ChunkFmt {
         }
     }
 
-    /// The chat role chunk (`delta: {role, content: ""}`), or Anthropic's
-    /// `message_start` and `content_block_start`, which carry no token.
+    /// The chat role chunk (`delta: {role, content: ""}`), Anthropic's
+    /// `message_start` and `content_block_start`, or the Responses lifecycle events
+    /// before the first delta, which carry no token.
     fn role(&self, buf: &mut BytesMut) {
-        if self.endpoint == Endpoint::Messages {
+        if matches!(self.endpoint, Endpoint::Messages | Endpoint::Responses) {
             buf.extend_from_slice(&self.head);
         }
         if self.endpoint == Endpoint::Chat {
@@ -127,19 +144,34 @@ impl ChunkFmt {
         }
     }
 
-    /// One token chunk; `word` is plain ASCII letters, so it needs no escaping.
+    /// Token `i`'s chunk; `word` is plain ASCII letters, so it needs no escaping.
     #[inline]
-    fn token(&self, buf: &mut BytesMut, word: &str) {
+    fn token(&self, buf: &mut BytesMut, word: &str, i: u32) {
         buf.extend_from_slice(&self.tok_pre);
         buf.extend_from_slice(b" ");
         buf.extend_from_slice(word.as_bytes());
-        buf.extend_from_slice(self.tok_post);
+        if self.responses.is_some() {
+            responses::token_suffix(buf, i);
+        } else {
+            buf.extend_from_slice(self.tok_post);
+        }
     }
 
     /// Everything after the last token: the finish reason, usage when asked for
-    /// and the end marker (`[DONE]`, or Anthropic's `message_delta` with usage and
-    /// `message_stop`).
-    fn end(&self, buf: &mut BytesMut, reason: &str, completion: u32) {
+    /// and the end marker (`[DONE]`, Anthropic's `message_delta` with usage and
+    /// `message_stop`, or the Responses events that repeat the `text`, made only
+    /// for them, and `response.completed`).
+    fn end(
+        &self,
+        buf: &mut BytesMut,
+        reason: &str,
+        completion: u32,
+        text: impl FnOnce() -> String,
+    ) {
+        if let Some(shape) = &self.responses {
+            shape.end(buf, reason, completion, &text());
+            return;
+        }
         if self.endpoint == Endpoint::Messages {
             let stop = anthropic_stop_reason(reason);
             buf.extend_from_slice(
@@ -166,9 +198,10 @@ impl ChunkFmt {
             Endpoint::Chat => buf.extend_from_slice(
                 b"{\"index\":0,\"delta\":{},\"logprobs\":null,\"finish_reason\":\"",
             ),
-            Endpoint::Completions | Endpoint::Messages => buf.extend_from_slice(
-                b"{\"index\":0,\"text\":\"\",\"logprobs\":null,\"finish_reason\":\"",
-            ),
+            Endpoint::Completions | Endpoint::Messages | Endpoint::Responses => buf
+                .extend_from_slice(
+                    b"{\"index\":0,\"text\":\"\",\"logprobs\":null,\"finish_reason\":\"",
+                ),
         }
         buf.extend_from_slice(reason.as_bytes());
         buf.extend_from_slice(b"\"}]");
@@ -192,6 +225,16 @@ impl ChunkFmt {
         buf.extend_from_slice(&self.tok_pre);
         buf.extend_from_slice(b"\n\n");
     }
+}
+
+/// The text of a request's first `n` tokens, as their chunks carried it.
+pub(crate) fn words(tok: tpscope_tokens::Tokenizer, seed: u64, n: u32) -> String {
+    let mut text = String::with_capacity(n as usize * 8);
+    for i in 0..u64::from(n) {
+        text.push(' ');
+        text.push_str(tok.word(seed, i));
+    }
+    text
 }
 
 /// Why a body ended early.
@@ -355,14 +398,18 @@ impl Body for SseBody {
             let tok = this.d.app.config.tokenizer;
             for i in from..limit {
                 this.fmt
-                    .token(&mut this.buf, tok.word(this.d.word_seed, u64::from(i)));
+                    .token(&mut this.buf, tok.word(this.d.word_seed, u64::from(i)), i);
             }
             this.sent = limit;
             if done == Some(Done::Finished) && limit == produced && this.pending.is_none() {
                 if from == 0 && limit == 0 {
                     this.fmt.role(&mut this.buf);
                 }
-                this.fmt.end(&mut this.buf, this.d.finish_reason, produced);
+                let seed = this.d.word_seed;
+                this.fmt
+                    .end(&mut this.buf, this.d.finish_reason, produced, || {
+                        words(tok, seed, produced)
+                    });
                 this.ended = true;
                 this.d.armed = false;
                 this.d.truth.finish_reason = Some(this.d.finish_reason);

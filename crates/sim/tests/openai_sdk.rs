@@ -1,6 +1,7 @@
 //! The official `openai` Python SDK (a client nobody here wrote) against the
 //! simulator: a streamed chat completion with usage, a plain one, the model list,
-//! and the SDK's own error class for an unknown model.
+//! and the SDK's own error class for an unknown model; the Responses API streamed
+//! (`responses.create(stream=True)` and the `responses.stream()` helper) and plain.
 //! Run `scripts/sdk-venv.sh` first; the interpreter is `TPSCOPE_OPENAI_PYTHON` or
 //! `<workspace>/.venv-sdk/bin/python`.
 
@@ -58,6 +59,40 @@ print(json.dumps({
 }))
 "#;
 
+const RESPONSES_SCRIPT: &str = r#"
+import json, sys
+import openai
+
+base, model = sys.argv[1], sys.argv[2]
+client = openai.OpenAI(base_url=base, api_key="sim", max_retries=0, timeout=30)
+events, text, usage, status = [], "", None, None
+for ev in client.responses.create(
+    model=model, input="Say something about rivers.", max_output_tokens=16,
+    stream=True, extra_body={"ignore_eos": True},
+):
+    events.append(ev.type)
+    if ev.type == "response.output_text.delta":
+        text += ev.delta
+    if ev.type == "response.completed":
+        usage = ev.response.usage.model_dump()
+        status = ev.response.status
+with client.responses.stream(
+    model=model, input=[{"role": "user", "content": "hi"}], max_output_tokens=7,
+    extra_body={"ignore_eos": True},
+) as stream:
+    helper_deltas = sum(1 for ev in stream if ev.type == "response.output_text.delta")
+    final = stream.get_final_response()
+plain = client.responses.create(
+    model=model, input="hi", max_output_tokens=5, extra_body={"ignore_eos": True},
+)
+print(json.dumps({
+    "events": events, "text": text, "usage": usage, "status": status,
+    "helper_deltas": helper_deltas, "helper_text": final.output_text,
+    "helper_usage": final.usage.model_dump(),
+    "plain_text": plain.output_text, "plain_usage": plain.usage.model_dump(),
+}))
+"#;
+
 fn python() -> PathBuf {
     match std::env::var_os("TPSCOPE_OPENAI_PYTHON") {
         Some(p) => PathBuf::from(p),
@@ -66,11 +101,16 @@ fn python() -> PathBuf {
 }
 
 /// Runs the script, killing it if it takes longer than `limit`.
-fn run_script(base_url: &str, model: &str, limit: Duration) -> (bool, String, String) {
+fn run_script(
+    script: &str,
+    base_url: &str,
+    model: &str,
+    limit: Duration,
+) -> (bool, String, String) {
     let py = python();
     let mut child = Command::new(&py)
         .arg("-c")
-        .arg(SCRIPT)
+        .arg(script)
         .arg(base_url)
         .arg(model)
         .stdout(Stdio::piped())
@@ -102,10 +142,11 @@ async fn official_openai_sdk_streams_a_chat_completion_with_usage() {
     let sim = start(fast_config()).await;
     let (base, model) = (sim.base_url(), sim.model_name().to_string());
     let m = model.clone();
-    let (ok, stdout, stderr) =
-        tokio::task::spawn_blocking(move || run_script(&base, &m, Duration::from_secs(120)))
-            .await
-            .unwrap();
+    let (ok, stdout, stderr) = tokio::task::spawn_blocking(move || {
+        run_script(SCRIPT, &base, &m, Duration::from_secs(120))
+    })
+    .await
+    .unwrap();
     sim.shutdown().await.unwrap();
     assert!(ok, "the SDK script failed:\n{stderr}");
     let v: Value = serde_json::from_str(stdout.trim()).expect("script prints JSON");
@@ -124,4 +165,41 @@ async fn official_openai_sdk_streams_a_chat_completion_with_usage() {
     assert_eq!(v["plain_usage"]["completion_tokens"], 5);
     assert_eq!(v["models"], serde_json::json!([model]));
     assert_eq!(v["not_found"], 404);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the openai Python SDK: run scripts/sdk-venv.sh"]
+async fn official_openai_sdk_streams_the_responses_api() {
+    let sim = start(fast_config()).await;
+    let (base, model) = (sim.base_url(), sim.model_name().to_string());
+    let (ok, stdout, stderr) = tokio::task::spawn_blocking(move || {
+        run_script(RESPONSES_SCRIPT, &base, &model, Duration::from_secs(120))
+    })
+    .await
+    .unwrap();
+    sim.shutdown().await.unwrap();
+    assert!(ok, "the SDK script failed:\n{stderr}");
+    let v: Value = serde_json::from_str(stdout.trim()).expect("script prints JSON");
+    let tok = Tokenizer::O200kBase;
+    let events: Vec<&str> = v["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap())
+        .collect();
+    assert_eq!(events.first(), Some(&"response.created"));
+    assert_eq!(events.last(), Some(&"response.completed"));
+    let deltas = events
+        .iter()
+        .filter(|e| **e == "response.output_text.delta")
+        .count();
+    assert_eq!(deltas, 16);
+    assert_eq!(tok.count(v["text"].as_str().unwrap()), 16);
+    assert_eq!(v["usage"]["output_tokens"], 16);
+    assert_eq!(v["status"], "incomplete");
+    assert_eq!(v["helper_deltas"], 7);
+    assert_eq!(tok.count(v["helper_text"].as_str().unwrap()), 7);
+    assert_eq!(v["helper_usage"]["output_tokens"], 7);
+    assert_eq!(tok.count(v["plain_text"].as_str().unwrap()), 5);
+    assert_eq!(v["plain_usage"]["output_tokens"], 5);
 }

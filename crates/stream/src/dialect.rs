@@ -8,7 +8,7 @@ use tpscope_model::Cause;
 
 use crate::account::{Decoder, StreamAccount};
 use crate::sse::Event;
-use crate::{anthropic, openai};
+use crate::{anthropic, openai, responses};
 
 /// Which wire format a response stream is in.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -18,6 +18,8 @@ pub enum Dialect {
     OpenAi,
     /// Anthropic Messages events ending in `event: message_stop`.
     Anthropic,
+    /// OpenAI Responses events ending in `response.completed` (or `.incomplete`).
+    Responses,
 }
 
 /// A response stream of a dialect chosen at run time.
@@ -30,6 +32,7 @@ impl Decoder for Dialect {
         match self {
             Dialect::OpenAi => <openai::OpenAi as Decoder>::MISSING_END,
             Dialect::Anthropic => <anthropic::Anthropic as Decoder>::MISSING_END,
+            Dialect::Responses => <responses::Responses as Decoder>::MISSING_END,
         }
     }
 
@@ -37,6 +40,7 @@ impl Decoder for Dialect {
         match self {
             Dialect::OpenAi => openai::decode(ev, now, account),
             Dialect::Anthropic => anthropic::decode(ev, now, account),
+            Dialect::Responses => responses::decode(ev, now, account),
         }
     }
 }
@@ -83,6 +87,7 @@ impl Dialect {
                 Ok(())
             }
             Dialect::Anthropic => anthropic::absorb_message(account, body, now),
+            Dialect::Responses => responses::absorb_response(account, body, now),
         }
     }
 }

@@ -83,6 +83,7 @@ fn split_endpoint(e: &str) -> Result<(String, Api), SpecError> {
         ("/chat/completions", Api::Chat),
         ("/completions", Api::Completions),
         ("/messages", Api::Anthropic),
+        ("/responses", Api::Responses),
     ] {
         if let Some(prefix) = t.strip_suffix(suffix) {
             return Ok((prefix.to_string(), api));
@@ -131,6 +132,10 @@ mod tests {
         assert_eq!(
             resolve("http://h:8000", Some("/v1/messages")),
             ("http://h:8000/v1".into(), Api::Anthropic, 0)
+        );
+        assert_eq!(
+            resolve("http://h:8000", Some("/v1/responses")),
+            ("http://h:8000/v1".into(), Api::Responses, 0)
         );
     }
 
