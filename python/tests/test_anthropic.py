@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
 import tpscope
 import tpscope.anthropic
-from conftest import records, ts_ns
+from conftest import records, ts_ns, serve
 
 anthropic = pytest.importorskip("anthropic")
 
@@ -66,13 +65,8 @@ class Handler(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def server():
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
-    srv.server_close()
-    thread.join()
+    with serve(Handler) as url:
+        yield url
 
 
 def test_messages_streams_and_replies_become_spans_with_usage(tmp_path, server):
