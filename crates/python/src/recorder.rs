@@ -217,7 +217,7 @@ impl PyRequest {
 
     /// The admitted handle, admitting it now if it was still queued.
     fn with<R>(&self, f: impl FnOnce(&Request) -> R) -> PyResult<R> {
-        if self.closed.load(Relaxed) && !matches!(&*self.lock(), Stage::Done) {
+        if self.closed.load(Relaxed) {
             return Err(closed_error(&self.path));
         }
         let mut stage = self.lock();
