@@ -260,3 +260,31 @@ def test_calls_after_close_raise_instead_of_vanishing(tmp_path):
         with rec.request("block"):
             pass
     assert rec.close()["spans"] == 0  # closing again is harmless
+
+
+def test_cause_of_reads_what_an_exception_was_raised_from_innermost_first():
+    class RemoteProtocolError(Exception):
+        pass
+
+    class APIConnectionError(Exception):
+        pass
+
+    class APIStatusError(Exception):
+        status_code = 503
+
+    def raised_from(outer, inner):
+        try:
+            try:
+                raise inner
+            except Exception as e:
+                raise outer from e
+        except Exception as e:
+            return e
+
+    # A stream the server cut, wrapped by the SDK: a disconnect, not a connect failure.
+    assert tpscope.cause_of(raised_from(APIConnectionError(), RemoteProtocolError())) == "disconnect"
+    assert tpscope.cause_of(APIConnectionError()) == "connect"
+    # An HTTP status decides over what it was raised from.
+    assert tpscope.cause_of(raised_from(APIStatusError(), TimeoutError())) == "http_5xx"
+    with pytest.raises(TypeError, match="python -m tpscope report --format"):
+        tpscope.analyze("x.jsonl", format="text")

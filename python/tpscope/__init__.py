@@ -215,6 +215,14 @@ def _paths(p: Union[PathLike, Iterable[PathLike]]) -> list:
     return [os.fspath(x) for x in p]
 
 
+def _json_only(name: str, command: str, options: Dict[str, Any]) -> None:
+    if "format" in options:
+        raise TypeError(
+            f"{name}() returns the JSON document as a dict and takes no format=; for "
+            f"text, markdown or csv run `python -m tpscope {command} --format ...`"
+        )
+
+
 def analyze(path_or_paths: Union[PathLike, Iterable[PathLike]], **options: Any) -> Dict[str, Any]:
     """The `tpscope.report/1` document of one or more span logs, exactly as
     `tpscope report --format json` prints it.
@@ -223,6 +231,7 @@ def analyze(path_or_paths: Union[PathLike, Iterable[PathLike]], **options: Any) 
     time_unit=None, skip_invalid=False, price_per_hour, price_per_mtok_in,
     price_per_mtok_out, goodput (goals as `ttft:500ms,tpot:50ms,e2e:10s`). Raises
     TpscopeError with the reader's message (file, line, field) on a bad log."""
+    _json_only("analyze", "report", options)
     return json.loads(_tpscope.analyze_json(_paths(path_or_paths), **options))
 
 
@@ -263,5 +272,6 @@ def compare(baseline: PathLike, candidate: PathLike, **options: Any) -> Dict[str
     max_goodput_drop=0.01 (judged when goodput goals are given), allow_mismatch=False,
     window, time_unit, skip_invalid, prices and goodput (as analyze).
     Shares are fractions (0.05 is 5%)."""
+    _json_only("compare", "compare", options)
     text, _status = _tpscope.compare_json(os.fspath(baseline), os.fspath(candidate), **options)
     return json.loads(text)
