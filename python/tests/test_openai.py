@@ -215,13 +215,18 @@ def test_raw_responses_and_the_stream_helper_are_recorded(tmp_path, start_sim):
             raw = await ac.chat.completions.with_raw_response.create(**chat(sim.model, 9), stream=True)
             async for _ in raw.parse():
                 pass
+        async with rec.request("async-streaming-response"):
+            async with ac.chat.completions.with_streaming_response.create(
+                    **chat(sim.model, 10), stream=True) as r:
+                async for _ in await r.parse():
+                    pass
         await ac.close()
 
     asyncio.run(in_async())
     rec.close()
     by_id = {s["request_id"]: s for s in records(path, "span")}
     for name, n in (("raw", 5), ("raw-streamed", 6), ("streaming-response", 7), ("helper", 8),
-                    ("async-raw", 9)):
+                    ("async-raw", 9), ("async-streaming-response", 10)):
         s = by_id[name]
         assert (s["status"], s["output_tokens"], s["token_source"]) == ("ok", n, "usage"), name
         assert s["attempts"][0]["http_status"] == 200, name
