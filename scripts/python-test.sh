@@ -16,6 +16,8 @@ pip=("$py" -m pip install --quiet --disable-pip-version-check)
 "${pip[@]}" "openai>=1.40,<4" pytest
 # The anthropic SDK is optional: its test is skipped when it does not install.
 "${pip[@]}" "anthropic>=0.30,<3" || echo "anthropic SDK not installed: its test will be skipped"
+# pandas is optional too: tpscope.spans' DataFrame check runs when it installs.
+"${pip[@]}" pandas || echo "pandas not installed: the DataFrame check will be skipped"
 echo "== pip install ./python (maturin builds the native module)"
 "${pip[@]}" --force-reinstall --no-deps ./python
 

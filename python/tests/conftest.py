@@ -9,6 +9,9 @@ import re
 import signal
 import subprocess
 import sys
+import threading
+from contextlib import contextmanager
+from http.server import ThreadingHTTPServer
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import List, Optional
@@ -70,6 +73,21 @@ def start_sim():
     yield start
     for sim in started:
         sim.stop()
+
+
+@contextmanager
+def serve(handler):
+    """A ThreadingHTTPServer with `handler` on a free loopback port, for APIs
+    tpscope sim does not speak; yields its base URL and always stops it."""
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{srv.server_address[1]}"
+    finally:
+        srv.shutdown()
+        srv.server_close()
+        thread.join()
 
 
 def ts_ns(text: Optional[str]) -> Optional[int]:

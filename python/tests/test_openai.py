@@ -169,3 +169,81 @@ def test_failed_calls_become_error_spans_with_their_cause(tmp_path, start_sim):
     assert by_id["retried"]["retry_causes"] == ["http_429"]
     unnamed = [s for s in spans if s.get("request_id") is None]
     assert [s["error"]["cause"] for s in unnamed] == ["http_429"]
+
+
+def test_instrumenting_again_records_on_the_new_recorder_and_a_closed_one_raises(tmp_path, start_sim):
+    sim = start_sim("--speed", "max")
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    rec = tpscope.Recorder(first, cap=1)
+    c = client(sim, rec)
+    c.chat.completions.create(**chat(sim.model, 3))
+    rec.close()
+    # The notebook cell closed its recorder; a call now must not vanish.
+    with pytest.raises(tpscope.TpscopeError, match="is closed.*instrument your client with it again"):
+        c.chat.completions.create(**chat(sim.model, 3))
+    rec2 = tpscope.Recorder(second, cap=1)
+    tpscope.openai.instrument(c, rec2)  # the cell run again
+    list(c.chat.completions.create(**chat(sim.model, 4), stream=True))
+    rec2.close()
+    assert len(records(first, "span")) == 1
+    [span] = records(second, "span")
+    assert span["output_tokens"] == 4
+
+
+def test_raw_responses_and_the_stream_helper_are_recorded(tmp_path, start_sim):
+    sim = start_sim("--speed", "max")
+    path = tmp_path / "t.jsonl"
+    rec = tpscope.Recorder(path, cap=1)
+    c = client(sim, rec)
+    with rec.request("raw"):
+        raw = c.chat.completions.with_raw_response.create(**chat(sim.model, 5))
+        assert raw.parse().usage.completion_tokens == 5
+    with rec.request("raw-streamed"):
+        raw = c.chat.completions.with_raw_response.create(**chat(sim.model, 6), stream=True)
+        assert sum(1 for ch in raw.parse() if ch.choices) == 8
+    with rec.request("streaming-response"):
+        with c.chat.completions.with_streaming_response.create(**chat(sim.model, 7), stream=True) as r:
+            list(r.parse())
+    with rec.request("helper"):
+        with c.chat.completions.stream(**chat(sim.model, 8)) as stream:
+            for _ in stream:
+                pass
+
+    async def in_async():
+        ac = client(sim, rec, openai.AsyncOpenAI)
+        async with rec.request("async-raw"):
+            raw = await ac.chat.completions.with_raw_response.create(**chat(sim.model, 9), stream=True)
+            async for _ in raw.parse():
+                pass
+        async with rec.request("async-streaming-response"):
+            async with ac.chat.completions.with_streaming_response.create(
+                    **chat(sim.model, 10), stream=True) as r:
+                async for _ in await r.parse():
+                    pass
+        await ac.close()
+
+    asyncio.run(in_async())
+    rec.close()
+    by_id = {s["request_id"]: s for s in records(path, "span")}
+    for name, n in (("raw", 5), ("raw-streamed", 6), ("streaming-response", 7), ("helper", 8),
+                    ("async-raw", 9), ("async-streaming-response", 10)):
+        s = by_id[name]
+        assert (s["status"], s["output_tokens"], s["token_source"]) == ("ok", n, "usage"), name
+        assert s["attempts"][0]["http_status"] == 200, name
+
+
+def test_a_stream_the_server_cuts_is_a_disconnect_not_a_connect_failure(tmp_path, start_sim):
+    sim = start_sim("--speed", "max", "--fault-cut", "1", "--cut-after", "3")
+    path = tmp_path / "t.jsonl"
+    rec = tpscope.Recorder(path, cap=1)
+    c = client(sim, rec)
+    with pytest.raises(Exception) as caught:
+        with rec.request("cut"):
+            for _ in c.chat.completions.create(**chat(sim.model, 20), stream=True):
+                pass
+    rec.close()
+    [span] = records(path, "span")
+    assert span["status"] == "error"
+    assert span["error"]["cause"] == "disconnect", (span["error"], repr(caught.value))
+    assert span["attempts"][-1]["http_status"] == 200
+    assert tpscope.cause_of(caught.value) == "disconnect"

@@ -218,3 +218,73 @@ def test_analyze_reads_a_rotation_by_its_base_name_and_warns_of_unknown_kinds(tm
         report = tpscope.analyze(tmp_path / "live.jsonl")
     assert report["runs"][0]["counts"]["spans"] == 10
     assert report == tpscope.analyze(whole)
+
+
+def test_bad_arguments_name_the_argument_and_the_value_to_use(tmp_path):
+    with pytest.raises(tpscope.TpscopeError, match=r"cap: 0 would admit no request.*cap=8"):
+        tpscope.Recorder(tmp_path / "a.jsonl", cap=0)
+    with pytest.raises(OverflowError, match=r"cap: 4294967296 is out of range"):
+        tpscope.Recorder(tmp_path / "b.jsonl", cap=2**32)
+    with pytest.raises(OverflowError, match=r"cap: -1 is out of range"):
+        tpscope.Recorder(tmp_path / "c.jsonl", cap=-1)
+    with pytest.raises(TypeError, match=r"cap: '8' is not an integer"):
+        tpscope.Recorder(tmp_path / "d.jsonl", cap="8")
+    with tpscope.Recorder(tmp_path / "e.jsonl", cap=2) as rec:
+        with pytest.raises(tpscope.TpscopeError, match="cap: 0 would admit"):
+            rec.set_cap(0)
+        r = rec.queued("x")
+        with pytest.raises(OverflowError, match=r"^n: -3 is out of range"):
+            r.tokens(-3)
+        with pytest.raises(OverflowError, match="output_tokens: 18446744073709551616"):
+            r.finish_ok(output_tokens=2**64)
+        r.finish_ok(output_tokens=2)
+    path = tmp_path / "e.jsonl"
+    with pytest.raises(tpscope.TpscopeError) as e:
+        tpscope.Recorder(path)
+    assert 'mode="append"' in str(e.value) and 'mode="overwrite"' in str(e.value)
+    assert "OpenMode" not in str(e.value)
+    with pytest.raises(tpscope.TpscopeError, match='mode: `sideways` is not "new"'):
+        tpscope.Recorder(tmp_path / "f.jsonl", mode="sideways")
+
+
+def test_calls_after_close_raise_instead_of_vanishing(tmp_path):
+    rec = tpscope.Recorder(tmp_path / "t.jsonl", cap=2)
+    open_request = rec.queued("open")
+    assert rec.close()["unfinished"] == 1
+    assert rec.closed
+    for call in (lambda: rec.queued("late"), lambda: rec.set_cap(3), rec.flush,
+                 lambda: open_request.tokens(1), open_request.finish_ok):
+        with pytest.raises(tpscope.TpscopeError, match="is closed.*open a new tpscope.Recorder"):
+            call()
+    with pytest.raises(tpscope.TpscopeError, match="is closed"):
+        with rec.request("block"):
+            pass
+    assert rec.close()["spans"] == 0  # closing again is harmless
+
+
+def test_cause_of_reads_what_an_exception_was_raised_from_innermost_first():
+    class RemoteProtocolError(Exception):
+        pass
+
+    class APIConnectionError(Exception):
+        pass
+
+    class APIStatusError(Exception):
+        status_code = 503
+
+    def raised_from(outer, inner):
+        try:
+            try:
+                raise inner
+            except Exception as e:
+                raise outer from e
+        except Exception as e:
+            return e
+
+    # A stream the server cut, wrapped by the SDK: a disconnect, not a connect failure.
+    assert tpscope.cause_of(raised_from(APIConnectionError(), RemoteProtocolError())) == "disconnect"
+    assert tpscope.cause_of(APIConnectionError()) == "connect"
+    # An HTTP status decides over what it was raised from.
+    assert tpscope.cause_of(raised_from(APIStatusError(), TimeoutError())) == "http_5xx"
+    with pytest.raises(TypeError, match="python -m tpscope report --format"):
+        tpscope.analyze("x.jsonl", format="text")

@@ -72,6 +72,24 @@ impl SessionIds {
         n
     }
 
+    /// Each session's id, indexed by its number (the reverse of
+    /// [`SessionIds::number`], for the per-span export).
+    pub fn names(&self) -> Vec<Box<str>> {
+        let mut out = vec![Box::<str>::default(); self.len()];
+        let dense = self.dense.iter().enumerate().filter(|(_, n)| **n != UNSEEN);
+        for (i, &n) in dense {
+            if let Some(slot) = out.get_mut(n as usize) {
+                *slot = i.to_string().into();
+            }
+        }
+        for (id, &n) in &self.other {
+            if let Some(slot) = out.get_mut(n as usize) {
+                *slot = id.clone();
+            }
+        }
+        out
+    }
+
     /// Sessions numbered so far.
     pub fn len(&self) -> usize {
         self.count as usize
@@ -303,6 +321,22 @@ mod tests {
     use super::*;
     use crate::input::ClientFacts;
     use tpscope_model::{Cause, Timestamp};
+
+    #[test]
+    fn names_reverse_the_numbers_of_dense_and_hashed_ids() {
+        let mut ids = SessionIds::default();
+        assert_eq!(ids.number("7"), 0);
+        assert_eq!(ids.number("chat-a"), 1);
+        assert_eq!(ids.number("0"), 2);
+        assert_eq!(ids.number("7"), 0);
+        assert_eq!(
+            ids.names()
+                .iter()
+                .map(|n| n.to_string())
+                .collect::<Vec<_>>(),
+            ["7", "chat-a", "0"]
+        );
+    }
 
     /// A span of session `session`, turn `turn`, queued at `q_ms`, admitted at
     /// once, its first token `ttft_ms` later and released 100 ms after that.

@@ -13,7 +13,7 @@ use tpscope_log::{ChooseRun, LogSet, ReadOptions, TimeUnit, read_paths};
 
 use crate::err;
 
-fn read_options(time_unit: Option<&str>, skip_invalid: bool) -> PyResult<ReadOptions> {
+pub(crate) fn read_options(time_unit: Option<&str>, skip_invalid: bool) -> PyResult<ReadOptions> {
     let time_unit = time_unit
         .map(|u| {
             u.parse::<TimeUnit>()
@@ -63,7 +63,7 @@ fn options(
 
 /// Reads span logs as the CLI does: a rotation's base name reads its files as
 /// one run.
-fn read(paths: &[PathBuf], opts: ReadOptions) -> PyResult<LogSet> {
+pub(crate) fn read(paths: &[PathBuf], opts: ReadOptions) -> PyResult<LogSet> {
     read_paths(&tpscope_log::expand_rotations(paths).files, opts).map_err(err)
 }
 
@@ -77,9 +77,10 @@ fn warn_all(py: Python<'_>, warnings: &[String]) -> PyResult<()> {
     Ok(())
 }
 
-/// The `tpscope.report/1` document of the span logs `paths`, as JSON text.
+/// The `tpscope.report/1` document of the span logs `paths`, as JSON text (or the
+/// text, markdown or per-span CSV that `tpscope report --format` prints).
 #[pyfunction]
-#[pyo3(signature = (paths, *, window="full", bucket="1s", time_unit=None, skip_invalid=false, price_per_hour=None, price_per_mtok_in=None, price_per_mtok_out=None, goodput=None))]
+#[pyo3(signature = (paths, *, window="full", bucket="1s", time_unit=None, skip_invalid=false, price_per_hour=None, price_per_mtok_in=None, price_per_mtok_out=None, goodput=None, format="json"))]
 #[allow(clippy::too_many_arguments)]
 pub fn analyze_json(
     py: Python<'_>,
@@ -92,7 +93,13 @@ pub fn analyze_json(
     price_per_mtok_in: Option<f64>,
     price_per_mtok_out: Option<f64>,
     goodput: Option<&str>,
+    format: &str,
 ) -> PyResult<String> {
+    if !["json", "text", "markdown", "csv"].contains(&format) {
+        return Err(err(format!(
+            "format: `{format}` is not \"json\", \"text\", \"markdown\" or \"csv\""
+        )));
+    }
     if paths.is_empty() {
         return Err(err("analyze: no span log given"));
     }
@@ -101,7 +108,8 @@ pub fn analyze_json(
     if bucket.is_zero() {
         return Err(err("bucket: the bucket must be longer than 0"));
     }
-    let read_opts = read_options(time_unit, skip_invalid)?;
+    let mut read_opts = read_options(time_unit, skip_invalid)?;
+    read_opts.keep_span_ids = format == "csv";
     let opts = options(
         window,
         Some(bucket),
@@ -111,7 +119,19 @@ pub fn analyze_json(
     let (json, skipped) = py.detach(|| {
         let set = read(&paths, read_opts)?;
         let report = tpscope_log::report(&set, &opts);
-        let bytes = tpscope_render::json(&report).map_err(err)?;
+        let bytes = match format {
+            "text" => tpscope_render::text::render(&report),
+            "markdown" => tpscope_render::markdown::render(&report),
+            "csv" => {
+                let runs: Vec<_> = set
+                    .runs
+                    .iter()
+                    .map(|r| (&r.input, r.span_ids.as_slice(), r.span_text.as_slice()))
+                    .collect();
+                tpscope_render::csv_out::render(&runs).map_err(err)?
+            }
+            _ => tpscope_render::json(&report).map_err(err)?,
+        };
         Ok::<_, PyErr>((
             String::from_utf8(bytes).map_err(err)?,
             set.unknown_kind_warnings(),
@@ -147,9 +167,10 @@ fn side(
     Ok((chosen.clone(), source, warnings))
 }
 
-/// The `tpscope.compare/1` document of a candidate run against a baseline, as JSON.
+/// The `tpscope.compare/1` document of a candidate run against a baseline, as JSON
+/// (or the text or markdown `tpscope compare` prints), with the CLI's exit status.
 #[pyfunction]
-#[pyo3(signature = (baseline, candidate, *, baseline_run=None, candidate_run=None, resamples=2000, seed=1, confidence=0.95, min_tps_gain=0.0, max_success_drop=0.01, min_gap_drop=0.0, max_retry_rise=0.01, max_goodput_drop=0.01, allow_mismatch=false, window="full", time_unit=None, skip_invalid=false, price_per_hour=None, price_per_mtok_in=None, price_per_mtok_out=None, goodput=None))]
+#[pyo3(signature = (baseline, candidate, *, baseline_run=None, candidate_run=None, resamples=2000, seed=1, confidence=0.95, min_tps_gain=0.0, max_success_drop=0.01, min_gap_drop=0.0, max_retry_rise=0.01, max_goodput_drop=0.01, allow_mismatch=false, window="full", time_unit=None, skip_invalid=false, price_per_hour=None, price_per_mtok_in=None, price_per_mtok_out=None, goodput=None, format="json"))]
 #[allow(clippy::too_many_arguments)]
 pub fn compare_json(
     py: Python<'_>,
@@ -173,7 +194,13 @@ pub fn compare_json(
     price_per_mtok_in: Option<f64>,
     price_per_mtok_out: Option<f64>,
     goodput: Option<&str>,
-) -> PyResult<String> {
+    format: &str,
+) -> PyResult<(String, u8)> {
+    if !["json", "text", "markdown"].contains(&format) {
+        return Err(err(format!(
+            "format: `{format}` is not \"json\", \"text\" or \"markdown\""
+        )));
+    }
     let cfg = CompareConfig {
         thresholds: Thresholds {
             min_tps_gain,
@@ -247,7 +274,13 @@ pub fn compare_json(
         warnings.extend(cwarnings);
         warnings.append(&mut compared.comparison.warnings);
         compared.comparison.warnings = warnings;
-        let bytes = tpscope_render::compare::json(&compared.comparison).map_err(err)?;
-        String::from_utf8(bytes).map_err(err)
+        let c = &compared.comparison;
+        let bytes = match format {
+            "text" => tpscope_render::compare::text(c),
+            "markdown" => tpscope_render::compare::markdown(c),
+            _ => tpscope_render::compare::json(c).map_err(err)?,
+        };
+        let status = tpscope_render::compare::exit_code(c.overall);
+        Ok((String::from_utf8(bytes).map_err(err)?, status))
     })
 }

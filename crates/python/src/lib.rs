@@ -6,7 +6,9 @@
 use pyo3::prelude::*;
 
 mod analysis;
+mod args;
 mod recorder;
+mod spans;
 
 pyo3::create_exception!(
     _tpscope,
@@ -23,6 +25,7 @@ pub(crate) fn err(e: impl std::fmt::Display) -> PyErr {
 #[pymodule]
 fn _tpscope(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("TpscopeError", m.py().get_type::<TpscopeError>())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add(
         "CAUSES",
         tpscope_model::Cause::ALL
@@ -36,5 +39,6 @@ fn _tpscope(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<recorder::PyRequest>()?;
     m.add_function(wrap_pyfunction!(analysis::analyze_json, m)?)?;
     m.add_function(wrap_pyfunction!(analysis::compare_json, m)?)?;
+    m.add_function(wrap_pyfunction!(spans::spans_columns, m)?)?;
     Ok(())
 }

@@ -4,20 +4,24 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use tpscope_model::Cause;
-use tpscope_record::{OpenMode, Queued, Recorder, Request, RunInfo, Usage};
+use tpscope_record::{OpenMode, Queued, RecordError, Recorder, Request, RunInfo, Usage};
 
+use crate::args::{count, positive_cap};
 use crate::err;
 
 /// Records one run of your own requests into a span log (`tpscope.spans/1`).
 #[pyclass(name = "Recorder", module = "tpscope._tpscope", subclass, frozen)]
 pub struct PyRecorder {
     inner: Recorder,
+    /// Set by `close()`: later calls raise instead of recording nothing.
+    closed: Arc<AtomicBool>,
 }
 
 fn open_mode(mode: &str) -> PyResult<OpenMode> {
@@ -26,9 +30,32 @@ fn open_mode(mode: &str) -> PyResult<OpenMode> {
         "append" => Ok(OpenMode::Append),
         "overwrite" => Ok(OpenMode::Overwrite),
         _ => Err(err(format!(
-            "mode: `{mode}` is not new, append or overwrite"
+            "mode: `{mode}` is not \"new\", \"append\" or \"overwrite\""
         ))),
     }
+}
+
+/// The recorder's open errors in Python terms (the Rust message names `OpenMode`).
+fn open_error(e: RecordError) -> PyErr {
+    match e {
+        RecordError::Exists { path } => err(format!(
+            "{}: already exists; a span log is never overwritten unless asked: pass \
+             mode=\"append\" to add this run after the runs in it, mode=\"overwrite\" to \
+             replace it, or choose a new path",
+            path.display()
+        )),
+        e => err(e),
+    }
+}
+
+/// The error of a call into a closed recorder.
+fn closed_error(path: &std::path::Path) -> PyErr {
+    err(format!(
+        "the Recorder for {} is closed, so this would not be recorded: open a new \
+         tpscope.Recorder (and instrument your client with it again, e.g. \
+         tpscope.openai.instrument(client, rec))",
+        path.display()
+    ))
 }
 
 /// A cadence given as seconds (a number) or in the duration grammar (`"10ms"`).
@@ -57,7 +84,7 @@ impl PyRecorder {
     #[allow(clippy::too_many_arguments)]
     fn new(
         path: PathBuf,
-        cap: Option<u32>,
+        cap: Option<&Bound<'_, PyAny>>,
         labels: Option<BTreeMap<String, String>>,
         sample_interval: Option<&Bound<'_, PyAny>>,
         mode: &str,
@@ -66,7 +93,7 @@ impl PyRecorder {
         api: Option<String>,
     ) -> PyResult<Self> {
         let mut info = RunInfo::new();
-        info.cap = cap;
+        info.cap = cap.map(|c| positive_cap("cap", c)).transpose()?;
         info.labels = labels.unwrap_or_default();
         if let Some(v) = sample_interval {
             info.sample_interval = Some(interval(v)?);
@@ -80,22 +107,36 @@ impl PyRecorder {
         if let Some(a) = api {
             info = info.api(a);
         }
-        let inner = Recorder::open(path, info, open_mode(mode)?).map_err(err)?;
-        Ok(PyRecorder { inner })
+        let inner = Recorder::open(path, info, open_mode(mode)?).map_err(open_error)?;
+        Ok(PyRecorder {
+            inner,
+            closed: Arc::new(AtomicBool::new(false)),
+        })
     }
 
     /// A request became ready: stamps `queued_at` and returns its handle. `id` is
     /// written as the span's `request_id`; empty: the server's response id, if any.
-    #[pyo3(signature = (id=String::new()))]
-    fn queued(&self, id: String) -> PyRequest {
-        PyRequest {
-            stage: Mutex::new(Stage::Queued(self.inner.queued(id))),
-        }
+    #[pyo3(signature = (id=None))]
+    fn queued(&self, id: Option<String>) -> PyResult<PyRequest> {
+        self.open()?;
+        Ok(PyRequest {
+            stage: Mutex::new(Stage::Queued(self.inner.queued(id.unwrap_or_default()))),
+            closed: self.closed.clone(),
+            path: self.inner.path().to_path_buf(),
+        })
     }
 
     /// Changes the in-flight cap from now on (recorded as a sample).
-    fn set_cap(&self, cap: u32) {
-        self.inner.set_cap(cap);
+    fn set_cap(&self, cap: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.open()?;
+        self.inner.set_cap(positive_cap("cap", cap)?);
+        Ok(())
+    }
+
+    /// Whether `close()` was called.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.closed.load(Relaxed)
     }
 
     /// The run's id.
@@ -116,13 +157,17 @@ impl PyRecorder {
     }
 
     /// Waits until every span finished so far is written and flushed.
-    fn flush(&self, py: Python<'_>) {
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        self.open()?;
         py.detach(|| self.inner.flush());
+        Ok(())
     }
 
     /// Ends the run (writes the `end` record); returns what was written:
-    /// `spans`, `ok`, `error`, `cancelled`, `samples`, `unfinished`.
+    /// `spans`, `ok`, `error`, `cancelled`, `samples`, `unfinished`. Closing again
+    /// returns zeros; any other call afterwards raises.
     fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        self.closed.store(true, Relaxed);
         let closed = py.detach(|| self.inner.close()).map_err(err)?;
         let d = PyDict::new(py);
         let c = closed.counts;
@@ -133,6 +178,15 @@ impl PyRecorder {
         d.set_item("samples", c.samples)?;
         d.set_item("unfinished", closed.unfinished)?;
         Ok(d)
+    }
+}
+
+impl PyRecorder {
+    fn open(&self) -> PyResult<()> {
+        if self.closed.load(Relaxed) {
+            return Err(closed_error(self.inner.path()));
+        }
+        Ok(())
     }
 }
 
@@ -147,6 +201,9 @@ enum Stage {
 #[pyclass(name = "Request", module = "tpscope._tpscope", frozen)]
 pub struct PyRequest {
     stage: Mutex<Stage>,
+    /// The recorder's closed flag: a request finished after the close is not written.
+    closed: Arc<AtomicBool>,
+    path: PathBuf,
 }
 
 fn cause(name: &str) -> PyResult<Cause> {
@@ -160,6 +217,9 @@ impl PyRequest {
 
     /// The admitted handle, admitting it now if it was still queued.
     fn with<R>(&self, f: impl FnOnce(&Request) -> R) -> PyResult<R> {
+        if self.closed.load(Relaxed) {
+            return Err(closed_error(&self.path));
+        }
         let mut stage = self.lock();
         if let Stage::Queued(_) = &*stage {
             let Stage::Queued(q) = std::mem::replace(&mut *stage, Stage::Done) else {
@@ -196,9 +256,22 @@ impl PyRequest {
     }
 
     /// `n` output tokens (or chunks) arrived now; the first call stamps the first token.
-    #[pyo3(signature = (n=1))]
-    fn tokens(&self, n: u64) -> PyResult<()> {
+    #[pyo3(signature = (n=None), text_signature = "(self, n=1)")]
+    fn tokens(&self, n: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let n = n.map(|n| count("n", n)).transpose()?.unwrap_or(1);
         self.with(|r| r.tokens(n))
+    }
+
+    /// The current attempt's HTTP status (the response head's).
+    fn http_status(&self, status: &Bound<'_, PyAny>) -> PyResult<()> {
+        let status: u16 = crate::args::int("status", status, "an HTTP status such as 200")?;
+        self.with(|r| r.http_status(status))
+    }
+
+    /// The current attempt's whole received text: without usage at the finish, the
+    /// span's tokens are counted in it by the offline tokenizer (not by chunks).
+    fn text(&self, text: String) -> PyResult<()> {
+        self.with(|r| r.text(text))
     }
 
     /// The server's id for this response (the span's `request_id` when unnamed).
@@ -215,29 +288,38 @@ impl PyRequest {
     /// It succeeded; with `output_tokens` (the server's usage) the span counts those,
     /// otherwise the tokens given to `tokens()`.
     #[pyo3(signature = (output_tokens=None, input_tokens=None))]
-    fn finish_ok(&self, output_tokens: Option<u64>, input_tokens: Option<u64>) -> PyResult<()> {
-        let usage = output_tokens.map(|o| Usage {
-            completion_tokens: o,
-            prompt_tokens: input_tokens,
-        });
+    fn finish_ok(
+        &self,
+        output_tokens: Option<&Bound<'_, PyAny>>,
+        input_tokens: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let input_tokens = input_tokens.map(|n| count("input_tokens", n)).transpose()?;
+        let usage = output_tokens
+            .map(|n| count("output_tokens", n))
+            .transpose()?
+            .map(|o| Usage {
+                completion_tokens: o,
+                prompt_tokens: input_tokens,
+            });
         self.take()?.finish_ok(usage);
         Ok(())
     }
 
     /// It failed for good with `cause` (one of `tpscope.CAUSES`) and a message.
-    #[pyo3(signature = (cause, message=String::new()))]
-    fn finish_err(&self, cause: &str, message: String) -> PyResult<()> {
+    #[pyo3(signature = (cause, message=None))]
+    fn finish_err(&self, cause: &str, message: Option<String>) -> PyResult<()> {
+        let message = message.unwrap_or_default();
         let c = self::cause(cause)?;
         if c == Cause::Cancelled {
-            return self.cancel(message);
+            return self.cancel(&message);
         }
         self.take()?.finish_err(c, message);
         Ok(())
     }
 
     /// It was abandoned (a cancelled span), in the queue or holding a slot.
-    #[pyo3(signature = (why=String::from("cancelled")))]
-    fn cancel(&self, why: String) -> PyResult<()> {
+    #[pyo3(signature = (why="cancelled"))]
+    fn cancel(&self, why: &str) -> PyResult<()> {
         match std::mem::replace(&mut *self.lock(), Stage::Done) {
             Stage::Queued(q) => q.cancel(why),
             Stage::Admitted(r) => r.cancel(why),

@@ -38,6 +38,7 @@ pub mod assemble;
 pub mod attempt;
 pub mod lag;
 pub mod live;
+mod lock;
 pub mod recorder;
 pub mod request;
 pub mod run;

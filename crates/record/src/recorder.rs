@@ -59,6 +59,19 @@ pub enum RecordError {
         /// The file.
         path: PathBuf,
     },
+    /// Another recorder (in this process or another) is writing the file.
+    #[error(
+        "{}: another recorder is writing it ({holder}); two writers would interleave \
+         their lines into an unreadable log: give each process its own file and read \
+         them together (`tpscope report a.jsonl b.jsonl`)",
+        path.display()
+    )]
+    Locked {
+        /// The file.
+        path: PathBuf,
+        /// Who holds it, as the system says (`process 4031: python worker.py`).
+        holder: String,
+    },
     /// Opening, reading or writing the file failed.
     #[error("{}: {source}", path.display())]
     Io {
@@ -270,17 +283,32 @@ fn open_file(path: &Path, mode: OpenMode) -> Result<File, RecordError> {
         source,
     };
     match mode {
-        OpenMode::New => OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(path)
-            .map_err(|e| match e.kind() {
-                io::ErrorKind::AlreadyExists => RecordError::Exists {
-                    path: path.to_path_buf(),
-                },
-                _ => io(e),
-            }),
-        OpenMode::Overwrite => File::create(path).map_err(io),
+        OpenMode::New => {
+            let f = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(path)
+                .map_err(|e| match e.kind() {
+                    io::ErrorKind::AlreadyExists => RecordError::Exists {
+                        path: path.to_path_buf(),
+                    },
+                    _ => io(e),
+                })?;
+            crate::lock::lock(&f, path)?;
+            Ok(f)
+        }
+        OpenMode::Overwrite => {
+            // Locked before it is emptied: a file another recorder writes is kept.
+            let f = OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(path)
+                .map_err(io)?;
+            crate::lock::lock(&f, path)?;
+            f.set_len(0).map_err(io)?;
+            Ok(f)
+        }
         OpenMode::Append => {
             let mut f = OpenOptions::new()
                 .read(true)
@@ -288,6 +316,7 @@ fn open_file(path: &Path, mode: OpenMode) -> Result<File, RecordError> {
                 .create(true)
                 .open(path)
                 .map_err(io)?;
+            crate::lock::lock(&f, path)?;
             if f.metadata().map_err(io)?.len() > 0 {
                 let mut last = [0u8];
                 f.seek(SeekFrom::End(-1)).map_err(io)?;

@@ -53,6 +53,8 @@ impl Queued {
             first_token_at: Cell::new(None),
             last_token_at: Cell::new(None),
             tokens: Cell::new(0),
+            http_status: Cell::new(None),
+            text: RefCell::new(None),
             response_id: RefCell::new(None),
             retried: RefCell::new(Vec::new()),
             done: false,
@@ -93,6 +95,11 @@ pub struct Request {
     first_token_at: Cell<Option<Timestamp>>,
     last_token_at: Cell<Option<Timestamp>>,
     tokens: Cell<u64>,
+    /// The current attempt's HTTP status, when the caller saw one.
+    http_status: Cell<Option<u16>>,
+    /// The current attempt's received text, when the caller gave it (counted by the
+    /// tokenizer on the writer when no usage came).
+    text: RefCell<Option<String>>,
     response_id: RefCell<Option<String>>,
     retried: RefCell<Vec<Outcome>>,
     done: bool,
@@ -103,6 +110,18 @@ impl Request {
     /// `request_id` when the request was queued without a name of its own.
     pub fn response_id(&self, id: impl Into<String>) {
         *self.response_id.borrow_mut() = Some(id.into());
+    }
+
+    /// The current attempt's HTTP status (the response head's).
+    pub fn http_status(&self, status: u16) {
+        self.http_status.set(Some(status));
+    }
+
+    /// The current attempt's received text, whole: without a `usage` at the finish,
+    /// the writer counts it with the offline tokenizer (source `tokenizer:<name>`)
+    /// instead of counting chunks.
+    pub fn text(&self, text: impl Into<String>) {
+        *self.text.borrow_mut() = Some(text.into());
     }
 
     /// When it took its slot.
@@ -139,6 +158,8 @@ impl Request {
         self.retried.borrow_mut().push(failed);
         self.attempt_start.set(now);
         self.response_id.borrow_mut().take();
+        self.text.borrow_mut().take();
+        self.http_status.set(None);
         self.first_token_at.set(None);
         self.last_token_at.set(None);
         self.tokens.set(0);
@@ -187,7 +208,7 @@ impl Request {
                 first_token_at: self.first_token_at.get(),
                 ended_at,
                 end_at: None,
-                http_status: None,
+                http_status: self.http_status.get(),
                 cause,
                 tokens: 0,
                 connection_reused: None,
@@ -203,7 +224,7 @@ impl Request {
             last_token_at: self.last_token_at.get(),
             usage,
             content_chunks: self.tokens.get(),
-            text: None,
+            text: self.text.borrow().clone(),
             chunks: None,
             retry_after: None,
             error_message,
