@@ -3,67 +3,28 @@
 //! (the functions the CLI calls), returned as text for the Python side to parse.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use pyo3::prelude::*;
 use tpscope_analysis::compare::{CompareConfig, RunRef, Setting, Thresholds, compare};
 use tpscope_analysis::stats::bootstrap::BootstrapConfig;
-use tpscope_analysis::{Options, Prices, WindowSpec, parse_goals};
-use tpscope_log::{ChooseRun, LogSet, ReadOptions, TimeUnit, read_paths};
+use tpscope_analysis::{ChooseRun, Settings, SettingsText};
+use tpscope_log::{LogSet, ReadOptions, read_paths};
 
 use crate::err;
 
-fn read_options(time_unit: Option<&str>, skip_invalid: bool) -> PyResult<ReadOptions> {
-    let time_unit = time_unit
-        .map(|u| {
-            u.parse::<TimeUnit>()
-                .map_err(|e| err(format!("time_unit: {e}")))
-        })
-        .transpose()?;
-    Ok(ReadOptions {
-        time_unit,
-        skip_invalid,
-        keep_span_ids: false,
-    })
-}
-
-fn price(name: &str, v: Option<f64>) -> PyResult<Option<f64>> {
-    match v {
-        Some(p) if !p.is_finite() || p < 0.0 => {
-            Err(err(format!("{name}: {p} is not a non-negative price")))
-        }
-        _ => Ok(v),
-    }
-}
-
-fn options(
-    window: &str,
-    bucket: Option<Duration>,
-    prices: (Option<f64>, Option<f64>, Option<f64>),
-    goodput: Option<&str>,
-) -> PyResult<Options> {
-    let goals = goodput
-        .map(|g| parse_goals(g).map_err(|e| err(format!("goodput: {e}"))))
-        .transpose()?;
-    Ok(Options {
-        goals,
-        window: window
-            .parse::<WindowSpec>()
-            .map_err(|e| err(format!("window: {e}")))?,
-        bucket,
-        prices: Prices {
-            per_hour: price("price_per_hour", prices.0)?,
-            per_mtok_in: price("price_per_mtok_in", prices.1)?,
-            per_mtok_out: price("price_per_mtok_out", prices.2)?,
-        },
-        ..Options::default()
-    })
+/// The settings, validated as the CLI's flags are; each error names its argument.
+fn settings(text: &SettingsText<'_>) -> PyResult<Settings> {
+    Settings::new(text).map_err(|e| err(format!("{}: {e}", e.setting.key())))
 }
 
 /// Reads span logs as the CLI does: a rotation's base name reads its files as
-/// one run.
-fn read(paths: &[PathBuf], opts: ReadOptions) -> PyResult<LogSet> {
-    read_paths(&tpscope_log::expand_rotations(paths).files, opts).map_err(err)
+/// one run; with `from_`, the files are other tools' results, imported first.
+fn read(paths: &[PathBuf], settings: &Settings) -> PyResult<LogSet> {
+    let opts = ReadOptions::of(settings);
+    match settings.from {
+        Some(format) => tpscope_log::import::load_imported(format, paths, opts).map_err(err),
+        None => read_paths(&tpscope_log::expand_rotations(paths).files, opts).map_err(err),
+    }
 }
 
 /// Python `UserWarning`s (the CLI's stderr warnings).
@@ -78,7 +39,7 @@ fn warn_all(py: Python<'_>, warnings: &[String]) -> PyResult<()> {
 
 /// The `tpscope.report/1` document of the span logs `paths`, as JSON text.
 #[pyfunction]
-#[pyo3(signature = (paths, *, window="full", bucket="1s", time_unit=None, skip_invalid=false, price_per_hour=None, price_per_mtok_in=None, price_per_mtok_out=None, goodput=None))]
+#[pyo3(signature = (paths, *, window="full", bucket="1s", time_unit=None, skip_invalid=false, price_per_hour=None, price_per_mtok_in=None, price_per_mtok_out=None, goodput=None, slo_percentile=90.0, from_=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn analyze_json(
     py: Python<'_>,
@@ -91,25 +52,27 @@ pub fn analyze_json(
     price_per_mtok_in: Option<f64>,
     price_per_mtok_out: Option<f64>,
     goodput: Option<&str>,
+    slo_percentile: f64,
+    from_: Option<&str>,
 ) -> PyResult<String> {
     if paths.is_empty() {
         return Err(err("analyze: no span log given"));
     }
-    let bucket =
-        tpscope_model::units::parse_duration(bucket).map_err(|e| err(format!("bucket: {e}")))?;
-    if bucket.is_zero() {
-        return Err(err("bucket: the bucket must be longer than 0"));
-    }
-    let read_opts = read_options(time_unit, skip_invalid)?;
-    let opts = options(
+    let settings = settings(&SettingsText {
         window,
-        Some(bucket),
-        (price_per_hour, price_per_mtok_in, price_per_mtok_out),
-        goodput,
-    )?;
+        bucket: Some(bucket),
+        time_unit,
+        skip_invalid,
+        price_per_hour,
+        price_per_mtok_in,
+        price_per_mtok_out,
+        goodput: goodput.into_iter().collect(),
+        slo_percentile,
+        from: from_,
+    })?;
     let (json, skipped) = py.detach(|| {
-        let set = read(&paths, read_opts)?;
-        let report = tpscope_log::report(&set, &opts);
+        let set = read(&paths, &settings)?;
+        let report = tpscope_analysis::report(&set, &settings.options);
         let bytes = tpscope_render::json(&report).map_err(err)?;
         Ok::<_, PyErr>((
             String::from_utf8(bytes).map_err(err)?,
@@ -126,10 +89,10 @@ fn side(
     run: Option<&str>,
     side: &str,
     arg: &str,
-    read: ReadOptions,
+    settings: &Settings,
 ) -> PyResult<(tpscope_log::LoadedRun, String, Vec<String>)> {
-    let set = self::read(std::slice::from_ref(path), read)?;
-    let chosen = tpscope_log::choose_run(&set, run).map_err(|e| match e {
+    let set = read(std::slice::from_ref(path), settings)?;
+    let chosen = tpscope_analysis::choose_run(&set, run).map_err(|e| match e {
         ChooseRun::NotFound { .. } => err(format!("{arg}: {} {e}", path.display())),
         ChooseRun::Empty => err(format!("{}: {e} (the {side})", path.display())),
         ChooseRun::Several { .. } => err(format!(
@@ -141,14 +104,14 @@ fn side(
         Some(id) => format!("{}#{id}", path.display()),
         None => path.display().to_string(),
     };
-    let mut warnings = tpscope_log::side_warnings(&set, side);
+    let mut warnings = tpscope_analysis::side_warnings(&set, side);
     warnings.extend(set.unknown_kind_warnings());
     Ok((chosen.clone(), source, warnings))
 }
 
 /// The `tpscope.compare/1` document of a candidate run against a baseline, as JSON.
 #[pyfunction]
-#[pyo3(signature = (baseline, candidate, *, baseline_run=None, candidate_run=None, resamples=2000, seed=1, confidence=0.95, min_tps_gain=0.0, max_success_drop=0.01, min_gap_drop=0.0, max_retry_rise=0.01, max_goodput_drop=0.01, allow_mismatch=false, window="full", time_unit=None, skip_invalid=false, price_per_hour=None, price_per_mtok_in=None, price_per_mtok_out=None, goodput=None))]
+#[pyo3(signature = (baseline, candidate, *, baseline_run=None, candidate_run=None, resamples=2000, seed=1, confidence=0.95, min_tps_gain=0.0, max_success_drop=0.01, min_gap_drop=0.0, max_retry_rise=0.01, max_goodput_drop=0.01, allow_mismatch=false, window="full", time_unit=None, skip_invalid=false, price_per_hour=None, price_per_mtok_in=None, price_per_mtok_out=None, goodput=None, from_=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn compare_json(
     py: Python<'_>,
@@ -172,6 +135,7 @@ pub fn compare_json(
     price_per_mtok_in: Option<f64>,
     price_per_mtok_out: Option<f64>,
     goodput: Option<&str>,
+    from_: Option<&str>,
 ) -> PyResult<String> {
     let cfg = CompareConfig {
         thresholds: Thresholds {
@@ -200,28 +164,33 @@ pub fn compare_json(
         };
         err(format!("{}: {value} {e}", e.setting.key()))
     })?;
-    let read_opts = read_options(time_unit, skip_invalid)?;
     // The bootstrap chooses each run's bucket, as in the CLI.
-    let opts = options(
+    let settings = settings(&SettingsText {
         window,
-        None,
-        (price_per_hour, price_per_mtok_in, price_per_mtok_out),
-        goodput,
-    )?;
+        time_unit,
+        skip_invalid,
+        price_per_hour,
+        price_per_mtok_in,
+        price_per_mtok_out,
+        goodput: goodput.into_iter().collect(),
+        from: from_,
+        ..SettingsText::default()
+    })?;
+    let opts = settings.options;
     py.detach(|| {
         let (b, bsource, mut warnings) = side(
             &baseline,
             baseline_run,
             "baseline",
             "baseline_run",
-            read_opts,
+            &settings,
         )?;
         let (c, csource, cwarnings) = side(
             &candidate,
             candidate_run,
             "candidate",
             "candidate_run",
-            read_opts,
+            &settings,
         )?;
         let mut compared = compare(
             RunRef {
