@@ -1,14 +1,37 @@
 //! From a set of read runs to what `report` and `compare` analyse: the report of
-//! every run, one run chosen by id, a side's reader warnings. The reader's set
-//! ([`RunSet`], implemented by `tpscope_log::LogSet`) is all they need, so the CLI
-//! and the Python package build the same `tpscope.report/1` document.
+//! every run (the `tpscope.report/1` document, [`Report`]), one run chosen by id,
+//! a side's reader warnings. The reader's set ([`RunSet`], implemented by
+//! `tpscope_log::LogSet`) is all they need, so the CLI and the Python package
+//! build the same document.
 
 use std::collections::BTreeMap;
 
-use crate::analyze::{Options, analyze};
+use serde::Serialize;
+
+use crate::analyze::analyze;
 use crate::input::RunInput;
-use crate::levels::sweep_tables;
-use crate::report::{REPORT_SCHEMA, Report};
+use crate::levels::{SweepTable, sweep_tables};
+use crate::report::RunReport;
+use crate::settings::Options;
+
+/// The schema name of the JSON report.
+pub const REPORT_SCHEMA: &str = "tpscope.report/1";
+
+/// Reports of every run read, plus what the reader had to say.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// Always [`REPORT_SCHEMA`].
+    pub schema: &'static str,
+    /// One report per run, in order of first appearance.
+    pub runs: Vec<RunReport>,
+    /// Records skipped (with `--skip-invalid`), by reason.
+    pub skipped: BTreeMap<String, u64>,
+    /// Reader warnings (cut-off last lines, runs without `run` or `end` records).
+    pub warnings: Vec<String>,
+    /// The table of each load sweep among the runs (one run per level).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sweeps: Vec<SweepTable>,
+}
 
 /// Runs as a reader gives them, with what it had to say.
 pub trait RunSet {

@@ -2,7 +2,8 @@
 //! `compare` (some of them `bench`'s too) and the keyword arguments of the Python
 //! package's `analyze` and `compare` — validated once into [`Settings`]. Each
 //! setting names itself the CLI's way ([`Setting::flag`]) and Python's
-//! ([`Setting::key`]); the checks and their messages are the same for both.
+//! ([`Setting::key`]); the checks and their messages are the same for both. The
+//! analysis part is [`Options`], which library callers may build directly.
 
 use std::time::Duration;
 
@@ -10,8 +11,43 @@ use tpscope_model::import_format::Format;
 use tpscope_model::units::parse_duration;
 use tpscope_model::{BadTimeUnit, TimeUnit};
 
-use crate::analyze::{DEFAULT_SLO_SHARE, Options, Prices, WindowSpec};
+use crate::cost::Prices;
 use crate::goodput::{Goals, parse_goals};
+use crate::window::WindowSpec;
+
+/// The share of a sweep level's requests that must meet the goals (`--slo-percentile 90`).
+pub const DEFAULT_SLO_SHARE: f64 = 0.9;
+
+/// How to analyse a run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Options {
+    /// The window.
+    pub window: WindowSpec,
+    /// Bucket length of the time series (`None`: no series).
+    pub bucket: Option<Duration>,
+    /// Prices for the cost section.
+    pub prices: Prices,
+    /// Warn when the exact and sampled gap fractions differ by more than this.
+    pub gap_disagreement: f64,
+    /// Latency goals for goodput (DESIGN.md §15); `None`: no goodput section.
+    pub goals: Option<Goals>,
+    /// A sweep level meets the goals when at least this share of its requests
+    /// met them (`--slo-percentile 90` is 0.9).
+    pub slo_share: f64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            window: WindowSpec::Full,
+            bucket: None,
+            prices: Prices::default(),
+            gap_disagreement: 0.02,
+            goals: None,
+            slo_share: DEFAULT_SLO_SHARE,
+        }
+    }
+}
 
 /// One setting of an analysis.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
