@@ -9,7 +9,7 @@ use tpscope_model::QueueTimes;
 
 use crate::counts::{WindowSpans, released_in, window_spans};
 use crate::diagnosis::{client_lag_from_samples, diagnose};
-use crate::idle::{IdleFigures, idle};
+use crate::idle::idle;
 use crate::input::RunInput;
 use crate::report::{RunReport, SourceCount};
 use crate::series::window_series;
@@ -85,15 +85,6 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
     if let Some(w) = count_check.as_ref().and_then(|c| c.warning.as_ref()) {
         warnings.push(w.clone());
     }
-    let IdleFigures {
-        gap_fraction,
-        gap_fraction_sampled,
-        gap_fraction_of_backlog,
-        utilization,
-        mean_in_flight,
-        mean_queue_depth,
-        idle,
-    } = idle;
     let run = input.run.as_ref();
     let mut report = RunReport {
         run_id: input.run_id.clone(),
@@ -116,13 +107,13 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
             .map(TokensPerSecond),
         counts,
         system_tps,
-        gap_fraction,
-        gap_fraction_sampled,
-        gap_fraction_of_backlog,
-        utilization,
-        mean_in_flight,
-        mean_queue_depth,
-        idle,
+        gap_fraction: idle.gap_fraction,
+        gap_fraction_sampled: idle.gap_fraction_sampled,
+        gap_fraction_of_backlog: idle.gap_fraction_of_backlog,
+        utilization: idle.utilization,
+        mean_in_flight: idle.mean_in_flight,
+        mean_queue_depth: idle.mean_queue_depth,
+        idle: idle.idle,
         distributions: summaries.distributions,
         conventional: summaries.conventional,
         missing: summaries.missing,

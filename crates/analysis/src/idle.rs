@@ -34,21 +34,15 @@ pub struct Idle {
     pub samples: u64,
 }
 
-/// The idle stage's figures (each `None` when it cannot be computed).
+/// The idle stage's figures, each the [`crate::RunReport`] field of its name
+/// (`None` when it cannot be computed).
 pub(crate) struct IdleFigures {
-    /// gap time / window length.
     pub gap_fraction: Option<f64>,
-    /// Share of the window's samples that saw a gap.
     pub gap_fraction_sampled: Option<f64>,
-    /// gap time / backlog time.
     pub gap_fraction_of_backlog: Option<f64>,
-    /// ∫ in_flight dt / ∫ cap dt.
     pub utilization: Option<f64>,
-    /// Time-weighted mean in-flight.
     pub mean_in_flight: Option<f64>,
-    /// Time-weighted mean queue depth.
     pub mean_queue_depth: Option<f64>,
-    /// Gap and backlog time.
     pub idle: Idle,
 }
 
