@@ -1,7 +1,7 @@
 //! From a run's facts to its [`RunReport`], in stages, each a function beside the
 //! section it computes: the window ([`crate::window`]), the sweep's figures
 //! (series, ramp, diagnosis), one pass over the window's spans
-//! ([`crate::counts`], distributions by [`crate::collect`]), idle time and the
+//! ([`crate::counts`], distributions by `collect`), idle time and the
 //! gap ([`crate::idle`]), the server's side, cost ([`crate::cost`]) and the
 //! measurement's quality. Warnings are pushed in that order.
 

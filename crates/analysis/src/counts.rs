@@ -1,6 +1,6 @@
 //! The collect stage of [`crate::analyze()`]: one pass over the spans released in
 //! the window, counting them by status and cause ([`Counts`]), feeding the
-//! distributions ([`crate::collect`]) and the goodput tally, and the window's
+//! distributions (`collect`) and the goodput tally, and the window's
 //! share of every ok span's output tokens (system TPS).
 
 use std::collections::BTreeMap;

@@ -1,6 +1,6 @@
 //! The distributions a report gives of the window's ok spans: the derived metrics
 //! ([`Distributions`]), the forms other tools print ([`Conventional`]) and stream
-//! TPS by output length ([`LengthBucket`]); collected by [`crate::collect`] from
+//! TPS by output length ([`LengthBucket`]); collected by `collect` from
 //! the rows of [`crate::METRICS`].
 
 use std::time::Duration;
