@@ -4,9 +4,9 @@
 
 use std::collections::BTreeMap;
 
+use crate::distributions::{Conventional, Distributions, LengthBucket};
 use crate::input::SpanFacts;
 use crate::metrics::{METRICS, missing, unstreamed_or};
-use crate::report::{Conventional, Distributions, LengthBucket};
 use crate::stats::{Summary, Tokens, TokensPerSecond};
 
 /// Output-length bucket edges for stream TPS by length (inclusive upper bounds).

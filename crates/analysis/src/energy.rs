@@ -19,7 +19,7 @@ use serde::Serialize;
 use tpscope_model::{GpuReading, ServerSampleRecord, Timestamp};
 
 use crate::input::RunInput;
-use crate::report::secs;
+use tpscope_model::time::duration_secs;
 
 /// A share of GPU utilisation below which, with a gap at or above
 /// [`GAP_NOTE`], the report puts the two side by side.
@@ -37,7 +37,7 @@ pub struct Energy {
     /// GPU-telemetry scrapes inside the window.
     pub scrapes: u64,
     /// The stretch the scrapes covered inside the window.
-    #[serde(rename = "measured_s", serialize_with = "secs")]
+    #[serde(rename = "measured_s", serialize_with = "duration_secs::serialize")]
     pub measured: Duration,
     /// Whether the energy came from DCGM's energy counters (else from power readings).
     pub from_counter: bool,
@@ -166,7 +166,10 @@ pub fn energy(
 fn counter_rise(readings: &[(Timestamp, &GpuReading)]) -> Option<f64> {
     let first = readings.iter().find_map(|(_, g)| g.energy_j)?;
     let last = readings.iter().rev().find_map(|(_, g)| g.energy_j)?;
-    let n = readings.iter().filter(|(_, g)| g.energy_j.is_some()).count();
+    let n = readings
+        .iter()
+        .filter(|(_, g)| g.energy_j.is_some())
+        .count();
     (n >= 2 && last >= first).then_some(last - first)
 }
 

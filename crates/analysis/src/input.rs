@@ -11,7 +11,7 @@ use tpscope_model::{
 
 use crate::count_check::CountTally;
 use crate::errors::ErrorMessages;
-use crate::sessions::{SessionIds, SessionTurn};
+use crate::session_ids::SessionIds;
 
 /// What the analysis needs of one span, without ids, text or attempt details
 /// (184 bytes, held by a test, so a million spans fit in memory comfortably).
@@ -108,6 +108,18 @@ impl ClientFacts {
 /// A count as the facts keep it.
 pub fn saturate(n: u64) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// A span's place in a multi-turn session: the session as a number (readers
+/// number a run's `session_id`s, [`SessionIds`], so that the facts hold no
+/// string) and the turn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SessionTurn {
+    /// The session's number within its run.
+    pub session: u32,
+    /// The turn (from 1; non-zero so that an absent session costs no more
+    /// room than a present one).
+    pub turn: NonZeroU32,
 }
 
 impl SpanFacts {
@@ -238,7 +250,7 @@ impl From<&SampleRecord> for SampleFacts {
     }
 }
 
-/// Everything known about one run, ready for [`crate::analyze`].
+/// Everything known about one run, ready for [`crate::analyze()`].
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct RunInput {
     /// The run's id.

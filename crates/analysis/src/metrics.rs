@@ -9,8 +9,8 @@ use std::time::Duration;
 use serde::Serialize;
 use tpscope_model::Timestamp;
 
+use crate::distributions::{Conventional, Distributions};
 use crate::input::SpanFacts;
-use crate::report::{Conventional, Distributions};
 use crate::stats::{Summary, TokensPerSecond};
 
 /// The unit a metric is measured in (renderers format by it).

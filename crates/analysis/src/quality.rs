@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use serde::Serialize;
+use tpscope_model::time::duration_secs;
 
 use crate::input::{RunInput, SpanFacts};
 
@@ -36,25 +37,25 @@ pub struct MeasurementQuality {
     /// Content chunks per socket read (above 1: the client drained several at once).
     pub chunks_per_read: Option<f64>,
     /// The client's worst lag: kernel arrival to the request's task, seconds.
-    #[serde(with = "opt_secs")]
+    #[serde(serialize_with = "duration_secs::option::serialize")]
     pub client_lag_max_s: Option<Duration>,
     /// p99 over requests of their worst lag, seconds.
-    #[serde(with = "opt_secs")]
+    #[serde(serialize_with = "duration_secs::option::serialize")]
     pub client_lag_p99_s: Option<Duration>,
     /// The longest time from the end marker's arrival to the slot's release (the
     /// client's lateness, kept out of `t_post`), seconds.
-    #[serde(with = "opt_secs")]
+    #[serde(serialize_with = "duration_secs::option::serialize")]
     pub release_late_max_s: Option<Duration>,
     /// Share of the sampler's ticks that were missed (the sampler thread ran late).
     pub sampler_missed_ticks: Option<f64>,
     /// Open loop: the latest a request was queued after its scheduled time (the
     /// client's pacing lateness, kept out of the gap), seconds.
-    #[serde(with = "opt_secs")]
+    #[serde(serialize_with = "duration_secs::option::serialize")]
     pub schedule_late_max_s: Option<Duration>,
     /// Requests sent again at once after a keep-alive race (not retries).
     pub resends: u64,
     /// The longest connect, seconds.
-    #[serde(with = "opt_secs")]
+    #[serde(serialize_with = "duration_secs::option::serialize")]
     pub connect_max_s: Option<Duration>,
     /// Connects of a second or more (a SYN retransmit: an accept queue overflowed).
     pub slow_connects: u64,
@@ -63,17 +64,6 @@ pub struct MeasurementQuality {
     /// Why, and what to do, when poor.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warning: Option<String>,
-}
-
-mod opt_secs {
-    use std::time::Duration;
-
-    pub fn serialize<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
-        match d {
-            Some(d) => s.serialize_some(&d.as_secs_f64()),
-            None => s.serialize_none(),
-        }
-    }
 }
 
 /// The measurement quality of the spans released in the window (`in_window`).

@@ -8,7 +8,8 @@ use serde::Serialize;
 
 use crate::input::RunInput;
 use crate::knee::{Knee, LevelPoint, knee};
-use crate::report::{TimeSeries, Window};
+use crate::series::TimeSeries;
+use crate::window::Window;
 
 /// Segments a ramp is cut into (fewer when the series has fewer buckets).
 pub const SEGMENTS: usize = 10;

@@ -3,15 +3,76 @@
 
 use std::time::Duration;
 
+use serde::Serialize;
 use tpscope_model::Status;
+use tpscope_model::time::duration_secs;
 
 use crate::input::{RunInput, SpanFacts};
-use crate::report::{Bucket, TimeSeries, Window};
 use crate::stats::{TokensPerSecond, ratio};
 use crate::sweep::{Integrals, Sweep};
+use crate::window::Window;
 
 /// The most buckets a time series may have; a finer bucket is refused by a warning.
 pub const MAX_BUCKETS: u64 = 1_000_000;
+
+/// One time bucket of the series.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Bucket {
+    /// Bucket start, as an offset from the window start.
+    #[serde(rename = "start_s", serialize_with = "duration_secs::serialize")]
+    pub start: Duration,
+    /// Bucket length (the last bucket may be shorter).
+    #[serde(rename = "duration_s", serialize_with = "duration_secs::serialize")]
+    pub duration: Duration,
+    /// Output tokens of ok spans attributed to this bucket (spread over each span's
+    /// [first_token_at, last_token_at], or at recorded chunk arrivals).
+    pub tokens: f64,
+    /// tokens / duration.
+    pub system_tps: Option<TokensPerSecond>,
+    /// Time-weighted mean in-flight.
+    pub in_flight: f64,
+    /// Time-weighted mean queue depth.
+    pub queue_depth: f64,
+    /// The cap in force at the bucket's end (`None`: uncapped or unknown).
+    pub cap: Option<u32>,
+    /// Gap time in the bucket.
+    #[serde(rename = "gap_s", serialize_with = "duration_secs::serialize")]
+    pub gap: Duration,
+    /// Backlog time in the bucket.
+    #[serde(rename = "backlog_s", serialize_with = "duration_secs::serialize")]
+    pub backlog: Duration,
+}
+
+/// A time series over the window.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TimeSeries {
+    /// Bucket length.
+    #[serde(rename = "bucket_s", serialize_with = "duration_secs::serialize")]
+    pub bucket: Duration,
+    /// The buckets, from the window start.
+    pub buckets: Vec<Bucket>,
+}
+
+/// The series stage of [`crate::analyze()`]: the window's series in buckets of
+/// `bucket` (`None` without a bucket or a window, or, with a warning, when the
+/// bucket would make more than [`MAX_BUCKETS`]).
+pub(crate) fn window_series(
+    input: &RunInput,
+    sweep: &Sweep,
+    window: Option<Window>,
+    bucket: Option<Duration>,
+    warnings: &mut Vec<String>,
+) -> Option<TimeSeries> {
+    let (b, w) = bucket.filter(|b| !b.is_zero()).zip(window)?;
+    let n = (w.duration.as_nanos().div_ceil(b.as_nanos())).max(1) as u64;
+    if n > MAX_BUCKETS {
+        warnings.push(format!(
+            "a {b:?} bucket would make {n} buckets (more than {MAX_BUCKETS}): no time series"
+        ));
+        return None;
+    }
+    Some(time_series(input, sweep, w, b, n as usize))
+}
 
 /// Tokens of a span attributed to `[a, b]`: at recorded chunk arrivals when present,
 /// else spread uniformly over `[first_token_at, last_token_at]` (a point mass at

@@ -7,10 +7,10 @@
 use std::time::Duration;
 
 use serde::Serialize;
+use tpscope_model::time::duration_secs;
 use tpscope_model::{HistogramTotals, ServerSampleRecord, Status, Timestamp};
 
 use crate::input::RunInput;
-use crate::report::{opt_secs, secs};
 use crate::stats::ratio;
 
 /// Relative difference between the server's and the client's output tokens above
@@ -21,7 +21,7 @@ pub const TOKEN_TOLERANCE: f64 = 0.01;
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ServerPoint {
     /// When it was taken, from the run's origin.
-    #[serde(rename = "at_s", serialize_with = "secs")]
+    #[serde(rename = "at_s", serialize_with = "duration_secs::serialize")]
     pub at: Duration,
     /// Requests in the server's batch.
     pub running: Option<f64>,
@@ -57,16 +57,28 @@ pub struct ServerVsClient {
     /// Prompt tokens of the client's spans that know theirs.
     pub client_input_tokens: Option<u64>,
     /// The server's mean TTFT over the run (from arrival at the server).
-    #[serde(rename = "server_ttft_mean_s", serialize_with = "opt_secs")]
+    #[serde(
+        rename = "server_ttft_mean_s",
+        serialize_with = "duration_secs::option::serialize"
+    )]
     pub server_ttft_mean: Option<Duration>,
     /// The client's mean t_first_token (from admission: network and server queue included).
-    #[serde(rename = "client_ttft_mean_s", serialize_with = "opt_secs")]
+    #[serde(
+        rename = "client_ttft_mean_s",
+        serialize_with = "duration_secs::option::serialize"
+    )]
     pub client_ttft_mean: Option<Duration>,
     /// The server's mean time in its own queue.
-    #[serde(rename = "server_queue_time_mean_s", serialize_with = "opt_secs")]
+    #[serde(
+        rename = "server_queue_time_mean_s",
+        serialize_with = "duration_secs::option::serialize"
+    )]
     pub server_queue_time_mean: Option<Duration>,
     /// The client's mean t_queue (waiting for a client slot).
-    #[serde(rename = "client_queue_time_mean_s", serialize_with = "opt_secs")]
+    #[serde(
+        rename = "client_queue_time_mean_s",
+        serialize_with = "duration_secs::option::serialize"
+    )]
     pub client_queue_time_mean: Option<Duration>,
     /// The scrapes, for the chart.
     pub series: Vec<ServerPoint>,

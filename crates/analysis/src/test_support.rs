@@ -1,8 +1,8 @@
-//! Fixtures shared by the unit tests: instants and a run with a cap.
+//! Fixtures shared by the unit tests: instants, a run with a cap, an ok span.
 
 use tpscope_model::{RunRecord, SCHEMA, Target, Timestamp};
 
-use crate::input::RunInput;
+use crate::input::{RunInput, SpanFacts};
 
 /// `ms` milliseconds after a fixed instant.
 pub(crate) fn ts(ms: i64) -> Timestamp {
@@ -29,4 +29,18 @@ pub(crate) fn capped_run(cap: u32) -> RunInput {
         }),
         ..RunInput::default()
     }
+}
+
+/// An ok span queued at `q`, admitted at `a` and released at `r` (ms after
+/// `ts(0)`), its `tokens` streamed from 100 ms after admission to 100 ms
+/// before release.
+pub(crate) fn ok_span(q: i64, a: i64, r: i64, tokens: u64) -> SpanFacts {
+    SpanFacts::ok(
+        ts(q),
+        Some(ts(a)),
+        Some(ts(a + 100)),
+        Some(ts(r - 100)),
+        ts(r),
+        tokens,
+    )
 }

@@ -4,7 +4,7 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use crate::analyze::WindowSpec;
+use crate::window::WindowSpec;
 
 /// Why a window's text was not understood (the caller names the flag or argument).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -1,15 +1,14 @@
 //! What `report` and `compare` share: the flags that choose how span logs are read
-//! and analysed (window, timestamp unit, invalid records, prices, goodput goals),
-//! validated into the reader's and the analysis' options, and writing the rendered
-//! bytes out. `bench` reuses the goodput flags.
+//! and analysed (window, timestamp unit, invalid records, prices, goodput goals,
+//! imports), validated once into [`Settings`] (as the Python package's arguments
+//! are), and writing the rendered bytes out. `bench` reuses the goodput flags.
 
 use std::io::Write;
 use std::path::Path;
-use std::time::Duration;
 
-use anyhow::{Context, bail};
-use tpscope_analysis::{DEFAULT_SLO_SHARE, Goals, Options, Prices, WindowSpec};
-use tpscope_log::{ReadOptions, TimeUnit};
+use anyhow::Context;
+use tpscope_analysis::settings::parse_slo_percentile;
+use tpscope_analysis::{BadSetting, DEFAULT_SLO_SHARE, Goals, Settings, SettingsText};
 
 use crate::exit::ResultExt;
 
@@ -52,7 +51,7 @@ pub struct GoodputFlags {
     /// admission; e2e from admission to release). vLLM's form is read too:
     /// "ttft:500 tpot:50 e2el:10000" (bare numbers are milliseconds). Repeatable.
     #[arg(long, value_name = "GOALS", value_parser = parse_goals_arg)]
-    pub goodput: Vec<Goals>,
+    pub goodput: Vec<String>,
     /// A sweep level is within the goals when at least this percentage of its
     /// requests met them (the sweep table names the highest such level).
     #[arg(long, value_name = "P", default_value_t = 90.0, value_parser = parse_slo_percentile)]
@@ -69,39 +68,22 @@ impl Default for GoodputFlags {
     }
 }
 
-fn parse_goals_arg(s: &str) -> Result<Goals, String> {
-    s.parse::<Goals>().map_err(|e| e.to_string())
+/// Checks a `--goodput` value as clap reads it (the goals are read again, with
+/// the others, into [`Settings`]).
+fn parse_goals_arg(s: &str) -> Result<String, String> {
+    s.parse::<Goals>().map_err(|e| e.to_string())?;
+    Ok(s.to_string())
 }
 
-fn parse_slo_percentile(s: &str) -> Result<f64, String> {
-    match s.trim().trim_end_matches('%').trim().parse::<f64>() {
-        Ok(p) if p > 0.0 && p <= 100.0 => Ok(p),
-        _ => Err(format!(
-            "`{s}` is not a percentage in (0, 100] (e.g. 90 for 90 % of requests)"
-        )),
-    }
+/// A bad setting, named by its flag.
+pub fn flag_error(e: BadSetting) -> anyhow::Error {
+    anyhow::anyhow!("{}: {e}", e.setting.flag())
 }
 
 impl GoodputFlags {
-    /// The goals of every `--goodput` together (`None`: none given).
-    pub fn goals(&self) -> anyhow::Result<Option<Goals>> {
-        let mut all: Option<Goals> = None;
-        for g in &self.goodput {
-            all = Some(match all {
-                None => *g,
-                Some(a) => a
-                    .merged(*g)
-                    .map_err(|e| anyhow::anyhow!("--goodput: {e}"))?,
-            });
-        }
-        Ok(all)
-    }
-
-    /// Sets the goals and the sweep's SLO share in `opts`.
-    pub fn apply(&self, opts: &mut Options) -> anyhow::Result<()> {
-        opts.goals = self.goals()?;
-        opts.slo_share = self.slo_percentile / 100.0;
-        Ok(())
+    /// The `--goodput` values as given.
+    pub fn texts(&self) -> Vec<&str> {
+        self.goodput.iter().map(String::as_str).collect()
     }
 }
 
@@ -122,60 +104,28 @@ impl Default for AnalysisFlags {
     }
 }
 
-fn parse_window(text: &str) -> anyhow::Result<WindowSpec> {
-    text.parse()
-        .map_err(|e: tpscope_analysis::BadWindow| anyhow::anyhow!("--window: {e}"))
-}
-
-/// Refuses a negative or non-finite price, naming the flag.
-pub fn price(flag: &str, v: Option<f64>) -> anyhow::Result<Option<f64>> {
-    match v {
-        Some(p) if !p.is_finite() || p < 0.0 => bail!("{flag}: {p} is not a non-negative price"),
-        _ => Ok(v),
-    }
-}
-
 impl AnalysisFlags {
-    /// How to read the logs (span ids are dropped; set `keep_span_ids` to keep them).
-    pub fn read_options(&self) -> anyhow::Result<ReadOptions> {
-        let time_unit = self
-            .time_unit
-            .as_deref()
-            .map(|u| {
-                u.parse::<TimeUnit>()
-                    .map_err(|e| anyhow::anyhow!("--time-unit: {e}"))
-            })
-            .transpose()?;
-        Ok(ReadOptions {
-            time_unit,
-            skip_invalid: self.skip_invalid,
-            keep_span_ids: false,
-        })
-    }
-
-    /// Whether the files are imported (`Some`, with the format or `None` for auto).
-    pub fn import_from(&self) -> anyhow::Result<Option<Option<tpscope_log::import::Format>>> {
-        self.from
-            .as_deref()
-            .map(|f| crate::import_cmd::parse_from("--from", f))
-            .transpose()
-    }
-
-    /// How to analyse each run, with `bucket` as the time series' bucket.
-    pub fn analysis_options(&self, bucket: Option<Duration>) -> anyhow::Result<Options> {
-        let mut opts = Options {
-            window: parse_window(&self.window)?,
+    /// The flags as given, with `bucket` as the time series' bucket.
+    pub fn text<'a>(&'a self, bucket: Option<&'a str>) -> SettingsText<'a> {
+        SettingsText {
+            window: &self.window,
             bucket,
-            prices: Prices {
-                per_hour: price("--price-per-hour", self.price_per_hour)?,
-                per_mtok_in: price("--price-per-mtok-in", self.price_per_mtok_in)?,
-                per_mtok_out: price("--price-per-mtok-out", self.price_per_mtok_out)?,
-                per_kwh: price("--price-per-kwh", self.price_per_kwh)?,
-            },
-            ..Options::default()
-        };
-        self.goodput.apply(&mut opts)?;
-        Ok(opts)
+            time_unit: self.time_unit.as_deref(),
+            skip_invalid: self.skip_invalid,
+            price_per_hour: self.price_per_hour,
+            price_per_mtok_in: self.price_per_mtok_in,
+            price_per_mtok_out: self.price_per_mtok_out,
+            price_per_kwh: self.price_per_kwh,
+            goodput: self.goodput.texts(),
+            slo_percentile: self.goodput.slo_percentile,
+            from: self.from.as_deref(),
+        }
+    }
+
+    /// The flags validated (each error names its flag), with `bucket` (as given to
+    /// `--bucket`) as the time series' bucket.
+    pub fn settings(&self, bucket: Option<&str>) -> anyhow::Result<Settings> {
+        Settings::new(&self.text(bucket)).map_err(flag_error)
     }
 }
 

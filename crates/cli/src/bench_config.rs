@@ -4,9 +4,9 @@
 use tpscope_load::spec::{BenchSpec, SimulatorSettings};
 use tpscope_sim::SimConfig;
 
-use tpscope_analysis::Options;
+use tpscope_analysis::{Goals, Options, Settings, SettingsText};
 
-use crate::analysis_flags::{GoodputFlags, price};
+use crate::analysis_flags::flag_error;
 use crate::bench_args::BenchArgs;
 
 /// What is measured.
@@ -36,8 +36,10 @@ pub struct BenchConfig {
 /// What `bench`'s report adds to `tpscope report`'s defaults.
 #[derive(Debug, Clone)]
 pub struct ReportExtras {
-    /// `--goodput` and `--slo-percentile`.
-    pub goodput: GoodputFlags,
+    /// `--goodput`, checked.
+    pub goals: Option<Goals>,
+    /// `--slo-percentile`, as a share.
+    pub slo_share: f64,
     /// `--price-per-hour`, checked.
     pub price_per_hour: Option<f64>,
     /// `--price-per-kwh`, checked.
@@ -47,7 +49,8 @@ pub struct ReportExtras {
 impl ReportExtras {
     /// Sets the goals, the SLO share and the price in the report's options.
     pub fn apply(&self, opts: &mut Options) -> anyhow::Result<()> {
-        self.goodput.apply(opts)?;
+        opts.goals = self.goals;
+        opts.slo_share = self.slo_share;
         opts.prices.per_hour = self.price_per_hour;
         opts.prices.per_kwh = self.price_per_kwh;
         Ok(())
@@ -75,12 +78,21 @@ impl BenchConfig {
                 "--sim-* flags configure the built-in simulator and cannot be used with --url"
             );
         }
+        let settings = Settings::new(&SettingsText {
+            price_per_hour: a.price_per_hour,
+            price_per_kwh: a.price_per_kwh,
+            goodput: a.goodput.texts(),
+            slo_percentile: a.goodput.slo_percentile,
+            ..SettingsText::default()
+        })
+        .map_err(flag_error)?;
+        let o = settings.options;
         let report = ReportExtras {
-            goodput: a.goodput.clone(),
-            price_per_hour: price("--price-per-hour", a.price_per_hour)?,
-            price_per_kwh: price("--price-per-kwh", a.price_per_kwh)?,
+            goals: o.goals,
+            slo_share: o.slo_share,
+            price_per_hour: o.prices.per_hour,
+            price_per_kwh: o.prices.per_kwh,
         };
-        report.apply(&mut Options::default())?;
         crate::bench_out::check(&spec)?;
         Ok(BenchConfig {
             target,

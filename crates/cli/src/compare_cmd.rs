@@ -11,7 +11,8 @@ use clap::ValueEnum;
 use tpscope_analysis::compare::{CompareConfig, RunRef, Setting, Thresholds, compare};
 use tpscope_analysis::detail::compare_details;
 use tpscope_analysis::stats::bootstrap::BootstrapConfig;
-use tpscope_log::{ChooseRun, LoadedRun, LogSet, ReadOptions};
+use tpscope_analysis::{ChooseRun, Settings};
+use tpscope_log::{LoadedRun, LogSet, ReadOptions};
 
 use crate::analysis_flags::{AnalysisFlags, write_out};
 use crate::report_cmd;
@@ -158,7 +159,7 @@ fn choose(
     side: &str,
     flag: &str,
 ) -> anyhow::Result<Chosen> {
-    let found = tpscope_log::choose_run(set, run).map_err(|e| match e {
+    let found = tpscope_analysis::choose_run(set, run).map_err(|e| match e {
         ChooseRun::NotFound { .. } => anyhow::anyhow!("{flag}: {} {e}", file.display()),
         ChooseRun::Empty => anyhow::anyhow!("{}: {e} (the {side})", file.display()),
         ChooseRun::Several { .. } => {
@@ -172,11 +173,12 @@ fn choose(
     Ok(Chosen {
         run: found.clone(),
         source,
-        warnings: tpscope_log::side_warnings(set, side),
+        warnings: tpscope_analysis::side_warnings(set, side),
     })
 }
 
-fn load_sides(a: &CompareArgs, read: ReadOptions) -> anyhow::Result<(Chosen, Chosen)> {
+fn load_sides(a: &CompareArgs, settings: &Settings) -> anyhow::Result<(Chosen, Chosen)> {
+    let (read, from) = (ReadOptions::of(settings), settings.from);
     match a.files.as_slice() {
         [one] => {
             let (Some(b), Some(c)) = (&a.baseline_run, &a.candidate_run) else {
@@ -187,7 +189,7 @@ fn load_sides(a: &CompareArgs, read: ReadOptions) -> anyhow::Result<(Chosen, Cho
             if b == c {
                 bail!("--baseline-run and --candidate-run name the same run `{b}`");
             }
-            let set = report_cmd::load(std::slice::from_ref(one), read, a.analysis.import_from()?)?;
+            let set = report_cmd::load(std::slice::from_ref(one), read, from)?;
             Ok((
                 choose(&set, one, Some(b), "baseline", "--baseline-run")?,
                 choose(&set, one, Some(c), "candidate", "--candidate-run")?,
@@ -195,8 +197,8 @@ fn load_sides(a: &CompareArgs, read: ReadOptions) -> anyhow::Result<(Chosen, Cho
         }
         [bf, cf] => {
             // Read apart: a run id that appears in both files is two runs here.
-            let bs = report_cmd::load(std::slice::from_ref(bf), read, a.analysis.import_from()?)?;
-            let cs = report_cmd::load(std::slice::from_ref(cf), read, a.analysis.import_from()?)?;
+            let bs = report_cmd::load(std::slice::from_ref(bf), read, from)?;
+            let cs = report_cmd::load(std::slice::from_ref(cf), read, from)?;
             Ok((
                 choose(
                     &bs,
@@ -221,10 +223,10 @@ fn load_sides(a: &CompareArgs, read: ReadOptions) -> anyhow::Result<(Chosen, Cho
 /// Runs `tpscope compare`.
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let cfg = config(&args)?;
-    let read = args.analysis.read_options()?;
     // The bootstrap chooses each run's bucket.
-    let opts = args.analysis.analysis_options(None)?;
-    let (base, cand) = load_sides(&args, read)?;
+    let settings = args.analysis.settings(None)?;
+    let opts = settings.options;
+    let (base, cand) = load_sides(&args, &settings)?;
     let mut compared = compare(
         RunRef {
             input: &base.run.input,

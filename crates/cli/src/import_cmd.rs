@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use tpscope_log::import::{Format, ImportOptions, Imported, import_runs};
-use tpscope_log::{LogSet, LogWriter, ReadOptions, Reader};
+use tpscope_log::LogWriter;
+use tpscope_log::import::import_files;
 
 use crate::exit::ResultExt;
 
@@ -36,108 +36,6 @@ pub struct ImportArgs {
     pub keep_transient: bool,
 }
 
-/// A `--from` value: `None` is `auto` (sniffed per file).
-pub fn parse_from(flag: &str, text: &str) -> anyhow::Result<Option<Format>> {
-    if text == "auto" {
-        return Ok(None);
-    }
-    text.parse::<Format>()
-        .map(Some)
-        .map_err(|e| anyhow::anyhow!("{flag}: {e}"))
-}
-
-/// The concurrency an LLMPerf `*_individual_responses.json` ran at, from the
-/// `*_summary.json` LLMPerf writes beside it.
-fn llmperf_clients(path: &Path) -> Option<u32> {
-    let name = path.file_name()?.to_str()?;
-    let stem = name.strip_suffix("_individual_responses.json")?;
-    let summary = path.with_file_name(format!("{stem}_summary.json"));
-    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(summary).ok()?).ok()?;
-    u32::try_from(v.get("num_concurrent_requests")?.as_u64()?).ok()
-}
-
-/// Imports files (each its own run, or one run per benchmark of a GuideLLM sweep), with
-/// run ids unique among them; each run comes with the file it came from.
-pub fn import_files(
-    from: Option<Format>,
-    files: &[PathBuf],
-    skip_invalid: bool,
-    keep_transient: bool,
-) -> anyhow::Result<Vec<(PathBuf, Imported)>> {
-    let mut out: Vec<(PathBuf, Imported)> = Vec::new();
-    for f in files {
-        let bytes = std::fs::read(f).with_context(|| format!("reading {}", f.display()))?;
-        let mut opts = ImportOptions {
-            skip_invalid,
-            run_id: None,
-            clients: llmperf_clients(f),
-            keep_transient,
-        };
-        let mut runs = import_runs(from, f, &bytes, &opts)?;
-        for r in &runs {
-            let skipped: u64 = r.skipped.values().sum();
-            // Nothing imported is no run: a log of it would start in 1970.
-            if r.spans.is_empty() && skipped > 0 {
-                bail!(
-                    "{}: every one of its {skipped} records was skipped as invalid ({}); nothing \
-                     to import (run without --skip-invalid to see the first error)",
-                    f.display(),
-                    r.skipped
-                        .iter()
-                        .map(|(k, v)| format!("{v} {k}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                );
-            }
-        }
-        let clash = |runs: &[Imported], out: &[(PathBuf, Imported)]| {
-            runs.iter()
-                .any(|r| out.iter().any(|(_, o)| o.run.run_id == r.run.run_id))
-        };
-        if clash(&runs, &out) {
-            // A sweep's ids end in `#N`: its base is what came before.
-            let first = &runs[0].run.run_id;
-            let base = match runs.len() {
-                1 => first.as_str(),
-                _ => first.rsplit_once('#').map_or(first.as_str(), |(b, _)| b),
-            };
-            opts.run_id = Some(format!("{base}#{}", out.len() + 1));
-            runs = import_runs(from, f, &bytes, &opts)?;
-        }
-        out.extend(runs.into_iter().map(|r| (f.clone(), r)));
-    }
-    Ok(out)
-}
-
-/// Imports files into a log set, as if they had been span logs (for `report` and
-/// `compare`).
-pub fn load_imported(
-    from: Option<Format>,
-    files: &[PathBuf],
-    read: ReadOptions,
-) -> anyhow::Result<LogSet> {
-    let runs = import_files(from, files, read.skip_invalid, false)?;
-    let mut reader = Reader::new(read);
-    let mut warnings = Vec::new();
-    let mut skipped = Vec::new();
-    for (f, imported) in &runs {
-        let mut bytes = Vec::new();
-        let mut w = LogWriter::new(&mut bytes);
-        for r in imported.records() {
-            w.write(&r)?;
-        }
-        reader.read_from(f, bytes.as_slice())?;
-        warnings.extend(imported.warnings.iter().cloned());
-        skipped.extend(imported.skipped.iter().map(|(k, v)| (k.clone(), *v)));
-    }
-    let mut set = reader.finish();
-    set.warnings.extend(warnings);
-    for (k, v) in skipped {
-        *set.skipped.entry(k).or_default() += v;
-    }
-    Ok(set)
-}
-
 fn open(path: &Path, overwrite: bool) -> anyhow::Result<Box<dyn Write>> {
     if path == Path::new("-") {
         return Ok(Box::new(io::stdout().lock()));
@@ -161,7 +59,8 @@ fn open(path: &Path, overwrite: bool) -> anyhow::Result<Box<dyn Write>> {
 
 /// Runs `tpscope import`.
 pub fn run(args: ImportArgs) -> anyhow::Result<ExitCode> {
-    let from = parse_from("--from", &args.from)?;
+    let from = tpscope_analysis::settings::import_format(&args.from)
+        .map_err(crate::analysis_flags::flag_error)?;
     let runs = import_files(from, &args.files, args.skip_invalid, args.keep_transient)?;
     let mut w = LogWriter::new(BufWriter::new(open(&args.output, args.overwrite)?));
     let mut stderr = io::stderr().lock();

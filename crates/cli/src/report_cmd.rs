@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use anyhow::bail;
 use clap::ValueEnum;
 use tpscope_analysis::{Options, Report};
+use tpscope_log::import::{Format as ImportFormat, load_imported};
 use tpscope_log::{LogSet, ReadOptions, Reader, read_paths};
 use tpscope_render::RenderError;
 
@@ -71,23 +72,21 @@ pub struct ReportConfig {
     pub read: ReadOptions,
     /// How to analyse.
     pub analysis: Options,
+    /// Whether the files are imported (`Some`, with the format or `None` for auto).
+    pub from: Option<Option<ImportFormat>>,
 }
 
 impl ReportConfig {
     /// Validates the flags.
     pub fn from_args(a: &ReportArgs) -> anyhow::Result<ReportConfig> {
-        let read = a.analysis.read_options()?;
-        let bucket = tpscope_model::units::parse_duration(&a.bucket)
-            .map_err(|e| anyhow::anyhow!("--bucket: {e}"))?;
-        if bucket.is_zero() {
-            bail!("--bucket: the bucket must be longer than 0");
-        }
+        let settings = a.analysis.settings(Some(&a.bucket))?;
         Ok(ReportConfig {
             read: ReadOptions {
                 keep_span_ids: a.format == Format::Csv,
-                ..read
+                ..ReadOptions::of(&settings)
             },
-            analysis: a.analysis.analysis_options(Some(bucket))?,
+            analysis: settings.options,
+            from: settings.from,
         })
     }
 }
@@ -100,10 +99,10 @@ impl ReportConfig {
 pub fn load(
     files: &[PathBuf],
     read: ReadOptions,
-    from: Option<Option<tpscope_log::import::Format>>,
+    from: Option<Option<ImportFormat>>,
 ) -> anyhow::Result<LogSet> {
     if let Some(format) = from {
-        return crate::import_cmd::load_imported(format, files, read);
+        return Ok(load_imported(format, files, read)?);
     }
     let expanded = tpscope_log::expand_rotations(files);
     for note in &expanded.notes {
@@ -139,7 +138,7 @@ fn read_logs(files: &[PathBuf], read: ReadOptions) -> anyhow::Result<LogSet> {
 /// Analyses every run of a log set into one report, with the table of each load
 /// sweep among them (`bench` prints those same tables at the end of a sweep).
 pub fn build_report(set: &LogSet, opts: &Options) -> Report {
-    tpscope_log::report(set, opts)
+    tpscope_analysis::report(set, opts)
 }
 
 /// Renders a report in a format (CSV needs the log set's spans and ids).
@@ -162,7 +161,7 @@ pub fn render(report: &Report, set: &LogSet, format: Format) -> Result<Vec<u8>, 
 /// Runs `tpscope report`.
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let cfg = ReportConfig::from_args(&args)?;
-    let set = load(&args.files, cfg.read, args.analysis.import_from()?)?;
+    let set = load(&args.files, cfg.read, cfg.from)?;
     let report = build_report(&set, &cfg.analysis);
     let bytes = render(&report, &set, args.format).failure()?;
     if let Some(path) = &args.html {

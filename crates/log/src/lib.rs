@@ -9,7 +9,6 @@ mod fast;
 pub mod import;
 mod json;
 pub mod reader;
-pub mod report;
 pub mod rotation;
 pub mod scalar;
 pub mod writer;
@@ -17,7 +16,6 @@ pub mod writer;
 pub use reader::{
     LineRecord, LoadedRun, LogError, LogSet, ReadOptions, Reader, RecordReader, read_paths,
 };
-pub use report::{ChooseRun, choose_run, report, side_warnings};
 pub use rotation::{Expanded, expand_rotations, rotation_files};
 pub use scalar::{BadTimeUnit, TimeUnit};
 pub use writer::LogWriter;

@@ -6,6 +6,7 @@ use std::fmt;
 
 use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use tpscope_model::Timestamp;
+pub use tpscope_model::units::{BadTimeUnit, TimeUnit};
 
 /// One JSON value of a record field, borrowed from the line where possible.
 #[derive(Debug, Clone, PartialEq)]
@@ -90,49 +91,6 @@ impl Scalar<'_> {
             Scalar::Bool(b) => format!("{b}"),
             Scalar::Null => "null".to_string(),
             Scalar::Other(what) => (*what).to_string(),
-        }
-    }
-}
-
-/// The unit of timestamps given as numbers (seconds, milliseconds, … since the
-/// Unix epoch).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TimeUnit {
-    /// Seconds.
-    S,
-    /// Milliseconds.
-    Ms,
-    /// Microseconds.
-    Us,
-    /// Nanoseconds.
-    Ns,
-}
-
-impl TimeUnit {
-    fn nanos(self) -> i64 {
-        match self {
-            TimeUnit::S => 1_000_000_000,
-            TimeUnit::Ms => 1_000_000,
-            TimeUnit::Us => 1_000,
-            TimeUnit::Ns => 1,
-        }
-    }
-}
-
-/// A `--time-unit` value that is not s, ms, us or ns.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown time unit `{0}` (expected s, ms, us or ns)")]
-pub struct BadTimeUnit(pub String);
-
-impl std::str::FromStr for TimeUnit {
-    type Err = BadTimeUnit;
-    fn from_str(s: &str) -> Result<Self, BadTimeUnit> {
-        match s {
-            "s" => Ok(TimeUnit::S),
-            "ms" => Ok(TimeUnit::Ms),
-            "us" | "µs" => Ok(TimeUnit::Us),
-            "ns" => Ok(TimeUnit::Ns),
-            _ => Err(BadTimeUnit(s.to_string())),
         }
     }
 }

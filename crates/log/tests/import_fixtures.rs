@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tpscope_analysis::{Options, RunInput, RunReport, Summary, analyze};
-use tpscope_log::import::{Format, ImportOptions, Imported, import};
+use tpscope_log::import::{Format, ImportOptions, Imported, Sniff, import};
 use tpscope_model::{Status, Timestamp};
 
 fn data(rel: &str) -> PathBuf {

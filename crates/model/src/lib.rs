@@ -4,6 +4,7 @@
 
 pub mod cause;
 mod fields;
+pub mod import_format;
 pub mod occupancy;
 pub mod record;
 pub mod rotation;
@@ -24,4 +25,4 @@ pub use span::{
     SpanError, TokenSource, check_lifecycle,
 };
 pub use time::{HourCache, RunClock, TimeParseError, Timestamp};
-pub use units::{BadDuration, format_duration, parse_duration};
+pub use units::{BadDuration, BadTimeUnit, TimeUnit, format_duration, parse_duration};

@@ -1,6 +1,6 @@
 //! The one duration grammar of every flag and config key (`10ms`, `1.5s`, `2m`, `1h`,
 //! a bare number of seconds) and "count or duration" values (`--warmup 20` or
-//! `--warmup 10s`).
+//! `--warmup 10s`), and the unit of timestamps written as bare numbers.
 
 use std::fmt;
 use std::time::Duration;
@@ -94,6 +94,50 @@ pub fn parse_warmup(text: &str) -> Result<Warmup, BadWarmup> {
     parse_duration(t)
         .map(Warmup::Time)
         .map_err(|_| BadWarmup(text.to_string()))
+}
+
+/// The unit of timestamps given as numbers (seconds, milliseconds, … since the
+/// Unix epoch).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeUnit {
+    /// Seconds.
+    S,
+    /// Milliseconds.
+    Ms,
+    /// Microseconds.
+    Us,
+    /// Nanoseconds.
+    Ns,
+}
+
+impl TimeUnit {
+    /// Nanoseconds in one of this unit.
+    pub fn nanos(self) -> i64 {
+        match self {
+            TimeUnit::S => 1_000_000_000,
+            TimeUnit::Ms => 1_000_000,
+            TimeUnit::Us => 1_000,
+            TimeUnit::Ns => 1,
+        }
+    }
+}
+
+/// A `--time-unit` value that is not s, ms, us or ns.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown time unit `{0}` (expected s, ms, us or ns)")]
+pub struct BadTimeUnit(pub String);
+
+impl std::str::FromStr for TimeUnit {
+    type Err = BadTimeUnit;
+    fn from_str(s: &str) -> Result<Self, BadTimeUnit> {
+        match s {
+            "s" => Ok(TimeUnit::S),
+            "ms" => Ok(TimeUnit::Ms),
+            "us" | "µs" => Ok(TimeUnit::Us),
+            "ns" => Ok(TimeUnit::Ns),
+            _ => Err(BadTimeUnit(s.to_string())),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -3,68 +3,46 @@
 //! (the functions the CLI calls), returned as text for the Python side to parse.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use pyo3::prelude::*;
 use tpscope_analysis::compare::{CompareConfig, RunRef, Setting, Thresholds, compare};
 use tpscope_analysis::stats::bootstrap::BootstrapConfig;
-use tpscope_analysis::{Options, Prices, WindowSpec, parse_goals};
-use tpscope_log::{ChooseRun, LogSet, ReadOptions, TimeUnit, read_paths};
+use tpscope_analysis::{ChooseRun, Settings, SettingsText};
+use tpscope_log::{LogSet, ReadOptions, read_paths};
 
 use crate::err;
 
+/// The settings, validated as the CLI's flags are; each error names its argument.
+fn settings(text: &SettingsText<'_>) -> PyResult<Settings> {
+    Settings::new(text).map_err(|e| err(format!("{}: {e}", e.setting.key())))
+}
+
+/// How to read span logs with `time_unit` and `skip_invalid` as given (each
+/// checked as the CLI's flags are).
 pub(crate) fn read_options(time_unit: Option<&str>, skip_invalid: bool) -> PyResult<ReadOptions> {
-    let time_unit = time_unit
-        .map(|u| {
-            u.parse::<TimeUnit>()
-                .map_err(|e| err(format!("time_unit: {e}")))
-        })
-        .transpose()?;
-    Ok(ReadOptions {
+    let s = settings(&SettingsText {
         time_unit,
         skip_invalid,
-        keep_span_ids: false,
-    })
-}
-
-fn price(name: &str, v: Option<f64>) -> PyResult<Option<f64>> {
-    match v {
-        Some(p) if !p.is_finite() || p < 0.0 => {
-            Err(err(format!("{name}: {p} is not a non-negative price")))
-        }
-        _ => Ok(v),
-    }
-}
-
-fn options(
-    window: &str,
-    bucket: Option<Duration>,
-    prices: (Option<f64>, Option<f64>, Option<f64>),
-    goodput: Option<&str>,
-) -> PyResult<Options> {
-    let goals = goodput
-        .map(|g| parse_goals(g).map_err(|e| err(format!("goodput: {e}"))))
-        .transpose()?;
-    Ok(Options {
-        goals,
-        window: window
-            .parse::<WindowSpec>()
-            .map_err(|e| err(format!("window: {e}")))?,
-        bucket,
-        prices: Prices {
-            per_hour: price("price_per_hour", prices.0)?,
-            per_mtok_in: price("price_per_mtok_in", prices.1)?,
-            per_mtok_out: price("price_per_mtok_out", prices.2)?,
-            per_kwh: None,
-        },
-        ..Options::default()
-    })
+        ..SettingsText::default()
+    })?;
+    Ok(ReadOptions::of(&s))
 }
 
 /// Reads span logs as the CLI does: a rotation's base name reads its files as
 /// one run.
-pub(crate) fn read(paths: &[PathBuf], opts: ReadOptions) -> PyResult<LogSet> {
+pub(crate) fn read_logs(paths: &[PathBuf], opts: ReadOptions) -> PyResult<LogSet> {
     read_paths(&tpscope_log::expand_rotations(paths).files, opts).map_err(err)
+}
+
+/// Reads span logs, or with `from_` other tools' results, imported first;
+/// `keep_span_ids` for the per-span CSV.
+fn read(paths: &[PathBuf], settings: &Settings, keep_span_ids: bool) -> PyResult<LogSet> {
+    let mut opts = ReadOptions::of(settings);
+    opts.keep_span_ids = keep_span_ids;
+    match settings.from {
+        Some(format) => tpscope_log::import::load_imported(format, paths, opts).map_err(err),
+        None => read_logs(paths, opts),
+    }
 }
 
 /// Python `UserWarning`s (the CLI's stderr warnings).
@@ -80,7 +58,7 @@ fn warn_all(py: Python<'_>, warnings: &[String]) -> PyResult<()> {
 /// The `tpscope.report/1` document of the span logs `paths`, as JSON text (or the
 /// text, markdown or per-span CSV that `tpscope report --format` prints).
 #[pyfunction]
-#[pyo3(signature = (paths, *, window="full", bucket="1s", time_unit=None, skip_invalid=false, price_per_hour=None, price_per_mtok_in=None, price_per_mtok_out=None, goodput=None, format="json"))]
+#[pyo3(signature = (paths, *, window="full", bucket="1s", time_unit=None, skip_invalid=false, price_per_hour=None, price_per_mtok_in=None, price_per_mtok_out=None, price_per_kwh=None, goodput=None, slo_percentile=90.0, from_=None, format="json"))]
 #[allow(clippy::too_many_arguments)]
 pub fn analyze_json(
     py: Python<'_>,
@@ -92,7 +70,10 @@ pub fn analyze_json(
     price_per_hour: Option<f64>,
     price_per_mtok_in: Option<f64>,
     price_per_mtok_out: Option<f64>,
+    price_per_kwh: Option<f64>,
     goodput: Option<&str>,
+    slo_percentile: f64,
+    from_: Option<&str>,
     format: &str,
 ) -> PyResult<String> {
     if !["json", "text", "markdown", "csv"].contains(&format) {
@@ -103,22 +84,22 @@ pub fn analyze_json(
     if paths.is_empty() {
         return Err(err("analyze: no span log given"));
     }
-    let bucket =
-        tpscope_model::units::parse_duration(bucket).map_err(|e| err(format!("bucket: {e}")))?;
-    if bucket.is_zero() {
-        return Err(err("bucket: the bucket must be longer than 0"));
-    }
-    let mut read_opts = read_options(time_unit, skip_invalid)?;
-    read_opts.keep_span_ids = format == "csv";
-    let opts = options(
+    let settings = settings(&SettingsText {
         window,
-        Some(bucket),
-        (price_per_hour, price_per_mtok_in, price_per_mtok_out),
-        goodput,
-    )?;
+        bucket: Some(bucket),
+        time_unit,
+        skip_invalid,
+        price_per_hour,
+        price_per_mtok_in,
+        price_per_mtok_out,
+        price_per_kwh,
+        goodput: goodput.into_iter().collect(),
+        slo_percentile,
+        from: from_,
+    })?;
     let (json, skipped) = py.detach(|| {
-        let set = read(&paths, read_opts)?;
-        let report = tpscope_log::report(&set, &opts);
+        let set = read(&paths, &settings, format == "csv")?;
+        let report = tpscope_analysis::report(&set, &settings.options);
         let bytes = match format {
             "text" => tpscope_render::text::render(&report),
             "markdown" => tpscope_render::markdown::render(&report),
@@ -147,10 +128,10 @@ fn side(
     run: Option<&str>,
     side: &str,
     arg: &str,
-    read: ReadOptions,
+    settings: &Settings,
 ) -> PyResult<(tpscope_log::LoadedRun, String, Vec<String>)> {
-    let set = self::read(std::slice::from_ref(path), read)?;
-    let chosen = tpscope_log::choose_run(&set, run).map_err(|e| match e {
+    let set = read(std::slice::from_ref(path), settings, false)?;
+    let chosen = tpscope_analysis::choose_run(&set, run).map_err(|e| match e {
         ChooseRun::NotFound { .. } => err(format!("{arg}: {} {e}", path.display())),
         ChooseRun::Empty => err(format!("{}: {e} (the {side})", path.display())),
         ChooseRun::Several { .. } => err(format!(
@@ -162,7 +143,7 @@ fn side(
         Some(id) => format!("{}#{id}", path.display()),
         None => path.display().to_string(),
     };
-    let mut warnings = tpscope_log::side_warnings(&set, side);
+    let mut warnings = tpscope_analysis::side_warnings(&set, side);
     warnings.extend(set.unknown_kind_warnings());
     Ok((chosen.clone(), source, warnings))
 }
@@ -170,7 +151,7 @@ fn side(
 /// The `tpscope.compare/1` document of a candidate run against a baseline, as JSON
 /// (or the text or markdown `tpscope compare` prints), with the CLI's exit status.
 #[pyfunction]
-#[pyo3(signature = (baseline, candidate, *, baseline_run=None, candidate_run=None, resamples=2000, seed=1, confidence=0.95, min_tps_gain=0.0, max_success_drop=0.01, min_gap_drop=0.0, max_retry_rise=0.01, max_goodput_drop=0.01, allow_mismatch=false, window="full", time_unit=None, skip_invalid=false, price_per_hour=None, price_per_mtok_in=None, price_per_mtok_out=None, goodput=None, format="json"))]
+#[pyo3(signature = (baseline, candidate, *, baseline_run=None, candidate_run=None, resamples=2000, seed=1, confidence=0.95, min_tps_gain=0.0, max_success_drop=0.01, min_gap_drop=0.0, max_retry_rise=0.01, max_goodput_drop=0.01, allow_mismatch=false, window="full", time_unit=None, skip_invalid=false, price_per_hour=None, price_per_mtok_in=None, price_per_mtok_out=None, goodput=None, from_=None, format="json"))]
 #[allow(clippy::too_many_arguments)]
 pub fn compare_json(
     py: Python<'_>,
@@ -194,6 +175,7 @@ pub fn compare_json(
     price_per_mtok_in: Option<f64>,
     price_per_mtok_out: Option<f64>,
     goodput: Option<&str>,
+    from_: Option<&str>,
     format: &str,
 ) -> PyResult<(String, u8)> {
     if !["json", "text", "markdown"].contains(&format) {
@@ -228,28 +210,33 @@ pub fn compare_json(
         };
         err(format!("{}: {value} {e}", e.setting.key()))
     })?;
-    let read_opts = read_options(time_unit, skip_invalid)?;
     // The bootstrap chooses each run's bucket, as in the CLI.
-    let opts = options(
+    let settings = settings(&SettingsText {
         window,
-        None,
-        (price_per_hour, price_per_mtok_in, price_per_mtok_out),
-        goodput,
-    )?;
+        time_unit,
+        skip_invalid,
+        price_per_hour,
+        price_per_mtok_in,
+        price_per_mtok_out,
+        goodput: goodput.into_iter().collect(),
+        from: from_,
+        ..SettingsText::default()
+    })?;
+    let opts = settings.options;
     py.detach(|| {
         let (b, bsource, mut warnings) = side(
             &baseline,
             baseline_run,
             "baseline",
             "baseline_run",
-            read_opts,
+            &settings,
         )?;
         let (c, csource, cwarnings) = side(
             &candidate,
             candidate_run,
             "candidate",
             "candidate_run",
-            read_opts,
+            &settings,
         )?;
         let mut compared = compare(
             RunRef {

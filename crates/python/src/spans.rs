@@ -11,7 +11,7 @@ use pyo3::types::{PyDict, PyList};
 use tpscope_analysis::{METRICS, SpanFacts, SpanText, WindowSpec, span_metrics};
 use tpscope_model::Timestamp;
 
-use crate::analysis::{read, read_options};
+use crate::analysis::{read_logs, read_options};
 use crate::err;
 
 /// One of a span's instants, when it has it.
@@ -147,7 +147,7 @@ pub fn spans_columns<'py>(
     let mut read_opts = read_options(time_unit, skip_invalid)?;
     read_opts.keep_span_ids = true;
     let cols = py.detach(|| {
-        let set = read(&paths, read_opts)?;
+        let set = read_logs(&paths, read_opts)?;
         let opts = tpscope_analysis::Options {
             window: spec,
             bucket: None,

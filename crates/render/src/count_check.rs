@@ -1,12 +1,13 @@
 //! The count check section (how far the run tokenizer's counts agree with the
 //! server's `usage`, as [`tpscope_analysis::count_check`] computed them) as one
-//! sentence that text, markdown and HTML lay out alike. Its warning, when there
+//! sentence, a [`Section`] that text, markdown and HTML lay out alike. Its warning, when there
 //! is one, is among the run's warnings, so it is not repeated here.
 
 use tpscope_analysis::RunReport;
 use tpscope_analysis::count_check::CountCheck;
 
 use crate::fmt::or_dash;
+use crate::section::{Block, Section};
 
 /// The section's heading.
 pub const COUNT_CHECK_HEADING: &str = "count check";
@@ -28,21 +29,8 @@ pub fn sentence(c: &CountCheck) -> String {
     )
 }
 
-/// The check as a sentence of its own (capitalised, with a final stop).
-pub fn paragraph(c: &CountCheck) -> String {
-    format!("{}.", crate::fmt::capitalised(&sentence(c)))
-}
-
-/// The section as text; empty for a run without the check.
-pub fn text(r: &RunReport) -> String {
-    r.count_check.as_ref().map_or_else(String::new, |c| {
-        format!("\n  {COUNT_CHECK_HEADING}: {}\n", sentence(c))
-    })
-}
-
-/// The section as markdown; empty for a run without the check.
-pub fn markdown(r: &RunReport) -> String {
-    r.count_check.as_ref().map_or_else(String::new, |c| {
-        format!("**Count check.** {}\n\n", paragraph(c))
-    })
+/// The section; `None` for a run without the check.
+pub fn section(r: &RunReport) -> Option<Section<'_>> {
+    let c = r.count_check.as_ref()?;
+    Some(Section::new("count_check", COUNT_CHECK_HEADING).with(Block::Sentence(sentence(c))))
 }

@@ -1,11 +1,12 @@
 //! The GPU section of a run (energy, power, utilisation, per-token figures and the
-//! energy's cost) as rows the text, markdown and HTML renderers lay out alike.
-//! Formatting only.
+//! energy's cost) as a [`Section`] the text, markdown and HTML renderers lay out
+//! alike. Formatting only.
 
 use tpscope_analysis::RunReport;
 use tpscope_analysis::energy::Energy;
 
 use crate::fmt::{or_dash, pct};
+use crate::section::{Block, Section};
 
 /// The section's heading.
 pub fn heading(e: &Energy) -> String {
@@ -84,36 +85,15 @@ fn joules(j: f64) -> String {
     }
 }
 
-/// The section as terminal text (indented like the rest of a run).
-pub fn text(r: &RunReport) -> String {
-    let Some(e) = &r.energy else {
-        return String::new();
-    };
-    let mut o = format!("\n  {}:\n", heading(e));
-    let rows = rows(e);
-    let w = rows.iter().map(|x| x[0].chars().count()).max().unwrap_or(0);
-    for [what, v] in rows {
-        o.push_str(&format!("    {what:<w$}  {v:>14}\n"));
-    }
-    if let Some(n) = &e.note {
-        o.push_str(&format!("    note: {n}\n"));
-    }
-    o
-}
-
-/// The section as markdown.
-pub fn markdown(r: &RunReport) -> String {
-    let Some(e) = &r.energy else {
-        return String::new();
-    };
-    let mut o = format!("**{}:**\n\n", heading(e));
+/// The section, when the run has GPU-telemetry scrapes.
+pub fn section(r: &RunReport) -> Option<Section<'_>> {
+    let e = r.energy.as_ref()?;
     let rows: Vec<Vec<String>> = rows(e).into_iter().map(Vec::from).collect();
-    crate::fmt::md_table(&mut o, &["", "value"], &rows);
+    let mut s = Section::new("energy", heading(e)).table(&["", "value"], rows);
     if let Some(n) = &e.note {
-        o.push_str(&format!("\n_{n}_\n"));
+        s = s.with(Block::Sentence(format!("note: {n}")));
     }
-    o.push('\n');
-    o
+    Some(s)
 }
 
 #[cfg(test)]

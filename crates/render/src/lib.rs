@@ -14,6 +14,7 @@ pub mod markdown;
 mod quality;
 pub mod ramp;
 pub mod rows;
+pub mod section;
 pub mod sessions;
 pub mod sweep;
 pub mod text;

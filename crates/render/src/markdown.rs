@@ -6,6 +6,7 @@ use tpscope_analysis::Report;
 
 use crate::fmt::{SUMMARY_HEADS, md_table, summary_cells};
 use crate::rows::*;
+use crate::section::run_sections;
 
 /// Renders the report as markdown.
 pub fn render(report: &Report) -> Vec<u8> {
@@ -90,19 +91,15 @@ pub fn render(report: &Report) -> Vec<u8> {
         if !missing.is_empty() {
             let _ = writeln!(o, "\nOk spans lacking a metric: {}.", missing.join("; "));
         }
-        let quality = crate::quality::quality_lines(r);
-        if !quality.is_empty() {
-            let _ = writeln!(o, "\n**Measurement quality**\n");
-            for l in quality {
-                let _ = writeln!(o, "- {l}");
-            }
+        if let Some(q) = crate::quality::section(r) {
+            o.push('\n');
+            o.push_str(&q.markdown());
         }
         o.push('\n');
         o.push_str(&crate::diagnosis::markdown(r));
-        o.push_str(&crate::energy::markdown(r));
-        o.push_str(&crate::ramp::markdown(r));
-        o.push_str(&crate::sessions::markdown(r));
-        o.push_str(&crate::count_check::markdown(r));
+        for s in run_sections(r) {
+            o.push_str(&s.markdown());
+        }
         for w in &r.warnings {
             let _ = writeln!(o, "\n> **Warning:** {w}");
         }

@@ -1,6 +1,8 @@
-//! The measurement-quality lines of a run's report (text and markdown share them).
+//! The measurement-quality section of a run's report: one line per figure.
 
 use tpscope_analysis::report::RunReport;
+
+use crate::section::{Block, Section};
 
 fn pct(x: Option<f64>) -> String {
     x.map_or("–".into(), |x| format!("{:.1} %", x * 100.0))
@@ -12,7 +14,7 @@ fn ms(d: Option<std::time::Duration>) -> String {
 
 /// One line per figure of [`tpscope_analysis::MeasurementQuality`]; empty when
 /// the run has nothing to say (no kernel stamps, no samples, no connects).
-pub(crate) fn quality_lines(r: &RunReport) -> Vec<String> {
+fn quality_lines(r: &RunReport) -> Vec<String> {
     let q = &r.measurement_quality;
     let mut v = Vec::new();
     if q.first_tokens > 0 || q.chunks > 0 {
@@ -57,4 +59,11 @@ pub(crate) fn quality_lines(r: &RunReport) -> Vec<String> {
         v.push(format!("verdict: {}", if q.poor { "POOR" } else { "good" }));
     }
     v
+}
+
+/// The section; `None` when the run has nothing to say.
+pub(crate) fn section(r: &RunReport) -> Option<Section<'_>> {
+    let lines = quality_lines(r);
+    (!lines.is_empty())
+        .then(|| Section::new("quality", "measurement quality").with(Block::Items(lines)))
 }

@@ -1,11 +1,12 @@
 //! The ramp section of a ramped run (how throughput followed the load, as
-//! [`tpscope_analysis::ramp`] cut it into segments): one table and one sentence
-//! that text, markdown and HTML lay out alike.
+//! [`tpscope_analysis::ramp`] cut it into segments): one table and one sentence,
+//! a [`Section`] that text, markdown and HTML lay out alike.
 
 use tpscope_analysis::RunReport;
 use tpscope_analysis::ramp::RampFollow;
 
-use crate::fmt::{capitalised, md_table, or_dash, text_table};
+use crate::fmt::or_dash;
+use crate::section::{Block, Section};
 
 /// The section's heading.
 pub const RAMP_HEADING: &str = "ramp: how throughput followed the load";
@@ -42,24 +43,12 @@ pub fn rows(f: &RampFollow) -> Vec<Vec<String>> {
         .collect()
 }
 
-/// The section as text; empty for a run without a ramp.
-pub fn text(r: &RunReport) -> String {
-    let Some(f) = &r.ramp else {
-        return String::new();
-    };
-    let mut out = format!("\n  {RAMP_HEADING}\n");
-    text_table(&mut out, &heads(f), &rows(f));
-    out.push_str(&format!("  {}\n", f.sentence()));
-    out
-}
-
-/// The section as markdown; empty for a run without a ramp.
-pub fn markdown(r: &RunReport) -> String {
-    let Some(f) = &r.ramp else {
-        return String::new();
-    };
-    let mut out = format!("**{}**\n\n", capitalised(RAMP_HEADING));
-    md_table(&mut out, &heads(f), &rows(f));
-    out.push_str(&format!("\n{}.\n\n", capitalised(&f.sentence())));
-    out
+/// The section; `None` for a run without a ramp.
+pub fn section(r: &RunReport) -> Option<Section<'_>> {
+    let f = r.ramp.as_ref()?;
+    Some(
+        Section::new("ramp", RAMP_HEADING)
+            .table(&heads(f), rows(f))
+            .with(Block::Sentence(f.sentence())),
+    )
 }

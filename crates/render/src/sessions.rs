@@ -1,15 +1,20 @@
 //! The `sessions` section of a multi-turn run (TTFT by turn index with its ratio
 //! to turn 1, per-session totals, as [`tpscope_analysis::sessions`] computed
-//! them) as rows and lines the text, markdown and HTML renderers lay out alike.
+//! them) as a [`Section`] the text, markdown and HTML renderers lay out alike
+//! (the page adds a chart of TTFT by turn).
 
 use tpscope_analysis::RunReport;
 use tpscope_analysis::sessions::{SessionReport, SessionTotals};
 
-use crate::fmt::{capitalised, md_table, or_dash, text_table};
+use crate::fmt::or_dash;
+use crate::section::{Block, Chart, Section};
 
 /// The section's heading.
-pub const SESSIONS_HEADING: &str =
-    "multi-turn sessions: TTFT by turn (prefix caching shows as later turns starting sooner)";
+pub const SESSIONS_HEADING: &str = "multi-turn sessions";
+
+/// What the section shows, after its heading.
+pub const SESSIONS_GLOSS: &str =
+    "TTFT by turn (prefix caching shows as later turns starting sooner)";
 
 /// Heads of the by-turn table.
 pub const TURN_HEADS: [&str; 7] = [
@@ -59,27 +64,15 @@ pub fn totals_line(t: &SessionTotals) -> String {
     )
 }
 
-/// The section as text (a heading, the by-turn table, the totals line); empty
-/// for a run without sessions.
-pub fn text(r: &RunReport) -> String {
-    let Some(s) = &r.sessions else {
-        return String::new();
-    };
-    let mut out = format!("\n  {SESSIONS_HEADING}\n");
-    text_table(&mut out, &TURN_HEADS, &turn_rows(s));
-    out.push_str(&format!("  {}\n", totals_line(&s.totals)));
-    out
-}
-
-/// The section as markdown; empty for a run without sessions.
-pub fn markdown(r: &RunReport) -> String {
-    let Some(s) = &r.sessions else {
-        return String::new();
-    };
-    let mut out = String::from(
-        "**Multi-turn sessions**: TTFT by turn (prefix caching shows as later turns starting sooner)\n\n",
-    );
-    md_table(&mut out, &TURN_HEADS, &turn_rows(s));
-    out.push_str(&format!("\n{}.\n\n", capitalised(&totals_line(&s.totals))));
-    out
+/// The section (a heading, the by-turn table, the totals line, the chart);
+/// `None` for a run without sessions.
+pub fn section(r: &RunReport) -> Option<Section<'_>> {
+    let s = r.sessions.as_ref()?;
+    Some(
+        Section::new("sessions", SESSIONS_HEADING)
+            .gloss(SESSIONS_GLOSS)
+            .table(&TURN_HEADS, turn_rows(s))
+            .with(Block::Sentence(totals_line(&s.totals)))
+            .with(Block::Chart(Chart::TtftByTurn(s))),
+    )
 }

@@ -6,6 +6,7 @@ use tpscope_analysis::Report;
 
 use crate::fmt::{SUMMARY_HEADS, summary_cells, text_table as table};
 use crate::rows::*;
+use crate::section::run_sections;
 
 /// Renders the report as a terminal summary (plain text, no colour codes).
 pub fn render(report: &Report) -> Vec<u8> {
@@ -129,18 +130,13 @@ pub fn render(report: &Report) -> Vec<u8> {
                 let _ = writeln!(o, "    {m}");
             }
         }
-        let quality = crate::quality::quality_lines(r);
-        if !quality.is_empty() {
-            let _ = writeln!(o, "\n  measurement quality:");
-            for l in quality {
-                let _ = writeln!(o, "    {l}");
-            }
+        if let Some(q) = crate::quality::section(r) {
+            o.push_str(&q.text());
         }
         o.push_str(&crate::diagnosis::text(r));
-        o.push_str(&crate::energy::text(r));
-        o.push_str(&crate::ramp::text(r));
-        o.push_str(&crate::sessions::text(r));
-        o.push_str(&crate::count_check::text(r));
+        for s in run_sections(r) {
+            o.push_str(&s.text());
+        }
         for w in &r.warnings {
             let _ = writeln!(o, "\n  warning: {w}");
         }

@@ -19,11 +19,12 @@ use std::fmt;
 use std::time::Duration;
 
 use serde::Serialize;
+use tpscope_model::time::duration_secs;
 
 use crate::analyze::Options;
 use crate::input::RunInput;
 use crate::metrics::{Better, MetricUnit};
-use crate::report::{RunReport, opt_secs};
+use crate::report::RunReport;
 use crate::stats::bootstrap::{BootstrapConfig, Interval};
 
 mod criteria;
@@ -259,14 +260,20 @@ pub struct Side {
     /// Token sources with span counts.
     pub token_sources: Vec<String>,
     /// Length of the analysed window.
-    #[serde(rename = "window_s", serialize_with = "opt_secs")]
+    #[serde(
+        rename = "window_s",
+        serialize_with = "duration_secs::option::serialize"
+    )]
     pub window: Option<Duration>,
     /// Spans released in the window.
     pub spans: u64,
     /// Time buckets the block bootstrap resampled.
     pub buckets: usize,
     /// Length of one bucket.
-    #[serde(rename = "bucket_s", serialize_with = "opt_secs")]
+    #[serde(
+        rename = "bucket_s",
+        serialize_with = "duration_secs::option::serialize"
+    )]
     pub bucket: Option<Duration>,
     /// Buckets per resampled block.
     pub block_len: usize,

@@ -9,12 +9,14 @@
 use std::time::Duration;
 
 use serde::Serialize;
+use tpscope_model::time::duration_secs;
 use tpscope_model::{Status, Timestamp};
 
 use crate::input::{RunInput, SpanFacts};
 use crate::metrics::{MetricUnit, metric, span_metrics};
-use crate::report::{RunReport, WindowKind, opt_secs, secs};
+use crate::report::RunReport;
 use crate::stats::{TokensPerSecond, quantile_sorted, ratio, sort_values};
+use crate::window::WindowKind;
 
 mod occupancy;
 
@@ -41,7 +43,7 @@ pub const MAX_SCATTER: usize = 2000;
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct OccupancyStep {
     /// Start of the step, from the origin.
-    #[serde(rename = "at_s", serialize_with = "secs")]
+    #[serde(rename = "at_s", serialize_with = "duration_secs::serialize")]
     pub at: Duration,
     /// Fewest requests in flight during the step.
     pub in_flight_min: u32,
@@ -61,10 +63,10 @@ pub struct Occupancy {
     /// The steps, in time order.
     pub steps: Vec<OccupancyStep>,
     /// Where the last step ends.
-    #[serde(rename = "end_s", serialize_with = "secs")]
+    #[serde(rename = "end_s", serialize_with = "duration_secs::serialize")]
     pub end: Duration,
     /// The bin width when the series was binned; `None` when every step is exact.
-    #[serde(rename = "bin_s", serialize_with = "opt_secs")]
+    #[serde(rename = "bin_s", serialize_with = "duration_secs::option::serialize")]
     pub bin: Option<Duration>,
 }
 
@@ -72,10 +74,10 @@ pub struct Occupancy {
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct GapBand {
     /// Start, from the origin.
-    #[serde(rename = "from_s", serialize_with = "secs")]
+    #[serde(rename = "from_s", serialize_with = "duration_secs::serialize")]
     pub from: Duration,
     /// End, from the origin.
-    #[serde(rename = "to_s", serialize_with = "secs")]
+    #[serde(rename = "to_s", serialize_with = "duration_secs::serialize")]
     pub to: Duration,
     /// The part of `[from, to)` that is gap: 1 for an exact interval, the gap
     /// fraction of the bin when binned.
@@ -86,10 +88,10 @@ pub struct GapBand {
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct TpsPoint {
     /// Bucket start, from the origin.
-    #[serde(rename = "start_s", serialize_with = "secs")]
+    #[serde(rename = "start_s", serialize_with = "duration_secs::serialize")]
     pub start: Duration,
     /// Bucket length.
-    #[serde(rename = "duration_s", serialize_with = "secs")]
+    #[serde(rename = "duration_s", serialize_with = "duration_secs::serialize")]
     pub duration: Duration,
     /// Output tokens attributed to the bucket / its length.
     pub system_tps: Option<TokensPerSecond>,
@@ -99,19 +101,28 @@ pub struct TpsPoint {
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct WaterfallRow {
     /// Entered the queue.
-    #[serde(rename = "queued_s", serialize_with = "secs")]
+    #[serde(rename = "queued_s", serialize_with = "duration_secs::serialize")]
     pub queued: Duration,
     /// Took a slot (`None`: never admitted).
-    #[serde(rename = "admitted_s", serialize_with = "opt_secs")]
+    #[serde(
+        rename = "admitted_s",
+        serialize_with = "duration_secs::option::serialize"
+    )]
     pub admitted: Option<Duration>,
     /// First output chunk.
-    #[serde(rename = "first_token_s", serialize_with = "opt_secs")]
+    #[serde(
+        rename = "first_token_s",
+        serialize_with = "duration_secs::option::serialize"
+    )]
     pub first_token: Option<Duration>,
     /// Last output chunk.
-    #[serde(rename = "last_token_s", serialize_with = "opt_secs")]
+    #[serde(
+        rename = "last_token_s",
+        serialize_with = "duration_secs::option::serialize"
+    )]
     pub last_token: Option<Duration>,
     /// Gave the slot back (or left the queue).
-    #[serde(rename = "released_s", serialize_with = "secs")]
+    #[serde(rename = "released_s", serialize_with = "duration_secs::serialize")]
     pub released: Duration,
     /// How it ended.
     pub status: Status,
@@ -121,7 +132,10 @@ pub struct WaterfallRow {
     pub retries: u32,
     /// When the last attempt started, for a request that made several: from
     /// admission to here its slot went to failed attempts and back-off.
-    #[serde(rename = "last_attempt_s", serialize_with = "opt_secs")]
+    #[serde(
+        rename = "last_attempt_s",
+        serialize_with = "duration_secs::option::serialize"
+    )]
     pub last_attempt: Option<Duration>,
 }
 
@@ -213,10 +227,10 @@ pub struct Scatter {
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct TimeRange {
     /// Start.
-    #[serde(rename = "from_s", serialize_with = "secs")]
+    #[serde(rename = "from_s", serialize_with = "duration_secs::serialize")]
     pub from: Duration,
     /// End.
-    #[serde(rename = "to_s", serialize_with = "secs")]
+    #[serde(rename = "to_s", serialize_with = "duration_secs::serialize")]
     pub to: Duration,
 }
 
@@ -386,7 +400,7 @@ pub fn detail(input: &RunInput, report: &RunReport) -> Detail {
         total: scatter_all.len(),
     };
 
-    let span_of = |w: &crate::report::Window| TimeRange {
+    let span_of = |w: &crate::window::Window| TimeRange {
         from: offset(origin, w.start),
         to: offset(origin, w.end),
     };
@@ -432,7 +446,7 @@ pub fn chart_bucket(extent: Duration) -> Duration {
 pub fn compare_details(
     baseline: &RunInput,
     candidate: &RunInput,
-    opts: &crate::analyze::Options,
+    opts: &crate::settings::Options,
 ) -> (Detail, Detail) {
     let extent = |i: &RunInput| {
         let last = i.spans.iter().map(|s| s.released_at).max();
@@ -442,7 +456,7 @@ pub fn compare_details(
             .unwrap_or_default()
     };
     let bucket = chart_bucket(extent(baseline).max(extent(candidate)));
-    let opts = crate::analyze::Options {
+    let opts = crate::settings::Options {
         bucket: Some(bucket),
         ..*opts
     };

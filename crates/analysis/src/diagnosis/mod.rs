@@ -19,10 +19,10 @@
 use std::time::Duration;
 
 use serde::Serialize;
+use tpscope_model::time::duration_secs;
 use tpscope_model::{Occupancy, Timestamp};
 
 use crate::input::{RunInput, SampleFacts};
-use crate::report::secs;
 use crate::server::sorted_samples;
 use crate::stats::ratio;
 use crate::sweep::Sweep;
@@ -134,7 +134,7 @@ pub struct StateShare {
     /// Its name as the report prints it.
     pub name: &'static str,
     /// Time in the state.
-    #[serde(rename = "time_s", serialize_with = "secs")]
+    #[serde(rename = "time_s", serialize_with = "duration_secs::serialize")]
     pub time: Duration,
     /// time / window.
     pub share: f64,

@@ -5,6 +5,7 @@
 
 pub mod aiperf;
 mod build;
+mod files;
 pub mod genai_bench;
 pub mod guidellm;
 pub mod inference_perf;
@@ -14,60 +15,22 @@ pub mod otlp;
 pub mod vllm;
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
-
 use tpscope_model::{EndRecord, Record, RunRecord, Span, Status};
 
 pub use build::content_run_id;
+pub use files::{LoadError, import_files, load_imported};
+pub use tpscope_model::import_format::{Format, UnknownFormat};
 
-/// A foreign format tpscope can import.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Format {
-    /// `vllm bench serve --save-result --save-detailed` JSON.
-    Vllm,
-    /// NVIDIA AIPerf `profile_export.jsonl`.
-    Aiperf,
-    /// GuideLLM benchmarks JSON or YAML.
-    Guidellm,
-    /// genai-bench experiment JSON.
-    GenaiBench,
-    /// inference-perf per-request lifecycle JSON.
-    InferencePerf,
-    /// LLMPerf `*_individual_responses.json`.
-    Llmperf,
-    /// OTLP/JSON trace export with `gen_ai.*` attributes.
-    Otlp,
+/// Guessing a file's format from its content (the importers know what each tool
+/// writes; the format's names are the model's).
+pub trait Sniff: Sized {
+    /// Guesses the format of a file from its first bytes (`None`: none matched).
+    fn sniff(bytes: &[u8]) -> Option<Self>;
 }
 
-impl Format {
-    /// Every format, in the order the docs list them.
-    pub const ALL: [Format; 7] = [
-        Format::Vllm,
-        Format::Aiperf,
-        Format::Guidellm,
-        Format::GenaiBench,
-        Format::InferencePerf,
-        Format::Llmperf,
-        Format::Otlp,
-    ];
-
-    /// The name `--from` takes.
-    pub fn name(self) -> &'static str {
-        match self {
-            Format::Vllm => "vllm",
-            Format::Aiperf => "aiperf",
-            Format::Guidellm => "guidellm",
-            Format::GenaiBench => "genai-bench",
-            Format::InferencePerf => "inference-perf",
-            Format::Llmperf => "llmperf",
-            Format::Otlp => "otlp",
-        }
-    }
-
-    /// Guesses the format of a file from its first bytes (`None`: none matched).
-    pub fn sniff(bytes: &[u8]) -> Option<Format> {
+impl Sniff for Format {
+    fn sniff(bytes: &[u8]) -> Option<Format> {
         let head = &bytes[..bytes.len().min(64 * 1024)];
         let has = |needle: &str| memchr::memmem::find(head, needle.as_bytes()).is_some();
         if has("\"resourceSpans\"") {
@@ -93,29 +56,6 @@ impl Format {
         } else {
             None
         }
-    }
-}
-
-impl fmt::Display for Format {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// A `--from` value that names no format.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "unknown format `{0}` (expected auto, vllm, aiperf, guidellm, genai-bench, inference-perf, llmperf or otlp)"
-)]
-pub struct UnknownFormat(pub String);
-
-impl FromStr for Format {
-    type Err = UnknownFormat;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Format::ALL
-            .into_iter()
-            .find(|f| f.name() == s)
-            .ok_or_else(|| UnknownFormat(s.to_string()))
     }
 }
 

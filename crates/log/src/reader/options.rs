@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use tpscope_analysis::RunInput;
+use tpscope_analysis::{RunInput, RunSet, Settings};
 
 use super::lines::Tally;
 use crate::scalar::TimeUnit;
@@ -18,6 +18,17 @@ pub struct ReadOptions {
     pub skip_invalid: bool,
     /// Keep span ids (for per-span output such as CSV).
     pub keep_span_ids: bool,
+}
+
+impl ReadOptions {
+    /// How the settings say to read (span ids dropped; set `keep_span_ids` to keep them).
+    pub fn of(settings: &Settings) -> ReadOptions {
+        ReadOptions {
+            time_unit: settings.time_unit,
+            skip_invalid: settings.skip_invalid,
+            keep_span_ids: false,
+        }
+    }
 }
 
 /// An error reading span logs.
@@ -112,5 +123,22 @@ impl LogSet {
             skipped: &mut self.skipped,
             warnings: &mut self.warnings,
         }
+    }
+}
+
+/// What `report` and `compare` analyse (`tpscope_analysis::report`, `choose_run`).
+impl RunSet for LogSet {
+    type Run = LoadedRun;
+    fn runs(&self) -> &[LoadedRun] {
+        &self.runs
+    }
+    fn input(run: &LoadedRun) -> &RunInput {
+        &run.input
+    }
+    fn skipped(&self) -> &BTreeMap<String, u64> {
+        &self.skipped
+    }
+    fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 }

@@ -5,6 +5,7 @@
 
 mod charts;
 mod page;
+mod section;
 mod server;
 mod sessions;
 mod svg;
@@ -222,13 +223,8 @@ fn run_section(prefix: &str, r: &RunReport, d: Option<&Detail>, heading: &str) -
     s.push_str("<h2>Summary</h2>\n");
     s.push_str(&lead_table(r));
     s.push_str(&summary_tables(r));
-    let quality = crate::quality::quality_lines(r);
-    if !quality.is_empty() {
-        s.push_str("<h2>Measurement quality</h2>\n<ul>\n");
-        for l in quality {
-            s.push_str(&format!("<li>{}</li>\n", esc(&l)));
-        }
-        s.push_str("</ul>\n");
+    if let Some(q) = crate::quality::section(r) {
+        s.push_str(&section::html(prefix, &q));
     }
     match d {
         Some(d) => {
@@ -256,28 +252,8 @@ fn run_section(prefix: &str, r: &RunReport, d: Option<&Detail>, heading: &str) -
             s.push_str("<p class=\"note\">No chart data for this run.</p>\n");
         }
     }
-    if let Some(f) = &r.ramp {
-        let heads: Vec<String> = crate::ramp::heads(f)
-            .iter()
-            .map(|h| h.to_string())
-            .collect();
-        let rows: Vec<Vec<Cell>> = crate::ramp::rows(f)
-            .into_iter()
-            .map(|row| row.into_iter().map(Cell::Text).collect())
-            .collect();
-        s.push_str(&format!(
-            "<h2>{}</h2>\n{}<p>{}.</p>\n",
-            esc(&crate::fmt::capitalised(crate::ramp::RAMP_HEADING)),
-            table(&heads, &rows),
-            esc(&crate::fmt::capitalised(&f.sentence()))
-        ));
-    }
-    s.push_str(&sessions::section(&format!("{prefix}-sessions"), r));
-    if let Some(c) = &r.count_check {
-        s.push_str(&format!(
-            "<h2>Count check</h2>\n<p>{}</p>\n",
-            esc(&crate::count_check::paragraph(c))
-        ));
+    for sec in crate::section::run_sections(r) {
+        s.push_str(&section::html(prefix, &sec));
     }
     s.push_str("<h2>Distribution tables</h2>\n");
     s.push_str(&distribution_tables(r));

@@ -1,7 +1,6 @@
-//! The HTML `diagnosis`, "server vs client" and GPU energy sections: the diagnosis
-//! table and sentence, the two sides' figures, a chart of the server's running,
-//! waiting and KV usage beside the client's in-flight and queue on one time axis,
-//! and the GPUs' energy rows.
+//! The HTML `diagnosis` and "server vs client" sections: the diagnosis table and
+//! sentence, the two sides' figures, and a chart of the server's running, waiting
+//! and KV usage beside the client's in-flight and queue on one time axis.
 
 use tpscope_analysis::RunReport;
 use tpscope_analysis::server::ServerVsClient;
@@ -52,20 +51,6 @@ pub fn sections(prefix: &str, r: &RunReport, one: &[Series<'_>]) -> String {
             &rows,
         ));
         s.push_str(&chart(&format!("{prefix}-server"), sv, one));
-    }
-    if let Some(e) = &r.energy {
-        s.push_str(&format!(
-            "<h2>{}</h2>\n",
-            esc(&capitalised(&crate::energy::heading(e)))
-        ));
-        let rows: Vec<Vec<Cell>> = crate::energy::rows(e)
-            .into_iter()
-            .map(|row| row.into_iter().map(Cell::Text).collect())
-            .collect();
-        s.push_str(&table(&["".into(), "value".into()], &rows));
-        if let Some(n) = &e.note {
-            s.push_str(&format!("<p class=\"note\">{}</p>\n", esc(n)));
-        }
     }
     s
 }

@@ -1,45 +1,13 @@
-//! The HTML `sessions` section of a multi-turn run: the by-turn table, the
-//! totals, and a chart of TTFT p50 and p90 by turn index (the prefix cache's
-//! benefit as a falling line).
+//! The chart of a multi-turn run's `sessions` section: TTFT p50 and p90 by turn
+//! index (the prefix cache's benefit as a falling line).
 
-use tpscope_analysis::RunReport;
 use tpscope_analysis::sessions::SessionReport;
 
 use super::charts::figure;
-use super::page::{Cell, table};
-use super::svg::{Axis, Chart, Geometry, esc};
-use crate::fmt::capitalised;
-use crate::sessions::{SESSIONS_HEADING, TURN_HEADS, totals_line, turn_rows};
-
-/// The section of a run (`id`: its chart's id); empty for a run without sessions.
-pub fn section(id: &str, r: &RunReport) -> String {
-    let Some(s) = &r.sessions else {
-        return String::new();
-    };
-    let (title, rest) = SESSIONS_HEADING
-        .split_once(": ")
-        .unwrap_or((SESSIONS_HEADING, ""));
-    let mut out = format!(
-        "<h2>{}</h2>\n<p class=\"note\">{}</p>\n",
-        esc(&capitalised(title)),
-        esc(&capitalised(rest))
-    );
-    let heads: Vec<String> = TURN_HEADS.iter().map(|h| h.to_string()).collect();
-    let rows: Vec<Vec<Cell>> = turn_rows(s)
-        .into_iter()
-        .map(|row| row.into_iter().map(Cell::Text).collect())
-        .collect();
-    out.push_str(&table(&heads, &rows));
-    out.push_str(&format!(
-        "<p>{}.</p>\n",
-        esc(&capitalised(&totals_line(&s.totals)))
-    ));
-    out.push_str(&chart(id, s));
-    out
-}
+use super::svg::{Axis, Chart, Geometry};
 
 /// TTFT p50 (solid, with points) and p90 (dashed) in ms by turn.
-fn chart(id: &str, s: &SessionReport) -> String {
+pub(crate) fn chart(id: &str, s: &SessionReport) -> String {
     let pts = |f: fn(&tpscope_analysis::sessions::TurnRow) -> Option<f64>| -> Vec<(f64, f64)> {
         s.by_turn
             .iter()

@@ -1,0 +1,198 @@
+//! The idle stage of [`crate::analyze()`]: over the window, the time work waited
+//! while a slot was free (the gap) from the exact sweep, the same estimated from
+//! the samples, the backlog, utilization and mean occupancy, with the warnings
+//! that say when those figures cannot be read as they stand.
+
+use std::time::Duration;
+
+use serde::Serialize;
+use tpscope_model::Occupancy;
+use tpscope_model::time::duration_secs;
+
+use crate::input::RunInput;
+use crate::stats::ratio;
+use crate::sweep::Integrals;
+use crate::window::Window;
+
+/// Idle time (DESIGN.md §3) over the window.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Idle {
+    /// Time when queue depth > 0 and in-flight < cap (absent when the producer
+    /// recorded no queue times).
+    #[serde(
+        rename = "gap_time_s",
+        serialize_with = "duration_secs::option::serialize"
+    )]
+    pub gap_time: Option<Duration>,
+    /// Time when queue depth > 0 (absent as `gap_time`).
+    #[serde(
+        rename = "backlog_time_s",
+        serialize_with = "duration_secs::option::serialize"
+    )]
+    pub backlog_time: Option<Duration>,
+    /// Samples in the window (the sampled estimate uses them).
+    pub samples: u64,
+}
+
+/// The idle stage's figures, each the [`crate::RunReport`] field of its name
+/// (`None` when it cannot be computed).
+pub(crate) struct IdleFigures {
+    pub gap_fraction: Option<f64>,
+    pub gap_fraction_sampled: Option<f64>,
+    pub gap_fraction_of_backlog: Option<f64>,
+    pub utilization: Option<f64>,
+    pub mean_in_flight: Option<f64>,
+    pub mean_queue_depth: Option<f64>,
+    pub idle: Idle,
+}
+
+/// The idle stage, from the sweep's integrals over `window`; warns when the
+/// exact and sampled gap fractions differ by more than `gap_disagreement`.
+pub(crate) fn idle(
+    input: &RunInput,
+    integrals: &Integrals,
+    window: Option<Window>,
+    gap_disagreement: f64,
+    warnings: &mut Vec<String>,
+) -> IdleFigures {
+    let (w0, w1) = window.map(|w| (w.start, w.end)).unwrap_or_default();
+    let win_ns = w1.signed_nanos_since(w0) as f64;
+    let gap_fraction = ratio(integrals.gap_ns as f64, win_ns);
+    let utilization = utilization(integrals, warnings);
+    let (samples, gap_fraction_sampled) = sampled_gap(input, window);
+    if let (Some(exact), Some(sampled)) = (gap_fraction, gap_fraction_sampled)
+        && (exact - sampled).abs() > gap_disagreement
+    {
+        warnings.push(format!(
+            "exact gap fraction {exact:.4} and sampled {sampled:.4} differ by more than {gap_disagreement}: \
+             samples may be too sparse, or spans are missing from the log"
+        ));
+    }
+    if input.run.is_none() {
+        warnings.push(
+            "no `run` record: the cap is unknown, so every queued moment counts as a gap".into(),
+        );
+    } else if input.run_cap().is_none() && integrals.backlog_ns > 0 {
+        warnings.push("the run has no cap: every queued moment counts as a gap".into());
+    }
+    IdleFigures {
+        gap_fraction,
+        gap_fraction_sampled,
+        gap_fraction_of_backlog: ratio(integrals.gap_ns as f64, integrals.backlog_ns as f64),
+        utilization,
+        mean_in_flight: ratio(integrals.in_flight_ns, win_ns),
+        mean_queue_depth: ratio(integrals.queue_ns, win_ns),
+        idle: Idle {
+            gap_time: Some(integrals.gap()),
+            backlog_time: Some(integrals.backlog()),
+            samples,
+        },
+    }
+}
+
+/// ∫ in_flight dt / ∫ cap dt, when the cap held throughout.
+fn utilization(integrals: &Integrals, warnings: &mut Vec<String>) -> Option<f64> {
+    let u = if integrals.uncapped_ns == 0 {
+        ratio(integrals.in_flight_ns, integrals.cap_ns)
+    } else {
+        None
+    };
+    // More in flight than the cap allows cannot happen in one run: the log holds
+    // merged runs or is corrupt, and a utilization above 100 % would mislead.
+    if let Some(u) = u.filter(|u| *u > 1.0 + 1e-9) {
+        warnings.push(format!(
+            "more spans were in flight than the cap allows (utilization would be {:.0} %): \
+             the log may hold merged runs or be corrupt; utilization is not shown",
+            u * 100.0
+        ));
+        return None;
+    }
+    u
+}
+
+/// The samples in the window, and the share of them that saw a gap. The cap a
+/// sample sees is the last one stated by a sample at or before it, else the run's.
+fn sampled_gap(input: &RunInput, window: Option<Window>) -> (u64, Option<f64>) {
+    let mut cap = input.run_cap();
+    let (mut n_samples, mut n_gap) = (0u64, 0u64);
+    let mut samples: Vec<_> = input.samples.clone();
+    samples.sort_by_key(|s| s.at);
+    for smp in &samples {
+        if smp.cap.is_some() {
+            cap = smp.cap;
+        }
+        if let Some(w) = window
+            && smp.at >= w.start
+            && smp.at <= w.end
+        {
+            n_samples += 1;
+            let occ = Occupancy {
+                in_flight: smp.in_flight,
+                queue_depth: smp.queue_depth,
+                cap,
+            };
+            if occ.is_gap() {
+                n_gap += 1;
+            }
+        }
+    }
+    (n_samples, ratio(n_gap as f64, n_samples as f64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sweep::Sweep;
+    use crate::test_support::{capped_run, ok_span};
+    use crate::window::{WindowSpec, windows};
+
+    /// Cap 1; the second span waits 0..1 s behind the first, then 1..2 s for a
+    /// free slot (admitted at 3 s after the first leaves at 2 s): 1 s of gap.
+    fn run() -> RunInput {
+        let mut input = capped_run(1);
+        input.spans = vec![ok_span(0, 0, 2000, 10), ok_span(0, 3000, 4000, 10)];
+        input
+    }
+
+    fn figures(input: &RunInput, warnings: &mut Vec<String>) -> IdleFigures {
+        let sweep = Sweep::new(input);
+        let w = windows(input, &sweep, WindowSpec::Full, warnings).chosen;
+        let integrals = sweep.integrate(w.unwrap().start, w.unwrap().end);
+        idle(input, &integrals, w, 0.02, warnings)
+    }
+
+    #[test]
+    fn the_gap_is_waiting_work_beside_a_free_slot() {
+        let mut warnings = Vec::new();
+        let f = figures(&run(), &mut warnings);
+        assert_eq!(f.idle.gap_time, Some(Duration::from_secs(1)));
+        assert_eq!(f.idle.backlog_time, Some(Duration::from_secs(3)));
+        assert_eq!(f.gap_fraction, Some(0.25));
+        assert_eq!(f.gap_fraction_of_backlog, Some(1.0 / 3.0));
+        assert_eq!(f.utilization, Some(0.75));
+        assert_eq!((f.idle.samples, f.gap_fraction_sampled), (0, None));
+        assert!(warnings.is_empty(), "{warnings:?}");
+    }
+
+    #[test]
+    fn more_in_flight_than_the_cap_hides_utilization_with_a_warning() {
+        let mut input = run();
+        input.spans = vec![ok_span(0, 0, 2000, 10), ok_span(0, 0, 2000, 10)];
+        let mut warnings = Vec::new();
+        let f = figures(&input, &mut warnings);
+        assert_eq!(f.utilization, None);
+        assert!(
+            warnings[0].contains("utilization would be 200 %"),
+            "{warnings:?}"
+        );
+    }
+
+    #[test]
+    fn without_a_run_record_every_queued_moment_is_a_gap_and_said() {
+        let mut input = run();
+        input.run = None;
+        let mut warnings = Vec::new();
+        figures(&input, &mut warnings);
+        assert!(warnings[0].starts_with("no `run` record"), "{warnings:?}");
+    }
+}
