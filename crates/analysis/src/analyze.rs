@@ -71,6 +71,8 @@ pub struct Options {
     /// A sweep level meets the goals when at least this share of its requests
     /// met them (`--slo-percentile 90` is 0.9).
     pub slo_share: f64,
+    /// The capacity ledger's hand-off threshold (`--handoff`).
+    pub handoff: Duration,
 }
 
 impl Default for Options {
@@ -82,6 +84,7 @@ impl Default for Options {
             gap_disagreement: 0.02,
             goals: None,
             slo_share: DEFAULT_SLO_SHARE,
+            handoff: crate::ledger::DEFAULT_HANDOFF,
         }
     }
 }
@@ -177,6 +180,11 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         (Some(ts), Some(w)) => crate::ramp::ramp_follow(input, ts, w),
         _ => None,
     };
+    let capacity = window.map(|_| {
+        let buckets = time_series.as_ref().map(|t| (t.bucket, t.buckets.len()));
+        let unmeasured = queue_unmeasured(input);
+        crate::ledger::capacity_ledger(input, &sweep, (w0, w1), buckets, opts.handoff, unmeasured)
+    });
     let diagnosis = window.map(|_| {
         let lag = client_lag_from_samples(&input.samples, input.sample_interval());
         diagnose(input, &sweep, (w0, w1), lag)
@@ -435,6 +443,7 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         count_check,
         server,
         diagnosis,
+        capacity,
         warnings,
     };
     if queue_unmeasured(input) {

@@ -21,6 +21,7 @@ pub mod errors;
 pub mod goodput;
 pub mod input;
 pub mod knee;
+pub mod ledger;
 pub mod levels;
 pub mod metrics;
 mod quality;

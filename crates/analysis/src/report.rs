@@ -375,6 +375,8 @@ pub struct RunReport {
     pub server: Option<crate::server::ServerVsClient>,
     /// Whose capacity was idle (`None` when the run has no window).
     pub diagnosis: Option<crate::diagnosis::Diagnosis>,
+    /// Where every slot-second of the window went (`None` without a window).
+    pub capacity: Option<crate::ledger::Capacity>,
     /// Warnings about this run's data.
     pub warnings: Vec<String>,
 }

@@ -37,6 +37,10 @@ pub struct AnalysisFlags {
     /// Goodput goals.
     #[command(flatten)]
     pub goodput: GoodputFlags,
+    /// The capacity ledger's hand-off threshold: a freed slot refilled within
+    /// this long of work waiting for it was a hand-off, longer was held back.
+    #[arg(long, default_value = "10ms", value_name = "DUR", value_parser = parse_handoff)]
+    pub handoff: Duration,
     /// The files are another tool's results, imported on the fly: auto, vllm, aiperf, guidellm, genai-bench, inference-perf, llmperf, otlp.
     #[arg(long, value_name = "FORMAT")]
     pub from: Option<String>,
@@ -113,9 +117,14 @@ impl Default for AnalysisFlags {
             price_per_mtok_in: None,
             price_per_mtok_out: None,
             goodput: GoodputFlags::default(),
+            handoff: tpscope_analysis::ledger::DEFAULT_HANDOFF,
             from: None,
         }
     }
+}
+
+fn parse_handoff(s: &str) -> Result<Duration, String> {
+    tpscope_model::units::parse_duration(s).map_err(|e| e.to_string())
 }
 
 fn parse_window(text: &str) -> anyhow::Result<WindowSpec> {
@@ -167,6 +176,7 @@ impl AnalysisFlags {
                 per_mtok_in: price("--price-per-mtok-in", self.price_per_mtok_in)?,
                 per_mtok_out: price("--price-per-mtok-out", self.price_per_mtok_out)?,
             },
+            handoff: self.handoff,
             ..Options::default()
         };
         self.goodput.apply(&mut opts)?;

@@ -9,6 +9,7 @@ pub mod diagnosis;
 pub mod fmt;
 pub mod html;
 pub mod lead;
+pub mod ledger;
 pub mod markdown;
 mod quality;
 pub mod ramp;

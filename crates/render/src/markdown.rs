@@ -99,6 +99,7 @@ pub fn render(report: &Report) -> Vec<u8> {
         }
         o.push('\n');
         o.push_str(&crate::diagnosis::markdown(r));
+        o.push_str(&crate::ledger::markdown(r));
         o.push_str(&crate::ramp::markdown(r));
         o.push_str(&crate::sessions::markdown(r));
         o.push_str(&crate::count_check::markdown(r));

@@ -137,6 +137,7 @@ pub fn render(report: &Report) -> Vec<u8> {
             }
         }
         o.push_str(&crate::diagnosis::text(r));
+        o.push_str(&crate::ledger::text(r));
         o.push_str(&crate::ramp::text(r));
         o.push_str(&crate::sessions::text(r));
         o.push_str(&crate::count_check::text(r));

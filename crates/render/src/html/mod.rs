@@ -3,11 +3,11 @@
 //! schemes. One file, no network: no external scripts, fonts or images. The pages
 //! draw [`Detail`] chart data and format report values; they compute nothing.
 
-mod charts;
-mod page;
+pub(crate) mod charts;
+pub(crate) mod page;
 mod server;
 mod sessions;
-mod svg;
+pub(crate) mod svg;
 
 use tpscope_analysis::compare::Compared;
 use tpscope_analysis::detail::{CdfMetric, Detail};
@@ -239,6 +239,7 @@ fn run_section(prefix: &str, r: &RunReport, d: Option<&Detail>, heading: &str) -
             }];
             s.push_str("<h2>Timeline</h2>\n");
             s.push_str(&charts::occupancy(&format!("{prefix}-occupancy"), &one));
+            s.push_str(&crate::ledger::html_chart(prefix, r));
             s.push_str(&charts::queue(&format!("{prefix}-queue"), &one));
             s.push_str(&server::sections(prefix, r, &one));
             s.push_str("<h2>System TPS over time</h2>\n");
@@ -256,6 +257,7 @@ fn run_section(prefix: &str, r: &RunReport, d: Option<&Detail>, heading: &str) -
             s.push_str("<p class=\"note\">No chart data for this run.</p>\n");
         }
     }
+    s.push_str(&crate::ledger::html(r));
     if let Some(f) = &r.ramp {
         let heads: Vec<String> = crate::ramp::heads(f)
             .iter()

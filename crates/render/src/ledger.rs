@@ -1,0 +1,222 @@
+//! The capacity section (issue 23): the ledger of slot-seconds by part, as a
+//! table that text, markdown and HTML lay out alike, and in HTML a stacked
+//! area of the parts per bucket. Each format calls it with one line.
+
+use tpscope_analysis::RunReport;
+use tpscope_analysis::ledger::{Capacity, Part};
+
+use crate::fmt::{capitalised, md_table, text_table};
+use crate::html::charts::{TIME_LABEL, figure};
+use crate::html::page::{Cell, table};
+use crate::html::svg::{Axis, Chart, Geometry, esc};
+
+/// The section's heading.
+pub const HEADING: &str = "capacity: where every slot-second went";
+
+/// The table's heads.
+pub const HEADS: [&str; 4] = ["part", "slot-seconds", "share", "what it is"];
+
+/// What each part means, in a few words.
+pub fn meaning(p: Part) -> &'static str {
+    match p {
+        Part::Connect => "admitted, connection not yet made",
+        Part::FirstTokenWait => "sent, no token yet (server queue, prefill, network)",
+        Part::Generating => "first to last token of an attempt that ended ok",
+        Part::Post => "last token to release",
+        Part::Failed => "inside attempts that did not end ok",
+        Part::Backoff => "between a failed attempt and the next, slot held",
+        Part::Handoff => "free while work waited, refilled within the hand-off threshold",
+        Part::HeldBack => "free while work waited, longer: work held back",
+        Part::NoDemand => "free with nothing waiting",
+    }
+}
+
+/// One row per part: its slot-seconds and share, or why it is absent.
+pub fn rows(c: &Capacity) -> Vec<Vec<String>> {
+    c.parts
+        .iter()
+        .map(|p| {
+            let (x, share) = match (p.slot_seconds, &p.missing) {
+                (Some(x), _) => (
+                    format!("{x:.3}"),
+                    p.share
+                        .map_or("—".into(), |s| format!("{:.1} %", s * 100.0)),
+                ),
+                (None, _) => ("—".into(), "—".into()),
+            };
+            let mut what = match &p.missing {
+                Some(why) => format!("not known: {why}"),
+                None => meaning(p.part).to_string(),
+            };
+            if let Some(inf) = &p.inferred {
+                what.push_str(&format!(" (inferred: {})", inf.method));
+            }
+            vec![p.part.name().to_string(), x, share, what]
+        })
+        .collect()
+}
+
+/// The line under the table: the total, the threshold, and any spans above the cap.
+pub fn total_line(c: &Capacity) -> String {
+    let total = match c.slot_seconds {
+        Some(s) => format!("slot-time {s:.3} slot-seconds (∫ cap dt over the window)"),
+        None => "slot-time not known (the cap was unknown or unlimited)".to_string(),
+    };
+    let above = c
+        .above_cap_slot_seconds
+        .map(|a| {
+            format!(
+                "; {a:.3} slot-seconds were in flight above the cap (counted in the busy parts: \
+                 the log may hold merged runs)"
+            )
+        })
+        .unwrap_or_default();
+    format!(
+        "{total}; hand-off threshold {:.0} ms{above}",
+        c.handoff_threshold.as_secs_f64() * 1e3
+    )
+}
+
+/// The section as text; empty for a run without a ledger.
+pub fn text(r: &RunReport) -> String {
+    let Some(c) = &r.capacity else {
+        return String::new();
+    };
+    let mut out = format!("\n  {HEADING}\n");
+    text_table(&mut out, &HEADS, &rows(c));
+    out.push_str(&format!("  {}\n", total_line(c)));
+    out
+}
+
+/// The section as markdown; empty for a run without a ledger.
+pub fn markdown(r: &RunReport) -> String {
+    let Some(c) = &r.capacity else {
+        return String::new();
+    };
+    let mut out = format!("**{}**\n\n", capitalised(HEADING));
+    md_table(&mut out, &HEADS, &rows(c));
+    out.push_str(&format!("\n{}.\n\n", capitalised(&total_line(c))));
+    out
+}
+
+/// The CSS class of a part's band in the stacked chart.
+fn class(p: Part) -> &'static str {
+    match p {
+        Part::Connect => "lg-connect",
+        Part::FirstTokenWait => "lg-wait",
+        Part::Generating => "lg-gen",
+        Part::Post => "lg-post",
+        Part::Failed => "lg-failed",
+        Part::Backoff => "lg-backoff",
+        Part::Handoff => "lg-handoff",
+        Part::HeldBack => "lg-held",
+        Part::NoDemand => "lg-idle",
+    }
+}
+
+/// The parts stacked per bucket (mean slots in each part), drawn under the
+/// in-flight chart; empty without a ledger or a time series.
+pub fn html_chart(prefix: &str, r: &RunReport) -> String {
+    match &r.capacity {
+        Some(c) => stacked(&format!("{prefix}-capacity"), r, c),
+        None => String::new(),
+    }
+}
+
+/// The section as HTML: the table; empty without a ledger.
+pub fn html(r: &RunReport) -> String {
+    let Some(c) = &r.capacity else {
+        return String::new();
+    };
+    let heads: Vec<String> = HEADS.iter().map(|h| h.to_string()).collect();
+    let rows: Vec<Vec<Cell>> = rows(c)
+        .into_iter()
+        .map(|row| {
+            let mut cells: Vec<Cell> = row.into_iter().map(Cell::Text).collect();
+            if let Some(Cell::Text(w)) = cells.pop() {
+                cells.push(Cell::Why(w));
+            }
+            cells
+        })
+        .collect();
+    let mut s = format!("<h2>{}</h2>\n", esc(&capitalised(HEADING)));
+    s.push_str(&table(&heads, &rows));
+    s.push_str(&format!(
+        "<p class=\"note\">{}.</p>\n",
+        esc(&capitalised(&total_line(c)))
+    ));
+    s
+}
+
+/// Mean slots per part in each bucket, stacked from the busy parts up.
+fn stacked(id: &str, r: &RunReport, c: &Capacity) -> String {
+    let (Some(rows), Some(ts), Some(w)) = (&c.buckets, &r.time_series, &r.window) else {
+        return String::new();
+    };
+    let from = w.from.as_secs_f64();
+    let xs: Vec<f64> = ts
+        .buckets
+        .iter()
+        .map(|b| from + b.start.as_secs_f64())
+        .collect();
+    let lens: Vec<f64> = ts
+        .buckets
+        .iter()
+        .map(|b| b.duration.as_secs_f64())
+        .collect();
+    let end = ts
+        .buckets
+        .last()
+        .map_or(from, |b| from + (b.start + b.duration).as_secs_f64());
+    let shown: Vec<Part> = Part::ALL
+        .into_iter()
+        .filter(|&p| c.seconds(p).is_some_and(|x| x > 0.0))
+        .collect();
+    let mut lower = vec![0.0; rows.len()];
+    let mut bands = Vec::new();
+    for &p in &shown {
+        let upper: Vec<f64> = rows
+            .iter()
+            .zip(&lens)
+            .zip(&lower)
+            .map(|((row, &len), lo)| {
+                lo + if len > 0.0 {
+                    row[p as usize] / len
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        bands.push((p, lower.clone(), upper.clone()));
+        lower = upper;
+    }
+    let top = lower.iter().cloned().fold(0.0, f64::max);
+    let x = Axis::linear(TIME_LABEL, 0.0, end.max(1e-9));
+    let y = Axis::linear("slots (mean per bucket)", 0.0, top * 1.08 + 0.5)
+        .integer()
+        .nice();
+    let mut ch = Chart::new(
+        id,
+        "Slots by what they were doing, per bucket (stacked)",
+        Geometry::standard(260.0),
+        &x,
+        &y,
+    );
+    let mut xs_end = xs.clone();
+    xs_end.push(end);
+    for (p, lo, hi) in &bands {
+        let mut lo = lo.clone();
+        let mut hi = hi.clone();
+        lo.push(*lo.last().unwrap_or(&0.0));
+        hi.push(*hi.last().unwrap_or(&0.0));
+        ch.step_band(&format!("lg {}", class(*p)), &xs_end, &lo, &hi);
+    }
+    if bands.is_empty() {
+        ch.mark_empty("no slot-time in this window");
+    }
+    let keys: Vec<(String, String)> = shown
+        .iter()
+        .map(|&p| (format!("lg {}", class(p)), p.name().to_string()))
+        .collect();
+    figure(ch.finish(), &keys)
+}
