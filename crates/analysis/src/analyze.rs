@@ -444,6 +444,9 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         server,
         diagnosis,
         capacity,
+        what_if: (!queue_unmeasured(input))
+            .then(|| crate::whatif::what_if(input, system_tps.map(|t| t.0), opts.prices.per_hour))
+            .flatten(),
         warnings,
     };
     if queue_unmeasured(input) {

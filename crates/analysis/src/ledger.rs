@@ -7,8 +7,6 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use serde::ser::SerializeMap;
-use serde::{Serialize, Serializer};
 use tpscope_model::{Status, Timestamp};
 
 use crate::input::RunInput;
@@ -18,169 +16,11 @@ use crate::sweep::Sweep;
 /// this much of work waiting was a hand-off, not held back.
 pub const DEFAULT_HANDOFF: Duration = Duration::from_millis(10);
 
-/// What a slot was doing; the ledger's parts, in the order reports list them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Part {
-    /// Admitted, the connection not yet made.
-    Connect,
-    /// Request sent, no token yet (server queue, prefill, network).
-    FirstTokenWait,
-    /// Between the first and last token of an attempt that ended ok.
-    Generating,
-    /// Last token to release.
-    Post,
-    /// Inside an attempt that did not end ok.
-    Failed,
-    /// Between a failed attempt and the next, holding the slot.
-    Backoff,
-    /// Free while work waited, refilled within the hand-off threshold.
-    Handoff,
-    /// Free while work waited, longer than the threshold.
-    HeldBack,
-    /// Free with nothing waiting.
-    NoDemand,
-}
+mod causes;
+mod parts;
 
-impl Part {
-    /// Every part, in report order.
-    pub const ALL: [Part; 9] = [
-        Part::Connect,
-        Part::FirstTokenWait,
-        Part::Generating,
-        Part::Post,
-        Part::Failed,
-        Part::Backoff,
-        Part::Handoff,
-        Part::HeldBack,
-        Part::NoDemand,
-    ];
-
-    /// The part's name in every format.
-    pub fn name(self) -> &'static str {
-        match self {
-            Part::Connect => "connect",
-            Part::FirstTokenWait => "first_token_wait",
-            Part::Generating => "generating",
-            Part::Post => "post",
-            Part::Failed => "failed",
-            Part::Backoff => "backoff",
-            Part::Handoff => "handoff",
-            Part::HeldBack => "held_back",
-            Part::NoDemand => "no_demand",
-        }
-    }
-
-    /// Whether the part counts free slots (the others count occupied ones).
-    pub fn is_free(self) -> bool {
-        matches!(self, Part::Handoff | Part::HeldBack | Part::NoDemand)
-    }
-
-    fn index(self) -> usize {
-        self as usize
-    }
-}
-
-/// Slot-nanoseconds per part (integers, so the parts add up exactly).
-pub type SlotNanos = [i128; 9];
-
-/// How a part was found when it was not measured directly: a hook for
-/// estimates (an inferred held-back share for logs without queue times).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Inferred {
-    /// The method, in a few words.
-    pub method: String,
-}
-
-/// One part of the ledger.
-#[derive(Clone, Debug, PartialEq)]
-pub struct LedgerPart {
-    /// Which part.
-    pub part: Part,
-    /// Its slot-seconds (`None`: the run cannot know it; see `missing`).
-    pub slot_seconds: Option<f64>,
-    /// Its share of the slot-time (`None` when either is unknown).
-    pub share: Option<f64>,
-    /// Why it is absent.
-    pub missing: Option<String>,
-    /// Set when the figure is an estimate rather than a measurement.
-    pub inferred: Option<Inferred>,
-}
-
-impl Serialize for LedgerPart {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(None)?;
-        m.serialize_entry("slot_seconds", &self.slot_seconds)?;
-        m.serialize_entry("share", &self.share)?;
-        if let Some(why) = &self.missing {
-            m.serialize_entry("missing", why)?;
-        }
-        if let Some(inf) = &self.inferred {
-            m.serialize_entry("inferred", &true)?;
-            m.serialize_entry("method", &inf.method)?;
-        }
-        m.end()
-    }
-}
-
-/// The ledger of a window: slot-time and its parts, per bucket when the report
-/// has a time series.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Capacity {
-    /// ∫ cap dt over the window (`None` when the cap was unknown or unlimited
-    /// for part of it: free slots are then not defined).
-    pub slot_seconds: Option<f64>,
-    /// ∫ (in_flight − cap)⁺ dt: spans in flight above the cap (a merged or
-    /// corrupt log), included in the busy parts; absent when none.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub above_cap_slot_seconds: Option<f64>,
-    /// The parts, in [`Part::ALL`] order.
-    #[serde(serialize_with = "parts_map")]
-    pub parts: Vec<LedgerPart>,
-    /// The hand-off threshold used.
-    #[serde(rename = "handoff_threshold_s", serialize_with = "crate::report::secs")]
-    pub handoff_threshold: Duration,
-    /// Slot-seconds per part per bucket of the time series (absent without one).
-    #[serde(
-        skip_serializing_if = "Option::is_none",
-        serialize_with = "buckets_map"
-    )]
-    pub buckets: Option<Vec<[f64; 9]>>,
-}
-
-impl Capacity {
-    /// The part `p`.
-    pub fn part(&self, p: Part) -> &LedgerPart {
-        &self.parts[p.index()]
-    }
-
-    /// The slot-seconds of `p`, when known.
-    pub fn seconds(&self, p: Part) -> Option<f64> {
-        self.part(p).slot_seconds
-    }
-
-    /// The share of `p`, when known.
-    pub fn share(&self, p: Part) -> Option<f64> {
-        self.part(p).share
-    }
-}
-
-fn parts_map<S: Serializer>(parts: &[LedgerPart], s: S) -> Result<S::Ok, S::Error> {
-    let mut m = s.serialize_map(Some(parts.len()))?;
-    for p in parts {
-        m.serialize_entry(p.part.name(), p)?;
-    }
-    m.end()
-}
-
-fn buckets_map<S: Serializer>(b: &Option<Vec<[f64; 9]>>, s: S) -> Result<S::Ok, S::Error> {
-    let b = b.as_deref().unwrap_or_default();
-    let mut m = s.serialize_map(Some(9))?;
-    for p in Part::ALL {
-        let col: Vec<f64> = b.iter().map(|row| row[p.index()]).collect();
-        m.serialize_entry(p.name(), &col)?;
-    }
-    m.end()
-}
+pub use causes::GapCause;
+pub use parts::*;
 
 /// Where the ledger adds up: the window `[w0, w1)` cut into `n` buckets of `b`
 /// nanoseconds (the last clipped at `w1`).
@@ -244,6 +84,8 @@ struct FreeSlots<'a> {
     next_mark: usize,
     /// Start of the current stretch with work waiting, if any.
     backlog_since: Option<i64>,
+    /// Refills timed (count, Σ wait ns) that were hand-offs and held back.
+    refills: [(u64, i128); 2],
     acc: &'a mut [SlotNanos],
 }
 
@@ -272,11 +114,17 @@ impl FreeSlots<'_> {
             return;
         };
         let waited_from = self.backlog_since.map_or(t, |b| b.max(slot.opened));
-        let part = if t - waited_from <= self.handoff {
+        let wait = t - waited_from;
+        let part = if wait <= self.handoff {
             Part::Handoff
         } else {
             Part::HeldBack
         };
+        if wait > 0 && slot.opened < self.grid.w1 && t > self.grid.w0 {
+            let r = &mut self.refills[usize::from(part == Part::HeldBack)];
+            r.0 += 1;
+            r.1 += i128::from(wait);
+        }
         let grid = self.grid;
         let (k0, k1) = (grid.idx(slot.opened), grid.idx(t));
         for k in k0..=k1 {
@@ -319,9 +167,22 @@ fn retries(input: &RunInput) -> Vec<(usize, Timestamp, Duration)> {
     v
 }
 
-/// The busy parts: each admitted span's time in the window, by phase. Returns
-/// whether some retried span carried no attempt times.
-fn busy(input: &RunInput, grid: &Grid, acc: &mut [SlotNanos]) -> bool {
+/// What the busy pass saw besides the parts.
+#[derive(Clone, Copy, Debug, Default)]
+struct BusyFacts {
+    /// Some retried span carried no attempt times.
+    unsplit: bool,
+    /// Admitted spans that overlap the window.
+    requests: u64,
+    /// Of which opened a connection.
+    new_connections: u64,
+    /// Tokens their failed attempts received.
+    wasted_tokens: u64,
+}
+
+/// The busy parts: each admitted span's time in the window, by phase.
+fn busy(input: &RunInput, grid: &Grid, acc: &mut [SlotNanos]) -> BusyFacts {
+    let mut facts = BusyFacts::default();
     let mut unsplit = false;
     let retried = retries(input);
     let mut next = retried.iter().peekable();
@@ -343,6 +204,9 @@ fn busy(input: &RunInput, grid: &Grid, acc: &mut [SlotNanos]) -> bool {
         if r <= a || r <= grid.w0 || a >= grid.w1 {
             continue;
         }
+        facts.requests += 1;
+        facts.new_connections += u64::from(s.client.connect.is_some());
+        facts.wasted_tokens += s.wasted_tokens;
         // Phase edges, clamped into [a, r] and kept in order, so the phases
         // partition the slot's time whatever the span's stamps say.
         let mut at = a;
@@ -375,7 +239,8 @@ fn busy(input: &RunInput, grid: &Grid, acc: &mut [SlotNanos]) -> bool {
         grid.spread(acc, Part::Generating, f, l, 1);
         grid.spread(acc, Part::Post, l, r, 1);
     }
-    unsplit
+    facts.unsplit = unsplit;
+    facts
 }
 
 /// What the free side found besides its parts.
@@ -383,6 +248,9 @@ struct FreeTotals {
     cap_ns: i128,
     above_ns: i128,
     uncapped_ns: i64,
+    /// Gap time (work waited while a slot was free), clipped to the window.
+    gap_ns: i64,
+    refills: [(u64, i128); 2],
 }
 
 /// The free parts, from the sweep's segments: free slots matched to admissions
@@ -392,6 +260,8 @@ fn free(sweep: &Sweep, grid: Grid, handoff: Duration, acc: &mut [SlotNanos]) -> 
         cap_ns: 0,
         above_ns: 0,
         uncapped_ns: 0,
+        gap_ns: 0,
+        refills: [(0, 0); 2],
     };
     let mut fs = FreeSlots {
         grid,
@@ -401,6 +271,7 @@ fn free(sweep: &Sweep, grid: Grid, handoff: Duration, acc: &mut [SlotNanos]) -> 
         g_at: vec![0; grid.n + 1],
         next_mark: 0,
         backlog_since: None,
+        refills: [(0, 0); 2],
         acc,
     };
     let mut last_end = grid.w1;
@@ -445,6 +316,8 @@ fn free(sweep: &Sweep, grid: Grid, handoff: Duration, acc: &mut [SlotNanos]) -> 
     fs.mark(i64::MAX, i64::MAX, fs.g, false);
     fs.backlog_since = None;
     fs.set_free(0, last_end);
+    tot.gap_ns = fs.g;
+    tot.refills = fs.refills;
     tot
 }
 
@@ -453,12 +326,12 @@ struct Tally {
     acc: Vec<SlotNanos>,
     sum: SlotNanos,
     tot: FreeTotals,
-    unsplit: bool,
+    busy: BusyFacts,
 }
 
 fn tally(input: &RunInput, sweep: &Sweep, grid: Grid, handoff: Duration) -> Tally {
     let mut acc = vec![[0i128; 9]; grid.n];
-    let unsplit = busy(input, &grid, &mut acc);
+    let busy = busy(input, &grid, &mut acc);
     let tot = free(sweep, grid, handoff, &mut acc);
     let mut sum = [0i128; 9];
     for row in &acc {
@@ -470,7 +343,7 @@ fn tally(input: &RunInput, sweep: &Sweep, grid: Grid, handoff: Duration) -> Tall
         acc,
         sum,
         tot,
-        unsplit,
+        busy,
     }
 }
 
@@ -493,9 +366,9 @@ pub fn capacity_ledger(
         acc,
         sum,
         tot,
-        unsplit,
+        busy,
     } = tally(input, sweep, Grid { w0, w1, b, n }, handoff);
-    let known = |p: Part| missing_reason(input, p, unsplit, tot.uncapped_ns, queue_unmeasured);
+    let known = |p: Part| missing_reason(input, p, busy.unsplit, tot.uncapped_ns, queue_unmeasured);
     let slot_ns = (tot.uncapped_ns == 0).then_some(tot.cap_ns + tot.above_ns);
     let secs = |ns: i128| ns as f64 / 1e9;
     let parts = Part::ALL
@@ -516,7 +389,13 @@ pub fn capacity_ledger(
             }
         })
         .collect();
-    Capacity {
+    let stat = |(count, wait): (u64, i128)| RefillStat {
+        count,
+        mean_wait_s: (count > 0).then(|| wait as f64 / count as f64 / 1e9),
+    };
+    let free_known = tot.uncapped_ns == 0 && !queue_unmeasured;
+    let gap = sum[Part::Handoff.index()] + sum[Part::HeldBack.index()];
+    let mut capacity = Capacity {
         slot_seconds: (tot.uncapped_ns == 0).then(|| secs(tot.cap_ns)),
         above_cap_slot_seconds: (tot.above_ns > 0).then(|| secs(tot.above_ns)),
         parts,
@@ -524,7 +403,22 @@ pub fn capacity_ledger(
         buckets: buckets
             .is_some()
             .then(|| acc.iter().map(|row| row.map(secs)).collect()),
-    }
+        refills: free_known.then(|| Refills {
+            handoff: stat(tot.refills[0]),
+            held_back: stat(tot.refills[1]),
+            mean_free_slots_in_gap: (tot.gap_ns > 0).then(|| gap as f64 / tot.gap_ns as f64),
+        }),
+        causes: Vec::new(),
+    };
+    capacity.causes = causes::causes(
+        &capacity,
+        &causes::Evidence {
+            requests: busy.requests,
+            new_connections: busy.new_connections,
+            wasted_tokens: busy.wasted_tokens,
+        },
+    );
+    capacity
 }
 
 /// Why the run cannot know part `p` (`None`: it can).

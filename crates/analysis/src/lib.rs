@@ -34,6 +34,7 @@ pub mod stats;
 pub mod sweep;
 #[cfg(test)]
 mod test_support;
+pub mod whatif;
 mod window_text;
 
 pub use analyze::{DEFAULT_SLO_SHARE, Options, Prices, WindowSpec, analyze, steady_bounds};

@@ -377,6 +377,9 @@ pub struct RunReport {
     pub diagnosis: Option<crate::diagnosis::Diagnosis>,
     /// Where every slot-second of the window went (`None` without a window).
     pub capacity: Option<crate::ledger::Capacity>,
+    /// The run replayed work-conserving at its cap (`None` without a cap or
+    /// queue times).
+    pub what_if: Option<crate::whatif::WhatIf>,
     /// Warnings about this run's data.
     pub warnings: Vec<String>,
 }

@@ -77,6 +77,38 @@ pub fn total_line(c: &Capacity) -> String {
     )
 }
 
+/// The sentences under the table: each cause of lost capacity, then what a
+/// work-conserving dispatch would have given.
+pub fn findings(r: &RunReport) -> Vec<String> {
+    let mut out: Vec<String> = r
+        .capacity
+        .iter()
+        .flat_map(|c| c.causes.iter().map(|g| capitalised(&g.sentence)))
+        .collect();
+    if let Some(w) = &r.what_if {
+        let wc = &w.work_conserving;
+        let run_window = r.window.map(|w| w.duration.as_secs_f64());
+        let mut s = format!(
+            "What fixing it gains: dispatched work-conserving at the cap, the same requests \
+             would have needed {:.3} s{}",
+            wc.window_s,
+            run_window.map_or(String::new(), |d| format!(" (the run took {d:.3} s)"))
+        );
+        if let Some(tps) = wc.system_tps {
+            s.push_str(&format!(", system TPS {tps:.1} tok/s"));
+            if let Some(g) = wc.gain {
+                s.push_str(&format!(" ({g:.2}× the run's)"));
+            }
+        }
+        if let Some(c) = wc.cost_per_million_output_tokens {
+            s.push_str(&format!(", {c:.4} per million output tokens"));
+        }
+        s.push_str(&format!(". It assumes {}", w.assumptions));
+        out.push(s);
+    }
+    out
+}
+
 /// The section as text; empty for a run without a ledger.
 pub fn text(r: &RunReport) -> String {
     let Some(c) = &r.capacity else {
@@ -85,6 +117,9 @@ pub fn text(r: &RunReport) -> String {
     let mut out = format!("\n  {HEADING}\n");
     text_table(&mut out, &HEADS, &rows(c));
     out.push_str(&format!("  {}\n", total_line(c)));
+    for f in findings(r) {
+        out.push_str(&format!("  {f}.\n"));
+    }
     out
 }
 
@@ -96,6 +131,10 @@ pub fn markdown(r: &RunReport) -> String {
     let mut out = format!("**{}**\n\n", capitalised(HEADING));
     md_table(&mut out, &HEADS, &rows(c));
     out.push_str(&format!("\n{}.\n\n", capitalised(&total_line(c))));
+    for f in findings(r) {
+        out.push_str(&format!("- {f}.\n"));
+    }
+    out.push('\n');
     out
 }
 
@@ -145,6 +184,14 @@ pub fn html(r: &RunReport) -> String {
         "<p class=\"note\">{}.</p>\n",
         esc(&capitalised(&total_line(c)))
     ));
+    let found = findings(r);
+    if !found.is_empty() {
+        s.push_str("<ul>\n");
+        for f in found {
+            s.push_str(&format!("<li>{}.</li>\n", esc(&f)));
+        }
+        s.push_str("</ul>\n");
+    }
     s
 }
 

@@ -356,3 +356,48 @@ proptest! {
         }
     }
 }
+
+/// Waves of two through two slots: the held-back slot-time is named as
+/// blocked orchestration, with how long and how many slots at once.
+#[test]
+fn held_back_time_is_named_blocked_orchestration() {
+    let mut input = capped_run(2);
+    input.spans.extend([
+        ok(0, 0, 1, 9, 10),
+        ok(0, 0, 1, 99, 100),
+        ok(0, 100, 101, 119, 120),
+        ok(0, 100, 101, 189, 200),
+    ]);
+    let c = ledger_of(&input, 0, 200);
+    let first = &c.causes[0];
+    assert_eq!(first.cause, "blocked_orchestration");
+    assert!(
+        first.sentence.contains("0.090 s at a time"),
+        "{}",
+        first.sentence
+    );
+    assert!(
+        first.sentence.contains("1.0 slots at once"),
+        "{}",
+        first.sentence
+    );
+    let r = c.refills.as_ref().unwrap();
+    assert_eq!(r.held_back.count, 1);
+}
+
+#[test]
+fn failed_attempts_and_backoff_are_named_failures() {
+    let mut input = capped_run(1);
+    let mut s = ok(0, 0, 60, 90, 100);
+    s.retry_count = 1;
+    s.wasted_tokens = 7;
+    input.spans.push(s);
+    input.last_attempts.push((0, ts(50)));
+    input.retry_waits.push((0, Duration::from_millis(20)));
+    let c = ledger_of(&input, 0, 100);
+    let f = c.causes.iter().find(|c| c.cause == "failures").unwrap();
+    assert!((f.share - 0.5).abs() < 1e-9);
+    assert!(f.sentence.contains("7 tokens wasted"), "{}", f.sentence);
+    // Nothing was free: no orchestration cause.
+    assert!(c.causes.iter().all(|c| c.cause != "blocked_orchestration"));
+}
