@@ -96,6 +96,16 @@ fn waves_hold_back_slot_time_and_the_what_if_predicts_work_conserving() {
         "{}",
         waves.stdout
     );
+    // compare: the held-back slot-time went to work, not into the server's queue.
+    let o = bench_support::tpscope()
+        .args(["compare", "--allow-mismatch"])
+        .arg(&waves.out)
+        .arg(&wc.out)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("where the slot-seconds moved"), "{text}");
+    assert!(text.contains("Idle time removed"), "{text}");
 }
 
 #[test]

@@ -3,6 +3,8 @@
 //! area of the parts per bucket. Each format calls it with one line.
 
 use tpscope_analysis::RunReport;
+use tpscope_analysis::compare::Comparison;
+use tpscope_analysis::compare::ledger::LedgerChange;
 use tpscope_analysis::ledger::{Capacity, Part};
 
 use crate::fmt::{capitalised, md_table, text_table};
@@ -266,4 +268,70 @@ fn stacked(id: &str, r: &RunReport, c: &Capacity) -> String {
         .map(|&p| (format!("lg {}", class(p)), p.name().to_string()))
         .collect();
     figure(ch.finish(), &keys)
+}
+
+/// The heads of the two ledgers side by side.
+pub const COMPARE_HEADS: [&str; 4] = ["part", "baseline", "candidate", "change"];
+
+fn share_cell(secs: Option<f64>, share: Option<f64>) -> String {
+    match (secs, share) {
+        (Some(x), Some(s)) => format!("{x:.3} s·slot ({:.1} %)", s * 100.0),
+        (Some(x), None) => format!("{x:.3} s·slot"),
+        _ => "—".into(),
+    }
+}
+
+/// One row per part: both runs' slot-seconds and shares, and the change in points.
+pub fn compare_rows(l: &LedgerChange) -> Vec<Vec<String>> {
+    l.parts
+        .iter()
+        .map(|p| {
+            vec![
+                p.part.to_string(),
+                share_cell(p.baseline_slot_seconds, p.baseline_share),
+                share_cell(p.candidate_slot_seconds, p.candidate_share),
+                p.share_change
+                    .map_or("—".into(), |c| format!("{:+.1} pts", c * 100.0)),
+            ]
+        })
+        .collect()
+}
+
+/// Where the slot-seconds moved, as text; empty unless both runs have a ledger.
+pub fn compare_text(c: &Comparison) -> String {
+    let Some(l) = &c.capacity else {
+        return String::new();
+    };
+    let mut out = String::from("  capacity: where the slot-seconds moved\n");
+    text_table(&mut out, &COMPARE_HEADS, &compare_rows(l));
+    out.push_str(&format!("  {}.\n\n", capitalised(&l.verdict)));
+    out
+}
+
+/// Where the slot-seconds moved, as markdown; empty unless both runs have a ledger.
+pub fn compare_markdown(c: &Comparison) -> String {
+    let Some(l) = &c.capacity else {
+        return String::new();
+    };
+    let mut out = String::from("\n**Capacity: where the slot-seconds moved**\n\n");
+    md_table(&mut out, &COMPARE_HEADS, &compare_rows(l));
+    out.push_str(&format!("\n{}.\n", capitalised(&l.verdict)));
+    out
+}
+
+/// Where the slot-seconds moved, as HTML; empty unless both runs have a ledger.
+pub fn compare_html(c: &Comparison) -> String {
+    let Some(l) = &c.capacity else {
+        return String::new();
+    };
+    let heads: Vec<String> = COMPARE_HEADS.iter().map(|h| h.to_string()).collect();
+    let rows: Vec<Vec<Cell>> = compare_rows(l)
+        .into_iter()
+        .map(|r| r.into_iter().map(Cell::Text).collect())
+        .collect();
+    format!(
+        "<h2>Capacity: where the slot-seconds moved</h2>\n{}<p>{}.</p>\n",
+        table(&heads, &rows),
+        esc(&capitalised(&l.verdict))
+    )
 }

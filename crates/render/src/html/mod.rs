@@ -398,6 +398,7 @@ pub fn compare(compared: &Compared, baseline: &Detail, candidate: &Detail) -> Ve
         ],
         &rows,
     ));
+    body.push_str(&crate::ledger::compare_html(c));
 
     let runs = [
         Series {
