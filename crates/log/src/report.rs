@@ -10,9 +10,10 @@ use crate::reader::{LoadedRun, LogSet};
 /// Analyses every run of a log set into one report (with the reader's skipped
 /// records and warnings, and the table of each sweep it holds).
 pub fn report(set: &LogSet, opts: &Options) -> Report {
-    let runs: Vec<_> = set.runs.iter().map(|r| analyze(&r.input, opts)).collect();
+    let mut runs: Vec<_> = set.runs.iter().map(|r| analyze(&r.input, opts)).collect();
     let pairs: Vec<_> = set.runs.iter().map(|r| &r.input).zip(&runs).collect();
     let sweeps = sweep_tables(&pairs, opts.slo_share);
+    tpscope_analysis::levels::apply_knees(&mut runs, &sweeps);
     Report {
         schema: REPORT_SCHEMA,
         runs,
