@@ -401,3 +401,69 @@ fn failed_attempts_and_backoff_are_named_failures() {
     // Nothing was free: no orchestration cause.
     assert!(c.causes.iter().all(|c| c.cause != "blocked_orchestration"));
 }
+
+/// A million spans (a closed loop of 64 slots with varied holds, retries and
+/// failures, the cap changing twice): the parts still add up exactly.
+#[test]
+fn the_sum_holds_on_a_million_spans() {
+    let mut input = capped_run(64);
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let mut free_at = vec![0i64; 64];
+    for i in 0..1_000_000usize {
+        let slot = i % 64;
+        let q = (i as i64 / 64) * 3;
+        let a = free_at[slot].max(q) + (next() % 4) as i64;
+        let hold = 5 + (next() % 400) as i64;
+        let mut s = SpanFacts::ok(
+            Timestamp::from_unix_nanos(q * 1_000_000),
+            Some(Timestamp::from_unix_nanos(a * 1_000_000)),
+            Some(Timestamp::from_unix_nanos((a + 2) * 1_000_000)),
+            Some(Timestamp::from_unix_nanos((a + hold - 1) * 1_000_000)),
+            Timestamp::from_unix_nanos((a + hold) * 1_000_000),
+            10,
+        );
+        if next() % 100 == 0 {
+            s.status = Status::Error;
+        }
+        if next() % 200 == 0 {
+            s.retry_count = 1;
+            input
+                .last_attempts
+                .push((i, Timestamp::from_unix_nanos((a + 1) * 1_000_000)));
+            input.retry_waits.push((i, Duration::from_micros(500)));
+        }
+        free_at[slot] = a + hold;
+        input.spans.push(s);
+    }
+    for (at, cap) in [(1_000_000i64, 48u32), (2_000_000, 64)] {
+        input.samples.push(SampleFacts {
+            at: Timestamp::from_unix_nanos(at * 1_000_000),
+            in_flight: 0,
+            queue_depth: 0,
+            cap: Some(cap),
+        });
+    }
+    let sweep = Sweep::new(&input);
+    let end = input.spans.iter().map(|s| s.released_at).max().unwrap();
+    let (w0, w1) = (0, end.unix_nanos());
+    let t = tally(
+        &input,
+        &sweep,
+        Grid {
+            w0,
+            w1,
+            b: w1 - w0,
+            n: 1,
+        },
+        DEFAULT_HANDOFF,
+    );
+    let total: i128 = t.sum.iter().sum();
+    assert_eq!(total, t.tot.cap_ns + t.tot.above_ns);
+    assert!(t.sum[Part::Generating.index()] > 0 && t.sum[Part::Failed.index()] > 0);
+}
