@@ -16,7 +16,7 @@ use crate::stats::ratio;
 pub const ASSUMPTIONS: &str = "each request holds its slot as long as it did in the run \
 (service times do not grow with load: at the same cap the server sees no more concurrency \
 than the cap); it arrives when it was queued and takes the first free slot, first in first \
-out; the run's cap holds throughout; multi-turn sessions' later turns keep their queue times";
+out; the run's cap holds throughout; later turns of a conversation keep their queue times";
 
 /// The replayed run.
 #[derive(Clone, Debug, PartialEq, Serialize)]
