@@ -117,7 +117,17 @@ pub fn text(r: &RunReport) -> String {
         return String::new();
     };
     let mut out = format!("\n  {HEADING}\n");
-    text_table(&mut out, &HEADS, &rows(c));
+    // The figures right-aligned, then what each part is, left-aligned.
+    let rows = rows(c);
+    let figures: Vec<Vec<String>> = rows.iter().map(|r| r[..3].to_vec()).collect();
+    let mut table = String::new();
+    text_table(&mut table, &HEADS[..3], &figures);
+    let width = table.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+    let notes = std::iter::once(HEADS[3]).chain(rows.iter().map(|r| r[3].as_str()));
+    for (line, note) in table.lines().zip(notes) {
+        let pad = width - line.chars().count();
+        out.push_str(&format!("{line}{}   {note}\n", " ".repeat(pad)));
+    }
     out.push_str(&format!("  {}\n", total_line(c)));
     for f in findings(r) {
         out.push_str(&format!("  {f}.\n"));
