@@ -106,6 +106,20 @@ fn waves_hold_back_slot_time_and_the_what_if_predicts_work_conserving() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("where the slot-seconds moved"), "{text}");
     assert!(text.contains("Idle time removed"), "{text}");
+    // --handoff moves the line between a hand-off and held-back work.
+    let o = bench_support::tpscope()
+        .args(["report", "--format", "json", "--handoff", "10s"])
+        .arg(&waves.out)
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let c = &json["runs"][0]["capacity"];
+    assert_eq!(c["handoff_threshold_s"], 10.0, "{c}");
+    assert_eq!(c["parts"]["held_back"]["slot_seconds"], 0.0, "{c}");
+    assert!(
+        c["parts"]["handoff"]["share"].as_f64().unwrap() > 0.3,
+        "{c}"
+    );
 }
 
 #[test]
