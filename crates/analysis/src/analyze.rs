@@ -40,6 +40,11 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         (Some(ts), Some(w)) => crate::ramp::ramp_follow(input, ts, w),
         _ => None,
     };
+    let capacity = window.map(|_| {
+        let buckets = time_series.as_ref().map(|t| (t.bucket, t.buckets.len()));
+        let unmeasured = queue_unmeasured(input);
+        crate::ledger::capacity_ledger(input, &sweep, (w0, w1), buckets, opts.handoff, unmeasured)
+    });
     let diagnosis = window.map(|_| {
         let lag = client_lag_from_samples(&input.samples, input.sample_interval());
         diagnose(input, &sweep, (w0, w1), lag)
@@ -138,6 +143,10 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         server,
         energy,
         diagnosis,
+        capacity,
+        what_if: (!queue_unmeasured(input))
+            .then(|| crate::whatif::what_if(input, system_tps.map(|t| t.0), opts.prices.per_hour))
+            .flatten(),
         warnings,
     };
     if queue_unmeasured(input) {

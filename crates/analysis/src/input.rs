@@ -105,6 +105,15 @@ impl ClientFacts {
     }
 }
 
+/// The time between a span's attempts: from each attempt's end to the next's
+/// start (the back-off its slot was held for).
+pub fn between_attempts(attempts: &[tpscope_model::Attempt]) -> Duration {
+    attempts
+        .windows(2)
+        .filter_map(|w| w[1].started_at.since(w[0].ended_at))
+        .sum()
+}
+
 /// A count as the facts keep it.
 pub fn saturate(n: u64) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
@@ -275,6 +284,10 @@ pub struct RunInput {
     /// when its last attempt started: before that, its slot went to failed
     /// attempts and back-off, not to waiting for the first token.
     pub last_attempts: Vec<(usize, Timestamp)>,
+    /// For each span that made several attempts, its index in `spans` and the
+    /// time between its attempts (each failed attempt's end to the next's
+    /// start: back-off while holding the slot), for the capacity ledger.
+    pub retry_waits: Vec<(usize, Duration)>,
     /// Scrapes of the server's own metrics, in log order (empty when none were taken).
     pub server_samples: Vec<ServerSampleRecord>,
     /// The numbers given to the spans' `session_id`s ([`SpanFacts::session`]).
@@ -301,6 +314,9 @@ impl RunInput {
                 input
                     .last_attempts
                     .push((input.spans.len(), last.started_at));
+                input
+                    .retry_waits
+                    .push((input.spans.len(), between_attempts(&s.attempts)));
             }
             input.count_tally.add(
                 s.output_tokens,

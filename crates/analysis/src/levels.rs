@@ -200,6 +200,20 @@ fn table(parameter: String, levels: &[(f64, &RunReport)], slo_share: f64) -> Swe
     }
 }
 
+/// Every run of a sweep above its knee: its diagnosis never advises raising
+/// the cap ([`crate::diagnosis::above_knee`]).
+pub fn apply_knees(runs: &mut [RunReport], sweeps: &[SweepTable]) {
+    for t in sweeps {
+        let Some(knee) = t.knee_level else { continue };
+        for row in t.rows.iter().filter(|r| r.level > knee) {
+            let run = runs.iter_mut().find(|r| r.run_id == row.run_id);
+            if let Some(d) = run.and_then(|r| r.diagnosis.as_mut()) {
+                crate::diagnosis::above_knee(d, row.level, knee);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -26,6 +26,7 @@ pub mod goodput;
 pub mod idle;
 pub mod input;
 pub mod knee;
+pub mod ledger;
 pub mod levels;
 pub mod metrics;
 mod quality;
@@ -41,6 +42,7 @@ pub mod stats;
 pub mod sweep;
 #[cfg(test)]
 mod test_support;
+pub mod whatif;
 pub mod window;
 mod window_text;
 

@@ -1,7 +1,9 @@
 //! Measurement quality (DESIGN §13): how far a run's own stamps can be trusted —
 //! the share of first tokens and chunks stamped with their own bytes' kernel
 //! arrival, the client's lag, its lateness at release, the sampler's missed
-//! ticks — and the warning, with its remedy, when they are poor.
+//! ticks — and the verdict: *poor* only when the client's lag changes a
+//! reported figure (issue 23), *fair* when it lagged without doing so, with
+//! what it does not touch, else *good*.
 
 use std::time::Duration;
 
@@ -16,6 +18,9 @@ pub const EXACT_SHARE_MIN: f64 = 0.95;
 pub const MISSED_TICKS_MAX: f64 = 0.05;
 /// The largest p99 of the client's per-request worst lag of a run measured well.
 pub const LAG_P99_MAX: Duration = Duration::from_millis(5);
+/// The most the client's lag may move a reported figure (a median it touches,
+/// or the gap and ledger through late releases) for the run to be fair.
+pub const MOVES_MAX: f64 = 0.01;
 /// A connect this long waited for a SYN retransmit (an accept queue overflowed).
 pub const SLOW_CONNECT: Duration = Duration::from_secs(1);
 
@@ -61,6 +66,12 @@ pub struct MeasurementQuality {
     pub slow_connects: u64,
     /// Whether the figures above say the run's timings are not to be trusted.
     pub poor: bool,
+    /// `good`, `fair` (the client lagged, moving no reported figure by more
+    /// than 1 %) or `poor`.
+    pub verdict: &'static str,
+    /// What a fair verdict's lag does and does not touch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// Why, and what to do, when poor.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warning: Option<String>,
@@ -74,7 +85,9 @@ pub fn measurement_quality(
     let mut q = MeasurementQuality::default();
     let (mut exact_first, mut inexact, mut reads) = (0u64, 0u64, 0u64);
     let mut lags = Vec::new();
+    let mut touched = Touched::default();
     for s in input.spans.iter().filter(|s| in_window(s)) {
+        touched.add(s);
         let c = &s.client;
         if let Some(exact) = c.first_token_exact {
             q.first_tokens += 1;
@@ -90,6 +103,7 @@ pub fn measurement_quality(
             && let Some(late) = s.released_at.since(end)
         {
             q.release_late_max_s = q.release_late_max_s.max(Some(late));
+            touched.late_ns += late.as_nanos() as f64;
         }
         q.resends += u64::from(c.resends);
         q.connect_max_s = q.connect_max_s.max(c.connect);
@@ -106,6 +120,51 @@ pub fn measurement_quality(
         .and_then(|s| Duration::try_from_secs_f64(s).ok());
     q.sampler_missed_ticks = missed_ticks(input);
     q.schedule_late_max_s = input.end.as_ref().and_then(|e| e.schedule_late_max);
+    judge(&mut q, &mut touched, input.run_cap());
+    q
+}
+
+/// What the client's lag could move: the median TTFT after admission and the
+/// median stream time of the ok spans (a stamp is late by at most the lag),
+/// and the slot-time that late releases kept busy.
+#[derive(Default)]
+struct Touched {
+    ttft: Vec<f64>,
+    stream: Vec<f64>,
+    late_ns: f64,
+    first: Option<tpscope_model::Timestamp>,
+    last: Option<tpscope_model::Timestamp>,
+}
+
+impl Touched {
+    fn add(&mut self, s: &SpanFacts) {
+        self.first = Some(self.first.map_or(s.queued_at, |f| f.min(s.queued_at)));
+        self.last = Some(self.last.map_or(s.released_at, |l| l.max(s.released_at)));
+        if s.status != tpscope_model::Status::Ok || s.client.lag.is_none() {
+            return;
+        }
+        if let (Some(a), Some(f)) = (s.admitted_at, s.first_token_at) {
+            self.ttft.push(f.signed_nanos_since(a) as f64 / 1e9);
+        }
+        if let (Some(f), Some(l)) = (s.first_token_at, s.last_token_at) {
+            self.stream.push(l.signed_nanos_since(f) as f64 / 1e9);
+        }
+    }
+
+    /// The share of `lag` in the median of `v` (`None` without one).
+    fn moves(v: &mut [f64], lag: f64) -> Option<f64> {
+        if v.is_empty() {
+            return None;
+        }
+        let mid = v.len() / 2;
+        let (_, m, _) = v.select_nth_unstable_by(mid, f64::total_cmp);
+        (*m > 0.0).then(|| lag / *m)
+    }
+}
+
+/// The verdict: poor when stamps are inexact or the lag moves a reported
+/// figure by more than [`MOVES_MAX`]; fair when the client lagged without that.
+fn judge(q: &mut MeasurementQuality, t: &mut Touched, cap: Option<u32>) {
     let mut why = Vec::new();
     if let Some(x) = q.first_tokens_exact.filter(|&x| x < EXACT_SHARE_MIN) {
         why.push(format!(
@@ -116,37 +175,79 @@ pub fn measurement_quality(
     if let Some(x) = q.chunks_exact.filter(|&x| x < EXACT_SHARE_MIN) {
         why.push(format!("{:.0} % of chunks exactly stamped", x * 100.0));
     }
-    if let Some(l) = q.client_lag_p99_s.filter(|&l| l > LAG_P99_MAX) {
-        why.push(format!("client lag p99 {:.1} ms", l.as_secs_f64() * 1e3));
+    let lag = q.client_lag_p99_s.map_or(0.0, |l| l.as_secs_f64());
+    let on_ttft = Touched::moves(&mut t.ttft, lag);
+    let on_stream = Touched::moves(&mut t.stream, lag);
+    for (name, share) in [
+        ("the median TTFT", on_ttft),
+        ("the median stream time", on_stream),
+    ] {
+        if let Some(x) = share.filter(|&x| x > MOVES_MAX) {
+            why.push(format!(
+                "client lag p99 {:.1} ms is {:.1} % of {name}",
+                lag * 1e3,
+                x * 100.0
+            ));
+        }
     }
-    if let Some(x) = q.sampler_missed_ticks.filter(|&x| x > MISSED_TICKS_MAX) {
+    let slot_ns = cap
+        .zip(t.first.zip(t.last))
+        .map(|(c, (a, b))| f64::from(c) * b.signed_nanos_since(a).max(0) as f64);
+    let on_ledger = slot_ns.filter(|&s| s > 0.0).map(|s| t.late_ns / s);
+    if let Some(x) = on_ledger.filter(|&x| x > MOVES_MAX) {
         why.push(format!(
-            "the sampler missed {:.0} % of its ticks",
+            "late releases held {:.1} % of the slot-time (the gap and the ledger move by as much)",
             x * 100.0
-        ));
-    }
-    if let Some(l) = q.schedule_late_max_s.filter(|&l| l > LAG_P99_MAX) {
-        why.push(format!(
-            "requests queued up to {:.1} ms after their schedule",
-            l.as_secs_f64() * 1e3
-        ));
-    }
-    if q.slow_connects > 0 {
-        why.push(format!(
-            "{} connects took a second or more (a SYN retransmit after an accept queue \
-             overflowed, or the client's own lag)",
-            q.slow_connects
         ));
     }
     q.poor = !why.is_empty();
     if q.poor {
+        q.verdict = "poor";
         q.warning = Some(format!(
             "measurement quality is poor ({}): the client could not keep up, so \
              timings are upper bounds; {REMEDY}",
             why.join(", ")
         ));
+        return;
     }
-    q
+    // Lagged without touching a figure: say so, and what it does not touch.
+    let mut lagged = Vec::new();
+    if let Some(l) = q.client_lag_p99_s.filter(|&l| l > LAG_P99_MAX) {
+        let pct = |x: Option<f64>| x.map_or("–".into(), |x| format!("{:.2} %", x * 100.0));
+        lagged.push(format!(
+            "client lag p99 {:.1} ms ({} of the median TTFT, {} of the median stream time)",
+            l.as_secs_f64() * 1e3,
+            pct(on_ttft),
+            pct(on_stream)
+        ));
+    }
+    if let Some(x) = q.sampler_missed_ticks.filter(|&x| x > MISSED_TICKS_MAX) {
+        lagged.push(format!(
+            "the sampler missed {:.0} % of its ticks (only the sampled gap estimate uses them)",
+            x * 100.0
+        ));
+    }
+    if let Some(l) = q.schedule_late_max_s.filter(|&l| l > LAG_P99_MAX) {
+        lagged.push(format!(
+            "requests queued up to {:.1} ms after their schedule (kept out of the gap)",
+            l.as_secs_f64() * 1e3
+        ));
+    }
+    if q.slow_connects > 0 {
+        lagged.push(format!(
+            "{} connects took a second or more (in their spans' connect time)",
+            q.slow_connects
+        ));
+    }
+    if lagged.is_empty() {
+        q.verdict = "good";
+    } else {
+        q.verdict = "fair";
+        q.note = Some(format!(
+            "{}: stamps are exact and no reported figure moves by more than 1 %",
+            lagged.join("; ")
+        ));
+    }
 }
 
 /// Share of the sampler's ticks missed: 1 − samples / ticks expected over their span.

@@ -123,6 +123,11 @@ pub struct RunReport {
     pub energy: Option<crate::energy::Energy>,
     /// Whose capacity was idle (`None` when the run has no window).
     pub diagnosis: Option<crate::diagnosis::Diagnosis>,
+    /// Where every slot-second of the window went (`None` without a window).
+    pub capacity: Option<crate::ledger::Capacity>,
+    /// The run replayed work-conserving at its cap (`None` without a cap or
+    /// queue times).
+    pub what_if: Option<crate::whatif::WhatIf>,
     /// Warnings about this run's data.
     pub warnings: Vec<String>,
 }

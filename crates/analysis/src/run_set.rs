@@ -51,9 +51,10 @@ pub trait RunSet {
 /// records and warnings, and the table of each sweep it holds).
 pub fn report<S: RunSet>(set: &S, opts: &Options) -> Report {
     let inputs: Vec<&RunInput> = set.runs().iter().map(S::input).collect();
-    let runs: Vec<_> = inputs.iter().map(|i| analyze(i, opts)).collect();
+    let mut runs: Vec<_> = inputs.iter().map(|i| analyze(i, opts)).collect();
     let pairs: Vec<_> = inputs.iter().copied().zip(&runs).collect();
     let sweeps = sweep_tables(&pairs, opts.slo_share);
+    crate::levels::apply_knees(&mut runs, &sweeps);
     Report {
         schema: REPORT_SCHEMA,
         runs,

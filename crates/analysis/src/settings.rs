@@ -34,6 +34,8 @@ pub struct Options {
     /// A sweep level meets the goals when at least this share of its requests
     /// met them (`--slo-percentile 90` is 0.9).
     pub slo_share: f64,
+    /// The capacity ledger's hand-off threshold (`--handoff`).
+    pub handoff: Duration,
 }
 
 impl Default for Options {
@@ -45,6 +47,7 @@ impl Default for Options {
             gap_disagreement: 0.02,
             goals: None,
             slo_share: DEFAULT_SLO_SHARE,
+            handoff: crate::ledger::DEFAULT_HANDOFF,
         }
     }
 }
@@ -72,6 +75,8 @@ pub enum Setting {
     SloPercentile,
     /// The other tool whose results are imported on the fly.
     From,
+    /// The capacity ledger's hand-off threshold.
+    Handoff,
 }
 
 impl Setting {
@@ -88,6 +93,7 @@ impl Setting {
             Setting::Goodput => "--goodput",
             Setting::SloPercentile => "--slo-percentile",
             Setting::From => "--from",
+            Setting::Handoff => "--handoff",
         }
     }
 
@@ -105,6 +111,7 @@ impl Setting {
             Setting::Goodput => "goodput",
             Setting::SloPercentile => "slo_percentile",
             Setting::From => "from_",
+            Setting::Handoff => "handoff",
         }
     }
 }
@@ -156,6 +163,8 @@ pub struct SettingsText<'a> {
     pub slo_percentile: f64,
     /// `auto` or a format's name (`None`: the files are span logs).
     pub from: Option<&'a str>,
+    /// The capacity ledger's hand-off threshold (`None`: 10 ms).
+    pub handoff: Option<&'a str>,
 }
 
 impl Default for SettingsText<'_> {
@@ -173,6 +182,7 @@ impl Default for SettingsText<'_> {
             goodput: Vec::new(),
             slo_percentile: DEFAULT_SLO_SHARE * 100.0,
             from: None,
+            handoff: None,
         }
     }
 }
@@ -216,6 +226,10 @@ impl Settings {
         let goals = goals(&t.goodput)?;
         let slo_share = slo_percentile(t.slo_percentile)? / 100.0;
         let from = t.from.map(import_format).transpose()?;
+        let handoff = match t.handoff {
+            Some(h) => parse_duration(h).map_err(|e| BadSetting::new(Setting::Handoff, e))?,
+            None => crate::ledger::DEFAULT_HANDOFF,
+        };
         Ok(Settings {
             options: Options {
                 window,
@@ -223,6 +237,7 @@ impl Settings {
                 prices,
                 goals,
                 slo_share,
+                handoff,
                 ..Options::default()
             },
             time_unit,
@@ -329,6 +344,7 @@ mod tests {
             goodput: vec!["ttft:500ms", "tpot:50ms"],
             slo_percentile: 95.0,
             from: Some("vllm"),
+            handoff: Some("25ms"),
         })
         .unwrap();
         let o = s.options;
@@ -340,6 +356,7 @@ mod tests {
             }
         );
         assert_eq!(o.bucket, Some(Duration::from_millis(500)));
+        assert_eq!(o.handoff, Duration::from_millis(25));
         assert_eq!(s.time_unit, Some(TimeUnit::Ms));
         assert!(s.skip_invalid);
         assert_eq!(

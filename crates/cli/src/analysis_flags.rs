@@ -36,6 +36,10 @@ pub struct AnalysisFlags {
     /// Price of a kWh (the GPUs' energy cost, with --gpu-metrics scrapes in the log).
     #[arg(long, value_name = "PRICE")]
     pub price_per_kwh: Option<f64>,
+    /// The capacity ledger's hand-off threshold: a freed slot refilled within
+    /// this long of work waiting for it was a hand-off, longer was held back.
+    #[arg(long, default_value = "10ms", value_name = "DUR")]
+    pub handoff: String,
     /// Goodput goals.
     #[command(flatten)]
     pub goodput: GoodputFlags,
@@ -99,6 +103,7 @@ impl Default for AnalysisFlags {
             price_per_mtok_out: None,
             price_per_kwh: None,
             goodput: GoodputFlags::default(),
+            handoff: "10ms".into(),
             from: None,
         }
     }
@@ -119,6 +124,7 @@ impl AnalysisFlags {
             goodput: self.goodput.texts(),
             slo_percentile: self.goodput.slo_percentile,
             from: self.from.as_deref(),
+            handoff: Some(&self.handoff),
         }
     }
 

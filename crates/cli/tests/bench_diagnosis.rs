@@ -214,3 +214,35 @@ fn an_explicit_server_metrics_url_that_does_not_answer_names_the_flag() {
     assert_ne!(out.status.code(), Some(0));
     assert!(out.stderr.contains("--server-metrics"), "{}", out.stderr);
 }
+
+/// Real vLLM at --concurrency 16 = --max-num-seqs 16 with long prefill steps:
+/// the report said "raise the client's cap" while the server was busy (its
+/// gauges update only at step end). A slow GPU model (20 TFLOPS) makes each
+/// prefill step long: the generation counter stands still between scrapes
+/// while the client sits at its cap, and the diagnosis calls that the server's.
+#[test]
+fn long_prefill_steps_at_the_servers_batch_are_server_busy_not_client_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = run(
+        dir.path(),
+        "prefill",
+        "max_num_seqs = 16\ntflops = 20\n",
+        &[
+            "--concurrency",
+            "16",
+            "--requests",
+            "64",
+            "--output-tokens",
+            "4",
+        ],
+    );
+    let (l, why) = limit(&r);
+    eprintln!("{why}");
+    assert_ne!(l, Some(State::ClientCap), "{why}");
+    let d = r.diagnosis.as_ref().unwrap();
+    assert!(!d.sentence.contains("raise the client's cap"), "{why}");
+    assert!(
+        d.states.iter().any(|s| s.state == State::ServerBusy),
+        "{why}"
+    );
+}

@@ -200,6 +200,7 @@ fn a_cap_in_waves_shows_a_gap_that_a_work_conserving_cap_does_not() {
     let dir = tempfile::tempdir().unwrap();
     let sim = sim();
     let mut fractions = Vec::new();
+    let mut held = Vec::new();
     for dispatch in ["waves", "work-conserving"] {
         let plog = dir.path().join(format!("{dispatch}.jsonl"));
         let p = proxy(&sim.addr, &plog, &["--cap", "4", "--dispatch", dispatch]);
@@ -230,6 +231,15 @@ fn a_cap_in_waves_shows_a_gap_that_a_work_conserving_cap_does_not() {
         let len = window.end.since(window.start).unwrap().as_secs_f64();
         let logged = r.gap_fraction.unwrap();
         fractions.push((dispatch, logged, gap_s / len, backlog_s / len));
+        // The proxy's log has a ledger too; its parts add up to the slot-time.
+        let c = r.capacity.as_ref().unwrap();
+        let total: f64 = c.parts.iter().filter_map(|p| p.slot_seconds).sum();
+        let slot = c.slot_seconds.unwrap() + c.above_cap_slot_seconds.unwrap_or(0.0);
+        assert!(
+            (total - slot).abs() < 1e-6 * slot.max(1.0),
+            "{total} vs {slot}"
+        );
+        held.push(c.share(tpscope_analysis::ledger::Part::HeldBack).unwrap());
     }
     sim.stop("-INT");
     let (_, waves, waves_m, _) = fractions[0];
@@ -237,6 +247,7 @@ fn a_cap_in_waves_shows_a_gap_that_a_work_conserving_cap_does_not() {
     assert!(waves > 0.2 && waves_m > 0.2, "{fractions:?}");
     assert!((waves - waves_m).abs() < 0.05, "{fractions:?}");
     assert!(wc < 0.01 && wc_m < 0.01, "{fractions:?}");
+    assert!(held[0] > 0.1 && held[1] < 0.05, "held back {held:?}");
     assert!(
         wc_backlog > 0.3,
         "the work-conserving run had a backlog: {fractions:?}"

@@ -45,7 +45,9 @@ pub(crate) enum FastRecord<'a> {
         /// The span's `request_id`.
         request_id: Option<&'a str>,
         /// When the last attempt started, for a span with several.
-        last_attempt_at: Option<Timestamp>,
+        /// When the last attempt started and the time between attempts, for a
+        /// span with several.
+        last_attempt_at: Option<(Timestamp, std::time::Duration)>,
         /// The `session_id` and `turn`, when both are given.
         session: Option<(&'a str, NonZeroU32)>,
         /// The tokenizer's own count of the reply (`tokenizer_output_tokens`),
@@ -158,14 +160,19 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
     let mut client = ClientFacts::default();
     if c.lit(key::attempts) && c.lit(b"[") {
         let mut n = 0;
+        let (mut between, mut prev_end) = (std::time::Duration::ZERO, None);
         loop {
-            let (wasted, started, facts) = attempt(c, hours)?;
+            let (wasted, (started, ended), facts) = attempt(c, hours)?;
             wasted_tokens += wasted;
             client.add(facts);
             n += 1;
             if n > 1 {
-                last_attempt_at = Some(started);
+                between += started
+                    .since(prev_end.unwrap_or(started))
+                    .unwrap_or_default();
+                last_attempt_at = Some((started, between));
             }
+            prev_end = Some(ended);
             if !c.lit(b",") {
                 break;
             }
@@ -232,9 +239,12 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
 }
 
 /// One attempt object; returns the tokens it wasted (those of an attempt that did
-/// not end ok), when it started and its client facts. Fields the analysis does
+/// not end ok), when it started and ended, and its client facts. Fields the analysis does
 /// not use are only validated.
-fn attempt(c: &mut Cursor<'_>, hours: &mut HourCache) -> Option<(u64, Timestamp, ClientFacts)> {
+fn attempt(
+    c: &mut Cursor<'_>,
+    hours: &mut HourCache,
+) -> Option<(u64, (Timestamp, Timestamp), ClientFacts)> {
     // `{"started_at":`: the first key follows the brace, not a value.
     c.need(b"{")?;
     c.need(&attempt_key::started_at[1..])?;
@@ -298,7 +308,7 @@ fn attempt(c: &mut Cursor<'_>, hours: &mut HourCache) -> Option<(u64, Timestamp,
         facts.resends = c.u32()?;
     }
     c.need(b"}")?;
-    Some((if failed { tokens } else { 0 }, started, facts))
+    Some((if failed { tokens } else { 0 }, (started, ended), facts))
 }
 
 /// A position in a line.

@@ -58,7 +58,7 @@ fn warn_all(py: Python<'_>, warnings: &[String]) -> PyResult<()> {
 /// The `tpscope.report/1` document of the span logs `paths`, as JSON text (or the
 /// text, markdown or per-span CSV that `tpscope report --format` prints).
 #[pyfunction]
-#[pyo3(signature = (paths, *, window="full", bucket="1s", time_unit=None, skip_invalid=false, price_per_hour=None, price_per_mtok_in=None, price_per_mtok_out=None, price_per_kwh=None, goodput=None, slo_percentile=90.0, from_=None, format="json"))]
+#[pyo3(signature = (paths, *, window="full", bucket="1s", time_unit=None, skip_invalid=false, price_per_hour=None, price_per_mtok_in=None, price_per_mtok_out=None, price_per_kwh=None, goodput=None, slo_percentile=90.0, from_=None, handoff=None, format="json"))]
 #[allow(clippy::too_many_arguments)]
 pub fn analyze_json(
     py: Python<'_>,
@@ -74,6 +74,7 @@ pub fn analyze_json(
     goodput: Option<&str>,
     slo_percentile: f64,
     from_: Option<&str>,
+    handoff: Option<&str>,
     format: &str,
 ) -> PyResult<String> {
     if !["json", "text", "markdown", "csv"].contains(&format) {
@@ -96,6 +97,7 @@ pub fn analyze_json(
         goodput: goodput.into_iter().collect(),
         slo_percentile,
         from: from_,
+        handoff,
     })?;
     let (json, skipped) = py.detach(|| {
         let set = read(&paths, &settings, format == "csv")?;

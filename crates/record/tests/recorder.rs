@@ -347,3 +347,35 @@ fn the_recorder_is_send_and_sync() {
     send::<tpscope_record::Queued>();
     send::<tpscope_record::Request>();
 }
+
+/// The recording library's log has a capacity ledger: the slot `set_cap` opened
+/// while `b` waited is held back, and the parts add up to the slot-time.
+#[test]
+fn a_library_recording_has_a_ledger_whose_parts_add_up() {
+    use tpscope_analysis::ledger::Part;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("spans.jsonl");
+    let rec = Recorder::create(&path, RunInfo::new().cap(1)).unwrap();
+    let a = rec.queued("a").admitted();
+    let b = rec.queued("b");
+    ms(5);
+    rec.set_cap(2);
+    ms(40);
+    let b = b.admitted();
+    a.finish_ok(None);
+    b.finish_ok(None);
+    rec.close().unwrap();
+
+    let log = read(&path);
+    let raised = log.samples.iter().find(|s| s.cap == Some(2)).unwrap().at;
+    let b = by_id(&log, "b");
+    let r = report(&path);
+    let c = r.capacity.as_ref().expect("a ledger");
+    let held = c.seconds(Part::HeldBack).unwrap();
+    let waited = b.admitted_at.unwrap().since(raised).unwrap().as_secs_f64();
+    assert!((held - waited).abs() < 1e-6, "{held} vs {waited}");
+    let total: f64 = c.parts.iter().filter_map(|p| p.slot_seconds).sum();
+    let slot = c.slot_seconds.unwrap();
+    assert!((total - slot).abs() < 1e-6, "{total} vs {slot}");
+    assert_eq!(c.causes[0].cause, "blocked_orchestration");
+}

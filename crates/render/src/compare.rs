@@ -216,6 +216,7 @@ pub fn text(c: &Comparison) -> Vec<u8> {
     let rows: Vec<Vec<String>> = c.headline.iter().map(headline_cells).collect();
     crate::fmt::text_table(&mut o, &heads, &rows);
     o.push('\n');
+    o.push_str(&crate::ledger::compare_text(c));
     let _ = writeln!(o, "  {}", method_line(c));
     if !c.warnings.is_empty() {
         o.push('\n');
@@ -280,6 +281,7 @@ pub fn markdown(c: &Comparison) -> Vec<u8> {
             let _ = writeln!(o, "> ⚠️ {}", md(w));
         }
     }
+    o.push_str(&crate::ledger::compare_markdown(c));
     o.push_str("\n<details><summary>Headline metrics</summary>\n\n");
     let heads: Vec<String> = ["metric", "baseline", "candidate", "change"]
         .map(String::from)

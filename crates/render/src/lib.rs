@@ -10,6 +10,7 @@ pub mod energy;
 pub mod fmt;
 pub mod html;
 pub mod lead;
+pub mod ledger;
 pub mod markdown;
 mod quality;
 pub mod ramp;

@@ -97,6 +97,7 @@ pub fn render(report: &Report) -> Vec<u8> {
         }
         o.push('\n');
         o.push_str(&crate::diagnosis::markdown(r));
+        o.push_str(&crate::ledger::markdown(r));
         for s in run_sections(r) {
             o.push_str(&s.markdown());
         }

@@ -56,7 +56,11 @@ fn quality_lines(r: &RunReport) -> Vec<String> {
         ));
     }
     if !v.is_empty() {
-        v.push(format!("verdict: {}", if q.poor { "POOR" } else { "good" }));
+        let verdict = if q.poor { "POOR" } else { q.verdict };
+        v.push(match &q.note {
+            Some(n) => format!("verdict: {verdict} — {n}"),
+            None => format!("verdict: {verdict}"),
+        });
     }
     v
 }

@@ -134,6 +134,7 @@ pub fn render(report: &Report) -> Vec<u8> {
             o.push_str(&q.text());
         }
         o.push_str(&crate::diagnosis::text(r));
+        o.push_str(&crate::ledger::text(r));
         for s in run_sections(r) {
             o.push_str(&s.text());
         }

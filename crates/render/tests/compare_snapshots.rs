@@ -159,6 +159,7 @@ fn comparison() -> Comparison {
             "compared although tokenizer differs: baseline o200k_base, candidate cl100k_base"
                 .into(),
         ],
+        capacity: None,
     }
 }
 

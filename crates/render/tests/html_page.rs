@@ -167,6 +167,7 @@ fn report_page_is_self_contained_with_every_chart() {
         ids,
         [
             "r0-occupancy",
+            "r0-capacity",
             "r0-queue",
             "r0-tps",
             "r0-waterfall",

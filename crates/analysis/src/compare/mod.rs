@@ -30,6 +30,7 @@ use crate::stats::bootstrap::{BootstrapConfig, Interval};
 mod criteria;
 mod headline;
 mod identity;
+pub mod ledger;
 mod prepare;
 mod settings;
 
@@ -313,6 +314,10 @@ pub struct Comparison {
     pub bootstrap: BootstrapUsed,
     /// Things a reader should know (e.g. a skipped criterion's consequence).
     pub warnings: Vec<String>,
+    /// Both capacity ledgers and where the slot-seconds moved (`None` unless
+    /// both runs have one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<ledger::LedgerChange>,
 }
 
 impl Comparison {
@@ -428,6 +433,7 @@ pub fn compare(
             level: bs.level,
         },
         warnings,
+        capacity: ledger::ledger_change(b.report.capacity.as_ref(), c.report.capacity.as_ref()),
     };
     Ok(Compared {
         comparison,

@@ -8,6 +8,10 @@
 //!    or work waiting at the server while its KV usage is ≥ 80 % (the next request
 //!    does not fit: a memory queue, not a batch-slot one);
 //! 3. *server queue*: the server's own queue holds work (waiting > 0);
+//!    *server busy*: at the cap with work waiting, but the server's gauges are
+//!    stale (the client holds requests in flight that the server counts neither
+//!    as running nor waiting, or its generation counter stalled): the requests
+//!    are in the server's hands, whatever its last gauges said (issue 23);
 //! 4. *demand-bound*: no work waits at the client (queue depth = 0);
 //! 5. *pipeline gap*: work waits while the client is below its cap (the gap);
 //! 6. *client cap*: at the cap with work waiting, the server with an empty queue
@@ -47,6 +51,8 @@ pub enum State {
     KvBound,
     /// The server's own queue held work.
     ServerQueue,
+    /// At the cap with work waiting, the server busy behind stale gauges.
+    ServerBusy,
     /// No work waited at the client.
     DemandBound,
     /// Work waited while the client was below its cap.
@@ -74,7 +80,7 @@ pub struct StateWords {
 }
 
 /// Every state in precedence order (indexed by `State as usize`), with its words.
-pub const STATES: [StateWords; 7] = [
+pub const STATES: [StateWords; 8] = [
     StateWords {
         state: State::ClientBound,
         name: "client-bound",
@@ -95,6 +101,13 @@ pub const STATES: [StateWords; 7] = [
         meaning: "requests waited in the server's own queue: the server was the limit",
         next_step: "a faster or larger deployment, or a larger server batch (max sequences) if memory allows",
         limit: "The server was the limit: requests waited in its own queue {p} % of the window",
+    },
+    StateWords {
+        state: State::ServerBusy,
+        name: "server busy",
+        meaning: "at the cap with work waiting, the server held requests its gauges counted neither as running nor waiting, or generated nothing between scrapes: its gauges were stale (updated at step end) and it was busy",
+        next_step: "a faster or larger deployment; raising the client's cap would only queue more at the server",
+        limit: "The server was the limit: busy with the client's requests {p} % of the window, though its gauges showed room (they update at step end)",
     },
     StateWords {
         state: State::DemandBound,
@@ -164,8 +177,22 @@ pub struct Diagnosis {
 struct ServerStep {
     start: Timestamp,
     waiting: Option<f64>,
+    running: Option<f64>,
     kv: Option<f64>,
     preempting: bool,
+    /// The generation counter did not rise by the next scrape.
+    stalled: bool,
+}
+
+/// Requests in flight at the client beyond what the server counts (running +
+/// waiting) from which its gauges are taken as stale: two, or a tenth of the
+/// client's in flight (requests on the wire or in post-processing are neither).
+fn stale_gauges(in_flight: u32, s: &ServerStep) -> bool {
+    let (Some(run), Some(wait)) = (s.running, s.waiting) else {
+        return false;
+    };
+    let f = f64::from(in_flight);
+    f - (run + wait) >= (0.1 * f).max(2.0)
 }
 
 impl ServerStep {
@@ -194,8 +221,13 @@ fn classify(occ: Occupancy, server: Option<&ServerStep>, lagging: bool) -> State
         State::DemandBound
     } else if occ.is_gap() {
         State::PipelineGap
-    } else if server.is_some() {
-        State::ClientCap
+    } else if let Some(s) = server {
+        // "Raise the cap" needs evidence that the server had room.
+        if s.stalled || stale_gauges(occ.in_flight, s) {
+            State::ServerBusy
+        } else {
+            State::ClientCap
+        }
     } else {
         State::AtCap
     }
@@ -251,11 +283,16 @@ pub fn diagnose(
         .map(|(i, s)| ServerStep {
             start: s.at,
             waiting: s.waiting,
+            running: s.running,
             kv: s.kv_cache_usage,
             preempting: samples
                 .get(i + 1)
                 .and_then(|n| n.preemptions_total.zip(s.preemptions_total))
                 .is_some_and(|(next, this)| next > this),
+            stalled: samples
+                .get(i + 1)
+                .and_then(|n| n.generation_tokens_total.zip(s.generation_tokens_total))
+                .is_some_and(|(next, this)| next <= this),
         })
         .collect();
     let with_server = steps.iter().any(ServerStep::known);
@@ -361,6 +398,34 @@ pub fn diagnose(
         sentence,
         notes,
     }
+}
+
+/// A level of a load sweep above the sweep's knee (`knee`): more load gave no
+/// more throughput there, so "raise the cap" is never said — the client-cap
+/// time is the server's, and the sentence says so when it names the limit.
+pub fn above_knee(d: &mut Diagnosis, level: f64, knee: f64) {
+    let Some(i) = d.states.iter().position(|s| s.state == State::ClientCap) else {
+        return;
+    };
+    let words = &STATES[State::ServerBusy as usize];
+    let s = &mut d.states[i];
+    s.state = State::ServerBusy;
+    s.name = words.name;
+    s.meaning = "at the cap with work waiting at a load above the sweep's knee: more load gave no more throughput, so the server was busy";
+    s.next_step = words.next_step;
+    if d.limit == Some(State::ClientCap) {
+        d.limit = Some(State::ServerBusy);
+        d.sentence = format!(
+            "The server was the limit: at the cap with work waiting {:.0} % of the window, \
+             and this level ({level}) is above the sweep's knee ({knee}), where more load \
+             gave no more throughput — next: {}.",
+            s.share * 100.0,
+            words.next_step
+        );
+    }
+    d.notes.push(format!(
+        "Level {level} is above the sweep's knee ({knee}): raising the cap is not advised."
+    ));
 }
 
 #[cfg(test)]

@@ -157,3 +157,81 @@ fn the_states_table_is_in_precedence_order() {
         assert!(w.limit.contains("{p} %"), "{}", w.name);
     }
 }
+
+/// Real vLLM at --concurrency 16 = --max-num-seqs 16: during a long prefill step
+/// its gauges said running 1, waiting 0 while the client held 16 in flight; the
+/// report said "raise the client's cap". Those requests were the server's.
+#[test]
+fn stale_server_gauges_at_the_cap_are_server_busy_not_client_cap() {
+    let mut i = capped_run(4);
+    for k in 0..4 {
+        i.push_span(span(0, 0, 600 + k), None);
+    }
+    i.push_span(span(0, 600, 900), None);
+    let mut stale = server(0, 0.0, 0.1, 0.0);
+    stale.running = Some(1.0);
+    i.server_samples = vec![stale];
+    let d = diag(&i, vec![]);
+    assert_eq!(d.limit, Some(State::ServerBusy), "{:?}", d.states);
+    assert!(
+        !d.sentence.contains("raise the client's cap"),
+        "{}",
+        d.sentence
+    );
+    // The gauges agree with the client: the server had room.
+    let mut i2 = i.clone();
+    i2.server_samples[0].running = Some(4.0);
+    let d = diag(&i2, vec![]);
+    assert!(
+        d.states.iter().any(|s| s.state == State::ClientCap),
+        "{:?}",
+        d.states
+    );
+}
+
+/// The generation counter did not move between two scrapes while the client
+/// was at its cap: the server was busy (a long prefill step), not idle.
+#[test]
+fn a_stalled_generation_counter_at_the_cap_is_server_busy() {
+    let mut a = server(0, 0.0, 0.1, 0.0);
+    a.generation_tokens_total = Some(100.0);
+    let mut b = server(500, 0.0, 0.1, 0.0);
+    b.generation_tokens_total = Some(100.0);
+    let mut c = server(700, 0.0, 0.1, 0.0);
+    c.generation_tokens_total = Some(900.0);
+    let i = run(two_spans(), vec![a, b, c]);
+    let d = diag(&i, vec![]);
+    assert!(
+        shares(&d).contains(&(State::ServerBusy, 500)),
+        "{:?}",
+        shares(&d)
+    );
+    assert!(
+        shares(&d).contains(&(State::ClientCap, 100)),
+        "{:?}",
+        shares(&d)
+    );
+}
+
+/// A sweep's knee overrides: above it, "raise the cap" is never said.
+#[test]
+fn above_a_sweeps_knee_the_client_cap_is_the_servers() {
+    let mut a = server(0, 0.0, 0.1, 0.0);
+    a.running = Some(1.0);
+    let i = run(vec![span(0, 0, 900), span(0, 900, 1000)], vec![a]);
+    let mut d = diag(&i, vec![]);
+    assert_eq!(d.limit, Some(State::ClientCap));
+    above_knee(&mut d, 32.0, 16.0);
+    assert_eq!(d.limit, Some(State::ServerBusy));
+    assert!(
+        d.sentence.contains("above the sweep's knee (16)"),
+        "{}",
+        d.sentence
+    );
+    assert!(
+        !d.sentence.contains("raise the client's cap"),
+        "{}",
+        d.sentence
+    );
+    assert!(d.states.iter().all(|s| s.state != State::ClientCap));
+}

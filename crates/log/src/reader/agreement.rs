@@ -30,7 +30,7 @@ enum Owned {
         Option<TokenSource>,
         Option<String>,
         Option<String>,
-        Option<Timestamp>,
+        Option<(Timestamp, std::time::Duration)>,
         Option<(String, std::num::NonZeroU32)>,
         Option<u64>,
     ),

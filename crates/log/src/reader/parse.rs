@@ -28,8 +28,9 @@ pub(super) enum Parsed<'a> {
         error_message: Option<Cow<'a, str>>,
         /// The `request_id`, when it is a string.
         request_id: Option<Cow<'a, str>>,
-        /// When the last attempt started, for a span with several.
-        last_attempt_at: Option<Timestamp>,
+        /// When the last attempt started and the time between attempts (each
+        /// one's end to the next's start), for a span with several.
+        last_attempt_at: Option<(Timestamp, std::time::Duration)>,
         /// The `session_id` and `turn` of a multi-turn span, when both are given
         /// (numbered into [`SpanFacts::session`] when the span is filed).
         session: Option<(Cow<'a, str>, NonZeroU32)>,
@@ -391,13 +392,18 @@ fn parse_span<'l>(line: &'l Line<'_>, unit: Option<TimeUnit>) -> FieldResult<Par
     let mut wasted_tokens = 0;
     let mut last_attempt_at = None;
     let mut client = ClientFacts::default();
+    let (mut between, mut prev_end) = (std::time::Duration::ZERO, None);
     attempts_of(line, unit, |i, _, a| {
         if a.cause.is_some() {
             wasted_tokens += a.tokens;
         }
         if i > 0 {
-            last_attempt_at = a.started;
+            if let (Some(s), Some(e)) = (a.started, prev_end) {
+                between += s.since(e).unwrap_or_default();
+            }
+            last_attempt_at = a.started.map(|s| (s, between));
         }
+        prev_end = a.ended;
         client.add(a.client);
         Ok(())
     })?;
@@ -506,6 +512,8 @@ pub(super) struct AttemptCore {
     pub(super) tokens: u64,
     /// When it started, if it says.
     pub(super) started: Option<Timestamp>,
+    /// When it ended, if it says.
+    pub(super) ended: Option<Timestamp>,
     /// Why it failed; its tokens were wasted.
     pub(super) cause: Option<Cause>,
     /// Its measurement-quality facts.
@@ -597,6 +605,7 @@ fn attempt_core(a: &RawAttempt<'_>, unit: Option<TimeUnit>) -> FieldResult<Attem
     Ok(AttemptCore {
         tokens,
         started: start,
+        ended: end,
         cause,
         client,
     })

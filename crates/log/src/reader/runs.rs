@@ -315,9 +315,10 @@ impl Reader {
                     let session = run.input.session_ids.number(&id);
                     facts.session = Some(SessionTurn { session, turn });
                 }
-                if let Some(t) = last_attempt_at {
+                if let Some((t, between)) = last_attempt_at {
                     let i = run.input.spans.len();
                     run.input.last_attempts.push((i, t));
+                    run.input.retry_waits.push((i, between));
                 }
                 if let Some(m) = &error_message {
                     run.input.add_error_message(&facts, m);

@@ -38,7 +38,7 @@ fn secs(d: Duration) -> f64 {
     d.as_secs_f64()
 }
 
-pub(super) const TIME_LABEL: &str = "time since run start (s)";
+pub(crate) const TIME_LABEL: &str = "time since run start (s)";
 
 /// The end of the time axis: the latest instant any run shows.
 pub(super) fn time_extent(runs: &[Series<'_>]) -> f64 {
@@ -599,7 +599,7 @@ pub fn scatter(id: &str, runs: &[Series<'_>]) -> String {
     out
 }
 
-pub(super) fn figure(svg: String, keys: &[(String, String)]) -> String {
+pub(crate) fn figure(svg: String, keys: &[(String, String)]) -> String {
     let items: Vec<(&str, &str)> = keys.iter().map(|(c, l)| (c.as_str(), l.as_str())).collect();
     format!(
         "<div class=\"figure\">{svg}{}</div>\n",

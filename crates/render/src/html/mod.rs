@@ -3,12 +3,12 @@
 //! schemes. One file, no network: no external scripts, fonts or images. The pages
 //! draw [`Detail`] chart data and format report values; they compute nothing.
 
-mod charts;
-mod page;
+pub(crate) mod charts;
+pub(crate) mod page;
 mod section;
 mod server;
 mod sessions;
-mod svg;
+pub(crate) mod svg;
 
 use tpscope_analysis::compare::Compared;
 use tpscope_analysis::detail::{CdfMetric, Detail};
@@ -235,6 +235,7 @@ fn run_section(prefix: &str, r: &RunReport, d: Option<&Detail>, heading: &str) -
             }];
             s.push_str("<h2>Timeline</h2>\n");
             s.push_str(&charts::occupancy(&format!("{prefix}-occupancy"), &one));
+            s.push_str(&crate::ledger::html_chart(prefix, r));
             s.push_str(&charts::queue(&format!("{prefix}-queue"), &one));
             s.push_str(&server::sections(prefix, r, &one));
             s.push_str("<h2>System TPS over time</h2>\n");
@@ -252,6 +253,7 @@ fn run_section(prefix: &str, r: &RunReport, d: Option<&Detail>, heading: &str) -
             s.push_str("<p class=\"note\">No chart data for this run.</p>\n");
         }
     }
+    s.push_str(&crate::ledger::html(r));
     for sec in crate::section::run_sections(r) {
         s.push_str(&section::html(prefix, &sec));
     }
@@ -372,6 +374,7 @@ pub fn compare(compared: &Compared, baseline: &Detail, candidate: &Detail) -> Ve
         ],
         &rows,
     ));
+    body.push_str(&crate::ledger::compare_html(c));
 
     let runs = [
         Series {

@@ -79,6 +79,8 @@ path.bar{stroke:none}
 .gapswatch{opacity:.35}
 .steadykey{fill:var(--steady);opacity:.3}
 .capkey{fill:var(--cap)}
+.band.lg{opacity:.85}.lg-connect{fill:var(--ph-queue)}.lg-wait{fill:var(--ph-wait)}.lg-gen{fill:var(--ph-stream)}.lg-post{fill:var(--ph-post)}
+.lg-failed{fill:var(--fail)}.lg-backoff{fill:var(--fail);fill-opacity:.45}.lg-handoff{fill:var(--tps)}.lg-held{fill:var(--gap);fill-opacity:.55}.lg-idle{fill:var(--grid)}
 ul.legend{list-style:none;margin:2px 0 0;padding:0 0 0 72px;display:flex;flex-wrap:wrap;gap:4px 18px;font-size:.9em;color:var(--muted)}
 ul.legend li{display:flex;align-items:center;gap:6px}
 ul.legend svg.swatch rect{stroke:none}

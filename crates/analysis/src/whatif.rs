@@ -1,0 +1,156 @@
+//! What fixing the gap gains (issue 23): the run's requests replayed
+//! work-conserving at its cap — each taking the slot time it took, arriving
+//! when it was queued, admitted first in first out the moment a slot frees —
+//! and the window, system TPS and cost that replay would have given.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use serde::Serialize;
+use tpscope_model::Status;
+
+use crate::input::RunInput;
+use crate::stats::ratio;
+
+/// What the replay assumes, said with every figure.
+pub const ASSUMPTIONS: &str = "each request holds its slot as long as it did in the run \
+(service times do not grow with load: at the same cap the server sees no more concurrency \
+than the cap); it arrives when it was queued and takes the first free slot, first in first \
+out; the run's cap holds throughout; later turns of a conversation keep their queue times";
+
+/// The replayed run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WorkConserving {
+    /// First arrival to last release of the replay.
+    pub window_s: f64,
+    /// Output tokens of the ok spans over that window.
+    pub system_tps: Option<f64>,
+    /// price_per_hour / (system_tps × 3600) × 10⁶, with `--price-per-hour`.
+    pub cost_per_million_output_tokens: Option<f64>,
+    /// The replay's system TPS over the run's (`None` when either is unknown).
+    pub gain: Option<f64>,
+}
+
+/// The what-if of a run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WhatIf {
+    /// The work-conserving replay.
+    pub work_conserving: WorkConserving,
+    /// What it assumes.
+    pub assumptions: &'static str,
+}
+
+/// The replay of `input` at its cap; `None` without a cap or admitted spans.
+/// `measured_tps` is the run's own system TPS, for the gain.
+pub fn what_if(
+    input: &RunInput,
+    measured_tps: Option<f64>,
+    price_per_hour: Option<f64>,
+) -> Option<WhatIf> {
+    let cap = input.run_cap().filter(|&c| c > 0)? as usize;
+    // (arrival, original admission, hold) of each admitted span, in arrival order.
+    let mut jobs: Vec<(i64, i64, i64)> = input
+        .spans
+        .iter()
+        .filter_map(|s| {
+            let a = s.admitted_at?;
+            let hold = s.released_at.signed_nanos_since(a).max(0);
+            Some((s.queued_at.unix_nanos(), a.unix_nanos(), hold))
+        })
+        .collect();
+    if jobs.is_empty() {
+        return None;
+    }
+    jobs.sort_unstable();
+    let start = jobs[0].0;
+    // When each slot frees next: a min-heap of `cap` instants.
+    let mut free: BinaryHeap<Reverse<i64>> = (0..cap.min(jobs.len()))
+        .map(|_| Reverse(i64::MIN))
+        .collect();
+    let mut end = start;
+    for &(arrival, _, hold) in &jobs {
+        let Reverse(slot) = free.pop().unwrap_or(Reverse(arrival));
+        let done = arrival.max(slot).saturating_add(hold);
+        end = end.max(done);
+        free.push(Reverse(done));
+    }
+    let window_s = (end - start) as f64 / 1e9;
+    let tokens: u64 = input
+        .spans
+        .iter()
+        .filter(|s| s.status == Status::Ok && s.admitted_at.is_some())
+        .map(|s| s.output_tokens)
+        .sum();
+    let system_tps = ratio(tokens as f64, window_s);
+    Some(WhatIf {
+        work_conserving: WorkConserving {
+            window_s,
+            system_tps,
+            cost_per_million_output_tokens: price_per_hour
+                .zip(system_tps)
+                .and_then(|(p, t)| ratio(p, t * 3600.0))
+                .map(|v| v * 1e6),
+            gain: system_tps.zip(measured_tps).and_then(|(a, b)| ratio(a, b)),
+        },
+        assumptions: ASSUMPTIONS,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::SpanFacts;
+    use crate::test_support::{capped_run, ts};
+
+    fn ok(q: i64, a: i64, r: i64) -> SpanFacts {
+        SpanFacts::ok(
+            ts(q),
+            Some(ts(a)),
+            Some(ts(a + 1)),
+            Some(ts(r - 1)),
+            ts(r),
+            100,
+        )
+    }
+
+    /// Two waves of two through two slots: in the run, the second wave waited
+    /// for the slowest of the first (100 ms); replayed, the short request's
+    /// slot takes the next at 10 ms.
+    #[test]
+    fn waves_replayed_work_conserving_need_a_shorter_window() {
+        let mut input = capped_run(2);
+        input.spans.extend([
+            ok(0, 0, 10),
+            ok(0, 0, 100),
+            ok(0, 100, 110),
+            ok(0, 100, 200),
+        ]);
+        let w = what_if(&input, Some(400.0 / 0.2), Some(3.6)).unwrap();
+        let wc = &w.work_conserving;
+        // Slot 1: 0–10, 10–20, 20–120; slot 2: 0–100. Ends at 120 ms.
+        assert!((wc.window_s - 0.12).abs() < 1e-12, "{wc:?}");
+        assert!((wc.system_tps.unwrap() - 400.0 / 0.12).abs() < 1e-6);
+        assert!((wc.gain.unwrap() - 0.2 / 0.12).abs() < 1e-9);
+        // 3.6 per hour at 3,333 tok/s: 0.3 per million.
+        assert!((wc.cost_per_million_output_tokens.unwrap() - 0.3).abs() < 1e-9);
+        assert!(w.assumptions.contains("service times do not grow"));
+    }
+
+    /// Requests that arrive apart are not moved earlier than their arrival.
+    #[test]
+    fn a_replay_never_starts_a_request_before_it_arrived() {
+        let mut input = capped_run(4);
+        input.spans.extend([ok(0, 0, 10), ok(500, 500, 510)]);
+        let w = what_if(&input, None, None).unwrap();
+        assert!((w.work_conserving.window_s - 0.51).abs() < 1e-12);
+        assert_eq!(w.work_conserving.gain, None);
+    }
+
+    #[test]
+    fn an_uncapped_run_has_no_what_if() {
+        let mut input = capped_run(1);
+        input.run.as_mut().unwrap().cap = None;
+        input.spans.push(ok(0, 0, 10));
+        assert_eq!(what_if(&input, None, None), None);
+    }
+}
