@@ -71,6 +71,9 @@ pub struct Options {
     /// A sweep level meets the goals when at least this share of its requests
     /// met them (`--slo-percentile 90` is 0.9).
     pub slo_share: f64,
+    /// The pipeline's width for the inferred gap (`--pipeline-width`; `None`:
+    /// the run record's, else the most in flight).
+    pub pipeline_width: Option<u32>,
 }
 
 impl Default for Options {
@@ -82,6 +85,7 @@ impl Default for Options {
             gap_disagreement: 0.02,
             goals: None,
             slo_share: DEFAULT_SLO_SHARE,
+            pipeline_width: None,
         }
     }
 }
@@ -411,6 +415,14 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         system_tps,
         gap_fraction,
         gap_fraction_sampled,
+        gap_fraction_inferred: window
+            .filter(|_| crate::infer::queue_times_unstated(input))
+            .and_then(|_| {
+                let width = opts
+                    .pipeline_width
+                    .or_else(|| crate::infer::stated_width(input));
+                crate::infer::infer_gap(&input.spans, (w0, w1), width)
+            }),
         gap_fraction_of_backlog: ratio(integrals.gap_ns as f64, integrals.backlog_ns as f64),
         utilization,
         mean_in_flight: ratio(integrals.in_flight_ns, win_ns as f64),

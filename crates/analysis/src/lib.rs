@@ -19,6 +19,7 @@ pub mod detail;
 pub mod diagnosis;
 pub mod errors;
 pub mod goodput;
+pub mod infer;
 pub mod input;
 pub mod knee;
 pub mod levels;
@@ -39,6 +40,7 @@ pub use analyze::{DEFAULT_SLO_SHARE, Options, Prices, WindowSpec, analyze, stead
 pub use collect::LENGTH_EDGES;
 pub use errors::{CauseMessages, ErrorMessages, MessageCount};
 pub use goodput::{Goals, Goodput, parse_goals};
+pub use infer::{InferredGap, infer_gap};
 pub use input::{ClientFacts, RunInput, SampleFacts, SpanFacts, SpanText};
 pub use metrics::{METRICS, SpanMetric, SpanMetrics, SpanRow, span_metrics, span_rows};
 pub use quality::{MeasurementQuality, measurement_quality};

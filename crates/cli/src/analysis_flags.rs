@@ -37,6 +37,10 @@ pub struct AnalysisFlags {
     /// Goodput goals.
     #[command(flatten)]
     pub goodput: GoodputFlags,
+    /// How many requests the pipeline keeps in flight, for the gap inferred
+    /// when a log lacks queue times (default: the most seen in flight).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub pipeline_width: Option<u32>,
     /// The files are another tool's results, imported on the fly: auto, vllm, aiperf, guidellm, genai-bench, inference-perf, llmperf, otlp.
     #[arg(long, value_name = "FORMAT")]
     pub from: Option<String>,
@@ -113,6 +117,7 @@ impl Default for AnalysisFlags {
             price_per_mtok_in: None,
             price_per_mtok_out: None,
             goodput: GoodputFlags::default(),
+            pipeline_width: None,
             from: None,
         }
     }
@@ -167,6 +172,7 @@ impl AnalysisFlags {
                 per_mtok_in: price("--price-per-mtok-in", self.price_per_mtok_in)?,
                 per_mtok_out: price("--price-per-mtok-out", self.price_per_mtok_out)?,
             },
+            pipeline_width: self.pipeline_width,
             ..Options::default()
         };
         self.goodput.apply(&mut opts)?;

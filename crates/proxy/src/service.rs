@@ -75,9 +75,13 @@ pub(crate) async fn handle(
         return Ok(forward(&st, req, None).await);
     };
     let now = st.rec.clock.now();
+    let stated = queued_at(req.headers());
+    if stated.is_some() {
+        st.rec.tally.stated();
+    }
     // A stated time in the future is now; one more than a day old is not
     // believed (a clock or unit mistake), and arrival is used.
-    let queued = queued_at(req.headers())
+    let queued = stated
         .map(|t| t.min(now))
         .filter(|t| {
             now.since(*t)

@@ -285,6 +285,17 @@ impl Track {
 impl Drop for Track {
     fn drop(&mut self) {
         if !self.done {
+            if self.rec.tally.cut_one() {
+                let msg = match self.admitted_at {
+                    None => "the proxy stopped while it was queued (never sent)".to_string(),
+                    Some(_) => format!(
+                        "the proxy stopped (drain ended) after {} output tokens",
+                        self.account.tokens()
+                    ),
+                };
+                self.fail(Cause::Cancelled, msg);
+                return;
+            }
             let msg = match (self.admitted_at, self.first_byte_at) {
                 (None, _) => "the client went away while queued (never sent)".to_string(),
                 (Some(_), None) => "the client went away before the response".to_string(),
