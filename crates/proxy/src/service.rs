@@ -88,6 +88,13 @@ pub(crate) async fn handle(
                 .is_some_and(|d| d < Duration::from_secs(86_400))
         })
         .unwrap_or(now);
+    // Queued before it arrived: the live counters sweep that stretch again.
+    if let Some(back) = now.since(queued).filter(|d| !d.is_zero()) {
+        let at = Instant::now();
+        if let Some(from) = at.checked_sub(back) {
+            st.rec.metrics.queued_before(from, at);
+        }
+    }
     let mut track = Track::queued(st.rec.clone(), dialect, queued);
     let (permit, at) = match &st.gate {
         None => (None, None),

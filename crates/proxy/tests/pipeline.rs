@@ -139,6 +139,9 @@ fn report(out: &Path) -> RunReport {
     analyze(&set.runs[0].input, &Options::default())
 }
 
+/// Runs the pipeline through a proxy to the simulator; the pipeline's own
+/// record and the report of the proxy's log. The live counters' gap and
+/// backlog seconds over the run agree with the log's within 0.02 of it.
 async fn through_proxy(
     cap: Option<u32>,
     run: impl AsyncFnOnce(SocketAddr) -> Own,
@@ -148,11 +151,42 @@ async fn through_proxy(
     let out = dir.path().join("p.jsonl");
     let mut cfg = config(sim.addr(), &out);
     cfg.cap = cap;
+    cfg.metrics_listen = Some("127.0.0.1:0".parse().unwrap());
     let p = proxy(cfg).await;
     let own = run(p.addr()).await;
+    // A few sample intervals: the last one counted.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let text = send(
+        p.metrics_addr().unwrap(),
+        "GET",
+        "/metrics",
+        vec![],
+        &[],
+        false,
+    )
+    .await
+    .text();
     p.shutdown().await.unwrap();
     sim.shutdown().await.unwrap();
-    (own, report(&out))
+    let r = report(&out);
+    let w = r.window.unwrap().duration.as_secs_f64();
+    for (name, log) in [
+        ("tpscope_gap_seconds_total", r.idle.gap_time),
+        ("tpscope_backlog_seconds_total", r.idle.backlog_time),
+    ] {
+        let live = metric(&text, name, "").unwrap();
+        let log = log.unwrap().as_secs_f64();
+        eprintln!(
+            "{name}: live {:.4}, log {:.4} of the run",
+            live / w,
+            log / w
+        );
+        assert!(
+            ((live - log) / w).abs() < 0.02,
+            "{name}: live {live} s, log {log} s over {w} s"
+        );
+    }
+    (own, r)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -174,7 +208,8 @@ async fn a_waves_pipeline_without_the_header_is_inferred_within_0_05_of_its_own_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_pool_without_the_header_is_inferred_below_0_05() {
-    let (own, r) = through_proxy(None, async |a| workers(a).await).await;
+    // A cap of its width does not make the proxy see its queue.
+    let (own, r) = through_proxy(Some(WIDTH as u32), async |a| workers(a).await).await;
     let g = r.gap_fraction_inferred.expect("an inferred gap");
     let inferred = g.fraction.unwrap();
     eprintln!(
@@ -193,4 +228,11 @@ async fn with_the_header_and_a_cap_the_exact_gap_stands_alone() {
     let exact = r.gap_fraction.unwrap();
     eprintln!("waves with the header: own {own:.4}, exact {exact:.4}");
     assert!((exact - own).abs() < 0.05, "exact {exact}, own {own}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_header_and_no_cap_every_stated_moment_is_a_gap_live_and_in_the_log() {
+    let (_, r) = through_proxy(None, async |a| waves(a, true).await).await;
+    assert_eq!(r.gap_fraction_inferred, None);
+    assert!(r.gap_fraction.unwrap() > 0.5, "{:?}", r.gap_fraction);
 }
