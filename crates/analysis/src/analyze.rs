@@ -381,11 +381,7 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
             .as_ref()
             .map(|r| r.tool.clone())
             .filter(|t| !t.is_empty()),
-        target: input
-            .run
-            .as_ref()
-            .map(|r| r.target.clone())
-            .unwrap_or_default(),
+        target: input.target(),
         simulated: input.load_field("simulator").is_some(),
         labels: input
             .run

@@ -400,6 +400,7 @@ mod tests {
             schedule_late_max: None,
             queued_at_stated: stated,
             cut_at_stop: Some(0),
+            model: None,
         };
         let opts = crate::Options::default();
         // A bench run (no proxy counts) and a proxy run whose requests stated

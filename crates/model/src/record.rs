@@ -179,6 +179,10 @@ pub struct EndRecord {
     /// as cancelled spans with the tokens relayed so far.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cut_at_stop: Option<u64>,
+    /// The proxy: the model the responses named (the proxy does not parse
+    /// requests, so its run record names none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// One line of a span log.

@@ -4,8 +4,8 @@
 //! still open when the drain ended, cut and written as cancelled spans with
 //! the tokens relayed so far.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, OnceLock};
 
 use tokio::sync::Notify;
 use tpscope_record::ProxyEnd;
@@ -16,6 +16,7 @@ pub(crate) struct EndTally {
     stated: AtomicU64,
     cutting: AtomicBool,
     cut: AtomicU64,
+    model: OnceLock<String>,
 }
 
 impl EndTally {
@@ -38,11 +39,19 @@ impl EndTally {
         cutting
     }
 
+    /// A response named its model (the first one named is the run's).
+    pub fn model(&self, model: &str) {
+        if self.model.get().is_none() {
+            let _ = self.model.set(model.to_string());
+        }
+    }
+
     /// What the `end` record says.
     pub fn end(&self) -> ProxyEnd {
         ProxyEnd {
             queued_at_stated: self.stated.load(Relaxed),
             cut_at_stop: self.cut.load(Relaxed),
+            model: self.model.get().cloned(),
         }
     }
 }
@@ -64,10 +73,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_requests_ended_after_the_cut_began_are_counted_cut() {
+    fn only_requests_ended_after_the_cut_began_are_counted_cut_and_the_first_model_kept() {
         let t = EndTally::default();
         t.stated();
         assert!(!t.cut_one(), "a client going away before the stop");
+        t.model("m");
+        t.model("other");
         t.start_cutting();
         assert!(t.cut_one());
         assert!(t.cut_one());
@@ -75,7 +86,8 @@ mod tests {
             t.end(),
             ProxyEnd {
                 queued_at_stated: 1,
-                cut_at_stop: 2
+                cut_at_stop: 2,
+                model: Some("m".into()),
             }
         );
     }

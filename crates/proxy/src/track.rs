@@ -213,6 +213,9 @@ impl Track {
         let clock = &rec.clock;
         let released_at = clock.at(now);
         let st = &mut self.account;
+        if let Some(m) = &st.model {
+            rec.tally.model(m);
+        }
         let outcomes = match self.admitted_at {
             None => {
                 rec.occupancy.fetch_sub(1, Relaxed);

@@ -169,6 +169,11 @@ async fn through_proxy(
     p.shutdown().await.unwrap();
     sim.shutdown().await.unwrap();
     let r = report(&out);
+    assert_eq!(
+        r.target.model.as_deref(),
+        Some("sim-llama-3.1-8b"),
+        "from the responses"
+    );
     let w = r.window.unwrap().duration.as_secs_f64();
     for (name, log) in [
         ("tpscope_gap_seconds_total", r.idle.gap_time),

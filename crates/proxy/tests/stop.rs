@@ -101,6 +101,8 @@ fn check(records: &[Record]) {
     };
     assert_eq!(end.cut_at_stop, Some(2));
     assert_eq!(end.queued_at_stated, Some(0));
+    // The proxy does not parse requests: the model comes from the responses.
+    assert_eq!(end.model.as_deref(), Some("sim-llama-3.1-8b"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

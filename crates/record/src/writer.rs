@@ -43,12 +43,14 @@ enum Msg {
 }
 
 /// What a proxy run's `end` record adds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ProxyEnd {
     /// Completions whose client stated when it queued them.
     pub queued_at_stated: u64,
     /// Streams still open when the drain ended, written as cancelled.
     pub cut_at_stop: u64,
+    /// The model the responses named.
+    pub model: Option<String>,
 }
 
 /// Counts the writer kept for one run (they go into its `end` record).
@@ -318,8 +320,9 @@ fn writer_loop<W: Write>(
                     cancelled: c.cancelled,
                     samples: c.samples,
                     schedule_late_max: schedule_late,
-                    queued_at_stated: proxy.map(|p| p.queued_at_stated),
-                    cut_at_stop: proxy.map(|p| p.cut_at_stop),
+                    queued_at_stated: proxy.as_ref().map(|p| p.queued_at_stated),
+                    cut_at_stop: proxy.as_ref().map(|p| p.cut_at_stop),
+                    model: proxy.and_then(|p| p.model),
                 })
             }
         };

@@ -141,6 +141,7 @@ pub fn records(run_id: &str, model: &str, source: TokenSource, load: Load) -> Ve
         schedule_late_max: None,
         queued_at_stated: None,
         cut_at_stop: None,
+        model: None,
     }));
     out
 }
