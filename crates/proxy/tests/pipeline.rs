@@ -230,6 +230,18 @@ async fn with_the_header_and_a_cap_the_exact_gap_stands_alone() {
     let (own, r) = through_proxy(Some(WIDTH as u32), async |a| waves(a, true).await).await;
     let own = own.gap_fraction();
     assert_eq!(r.gap_fraction_inferred, None, "queue times were stated");
+    // The samples could not see the stated stretches; the warning says so
+    // rather than blaming sparse samples.
+    assert!(
+        r.warnings.iter().any(|w| w.contains("cannot see")),
+        "{:?}",
+        r.warnings
+    );
+    assert!(
+        !r.warnings.iter().any(|w| w.contains("too sparse")),
+        "{:?}",
+        r.warnings
+    );
     let exact = r.gap_fraction.unwrap();
     eprintln!("waves with the header: own {own:.4}, exact {exact:.4}");
     assert!((exact - own).abs() < 0.05, "exact {exact}, own {own}");
