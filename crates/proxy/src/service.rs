@@ -13,7 +13,7 @@ use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
 use hyper::{Request, Response, StatusCode, Uri, Version};
-use tpscope_client::{ForwardBody, Forwarder};
+use tpscope_client::{ForwardBody, Forwarder, UpstreamRx};
 use tpscope_model::Cause;
 
 use crate::gate::Gate;
@@ -183,6 +183,7 @@ async fn forward(
     parts.headers.remove(header::HOST);
     let limited: ForwardBody = Limited::new(body, st.cfg.max_body as usize).boxed();
     let req = Request::from_parts(parts, limited);
+    let sent_at = Instant::now();
     let sent = tokio::time::timeout(st.cfg.upstream_timeout, st.forwarder.send(req)).await;
     let res = match sent {
         Err(_) => {
@@ -218,14 +219,17 @@ async fn forward(
         }
         Ok(Ok(res)) => res,
     };
-    let now = Instant::now();
+    let mut res = res;
+    let rx = UpstreamRx::take(&mut res);
+    // The head's arrival (kernel stamp), not when this task got to it.
+    let now = rx.latest(sent_at);
     let (mut parts, body) = res.into_parts();
     if let Some(t) = track.as_mut() {
         t.head(parts.status, &parts.headers, now);
     }
     strip_hop_by_hop(&mut parts.headers);
     let idle = Some(st.cfg.idle_timeout).filter(|d| *d > Duration::ZERO);
-    let relay = Relay::new(body, track, idle);
+    let relay = Relay::new(body, track, idle, rx, sent_at);
     Response::from_parts(parts, ProxyBody::Relay(Box::new(relay)))
 }
 
