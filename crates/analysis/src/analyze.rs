@@ -102,7 +102,7 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
     let mut report = RunReport {
         run_id: input.run_id.clone(),
         tool: run.map(|r| r.tool.clone()).filter(|t| !t.is_empty()),
-        target: run.map(|r| r.target.clone()).unwrap_or_default(),
+        target: input.target(),
         simulated: input.load_field("simulator").is_some(),
         labels: run.map(|r| r.labels.clone()).unwrap_or_default(),
         cap: input.run_cap(),
@@ -122,6 +122,14 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         system_tps,
         gap_fraction: idle.gap_fraction,
         gap_fraction_sampled: idle.gap_fraction_sampled,
+        gap_fraction_inferred: window
+            .filter(|_| crate::infer::queue_times_unstated(input))
+            .and_then(|_| {
+                let width = opts
+                    .pipeline_width
+                    .or_else(|| crate::infer::stated_width(input));
+                crate::infer::infer_gap(&input.spans, (w0, w1), width)
+            }),
         gap_fraction_of_backlog: idle.gap_fraction_of_backlog,
         utilization: idle.utilization,
         mean_in_flight: idle.mean_in_flight,

@@ -63,9 +63,16 @@ pub(crate) fn idle(
     if let (Some(exact), Some(sampled)) = (gap_fraction, gap_fraction_sampled)
         && (exact - sampled).abs() > gap_disagreement
     {
+        // A proxy samples only requests that have arrived: the queue a request
+        // states it waited in before that is in its span, never in a sample.
+        let why = if input.end.as_ref().and_then(|e| e.queued_at_stated) > Some(0) {
+            "requests stated queue times from before they reached the proxy \
+             (x-tpscope-queued-at), which samples taken at the time cannot see"
+        } else {
+            "samples may be too sparse, or spans are missing from the log"
+        };
         warnings.push(format!(
-            "exact gap fraction {exact:.4} and sampled {sampled:.4} differ by more than {gap_disagreement}: \
-             samples may be too sparse, or spans are missing from the log"
+            "exact gap fraction {exact:.4} and sampled {sampled:.4} differ by more than {gap_disagreement}: {why}"
         ));
     }
     if input.run.is_none() {

@@ -410,6 +410,21 @@ impl RunInput {
         self.run.as_ref().and_then(|r| r.load.get(key))
     }
 
+    /// What the run measured: its run record's target, with the model the
+    /// `end` record names when the run record names none (a proxy learns it
+    /// from the responses).
+    pub fn target(&self) -> tpscope_model::Target {
+        let mut t = self
+            .run
+            .as_ref()
+            .map(|r| r.target.clone())
+            .unwrap_or_default();
+        if t.model.is_none() {
+            t.model = self.end.as_ref().and_then(|e| e.model.clone());
+        }
+        t
+    }
+
     /// The sample cadence from the run record.
     pub fn sample_interval(&self) -> Option<Duration> {
         self.run.as_ref().and_then(|r| r.sample_interval)

@@ -74,6 +74,11 @@ pub struct RunReport {
     pub gap_fraction: Option<f64>,
     /// Fraction of samples in the window with queue depth > 0 and in-flight < cap.
     pub gap_fraction_sampled: Option<f64>,
+    /// The gap inferred from the pipeline's shape when its queue times were not
+    /// stated (imports without them, a proxy no request told of its queue);
+    /// `None` when the exact figure stands (issue 24).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gap_fraction_inferred: Option<crate::infer::InferredGap>,
     /// gap_time / backlog_time (`None` when there was no backlog).
     pub gap_fraction_of_backlog: Option<f64>,
     /// ∫ in_flight dt / ∫ cap dt (`None` when the cap is unknown or unlimited).

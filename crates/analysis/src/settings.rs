@@ -36,6 +36,9 @@ pub struct Options {
     pub slo_share: f64,
     /// The capacity ledger's hand-off threshold (`--handoff`).
     pub handoff: Duration,
+    /// The pipeline's width for the inferred gap (`--pipeline-width`; `None`:
+    /// the run record's, else the most in flight).
+    pub pipeline_width: Option<u32>,
 }
 
 impl Default for Options {
@@ -48,6 +51,7 @@ impl Default for Options {
             goals: None,
             slo_share: DEFAULT_SLO_SHARE,
             handoff: crate::ledger::DEFAULT_HANDOFF,
+            pipeline_width: None,
         }
     }
 }
@@ -165,6 +169,8 @@ pub struct SettingsText<'a> {
     pub from: Option<&'a str>,
     /// The capacity ledger's hand-off threshold (`None`: 10 ms).
     pub handoff: Option<&'a str>,
+    /// The pipeline's width for the inferred gap (`None`: the run's).
+    pub pipeline_width: Option<u32>,
 }
 
 impl Default for SettingsText<'_> {
@@ -183,6 +189,7 @@ impl Default for SettingsText<'_> {
             slo_percentile: DEFAULT_SLO_SHARE * 100.0,
             from: None,
             handoff: None,
+            pipeline_width: None,
         }
     }
 }
@@ -238,6 +245,7 @@ impl Settings {
                 goals,
                 slo_share,
                 handoff,
+                pipeline_width: t.pipeline_width,
                 ..Options::default()
             },
             time_unit,
@@ -345,6 +353,7 @@ mod tests {
             slo_percentile: 95.0,
             from: Some("vllm"),
             handoff: Some("25ms"),
+            pipeline_width: Some(4),
         })
         .unwrap();
         let o = s.options;
@@ -357,6 +366,7 @@ mod tests {
         );
         assert_eq!(o.bucket, Some(Duration::from_millis(500)));
         assert_eq!(o.handoff, Duration::from_millis(25));
+        assert_eq!(o.pipeline_width, Some(4));
         assert_eq!(s.time_unit, Some(TimeUnit::Ms));
         assert!(s.skip_invalid);
         assert_eq!(

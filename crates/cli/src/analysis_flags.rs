@@ -43,6 +43,10 @@ pub struct AnalysisFlags {
     /// Goodput goals.
     #[command(flatten)]
     pub goodput: GoodputFlags,
+    /// How many requests the pipeline keeps in flight, for the gap inferred
+    /// when a log lacks queue times (default: the most seen in flight).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub pipeline_width: Option<u32>,
     /// The files are another tool's results, imported on the fly: auto, vllm, aiperf, guidellm, genai-bench, inference-perf, llmperf, otlp.
     #[arg(long, value_name = "FORMAT")]
     pub from: Option<String>,
@@ -104,6 +108,7 @@ impl Default for AnalysisFlags {
             price_per_kwh: None,
             goodput: GoodputFlags::default(),
             handoff: "10ms".into(),
+            pipeline_width: None,
             from: None,
         }
     }
@@ -125,6 +130,7 @@ impl AnalysisFlags {
             slo_percentile: self.goodput.slo_percentile,
             from: self.from.as_deref(),
             handoff: Some(&self.handoff),
+            pipeline_width: self.pipeline_width,
         }
     }
 

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -28,13 +28,20 @@ pub struct ProxyArgs {
     #[arg(long, default_value = "127.0.0.1:9000", value_name = "ADDR", value_parser = parse_addr)]
     pub listen: SocketAddr,
     /// The span log (completions become spans; other requests pass untouched).
-    #[arg(long, value_name = "FILE")]
+    /// Default: a new file named as bench names its runs
+    /// (tpscope-run-<time>-<salt>.jsonl, printed); `none` records nothing.
+    #[arg(long, value_name = "FILE|none")]
     pub out: Option<PathBuf>,
     /// Rotate the span log by size (1GiB) or age (1h): files FILE-0000, -0001, …
     /// each start with the run record and read on their own; `tpscope report FILE`
     /// reads them all as one run.
-    #[arg(long, value_name = "SIZE|DURATION", value_parser = parse_rotate, requires = "out")]
+    #[arg(long, value_name = "SIZE|DURATION", value_parser = parse_rotate)]
     pub rotate: Option<Rotate>,
+    /// How many requests the pipeline behind the proxy keeps in flight, when
+    /// known: the width of the gap the report infers when requests do not state
+    /// their queue time (default: the most seen in flight).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub pipeline_width: Option<u32>,
     /// Serve Prometheus metrics on this address (`/metrics`).
     #[arg(long, value_name = "ADDR", value_parser = parse_addr)]
     pub metrics_listen: Option<SocketAddr>,
@@ -131,11 +138,32 @@ fn parse_label(s: &str) -> Result<(String, String), String> {
     }
 }
 
+/// Where the span log goes: `--out FILE`, nothing for `--out none`, else a
+/// new file named as bench names its runs (never one that exists).
+fn out_path(out: Option<&Path>) -> Option<PathBuf> {
+    match out {
+        Some(p) if p == Path::new("none") => None,
+        Some(p) => Some(p.to_path_buf()),
+        None => {
+            let now = tpscope_model::Timestamp::now_wall();
+            // The proxy creates the file with create-new semantics: a name
+            // taken since is refused there, never overwritten.
+            (0..64)
+                .map(|i| tpscope_load::spec::unique_name(now, i))
+                .find(|p| !p.exists())
+        }
+    }
+}
+
 /// Runs `tpscope proxy`.
 pub fn run(args: ProxyArgs) -> anyhow::Result<ExitCode> {
     let mut cfg = ProxyConfig::new(args.upstream.clone());
     cfg.listen = args.listen;
-    cfg.out = args.out.clone();
+    cfg.out = out_path(args.out.as_deref());
+    if cfg.out.is_none() && args.rotate.is_some() {
+        anyhow::bail!("--rotate: there is no span log to rotate (--out none)");
+    }
+    cfg.pipeline_width = args.pipeline_width;
     cfg.rotate = args.rotate;
     cfg.metrics_listen = args.metrics_listen;
     cfg.cap = args.cap;
@@ -158,6 +186,7 @@ pub fn run(args: ProxyArgs) -> anyhow::Result<ExitCode> {
         .build()
         .context("starting the async runtime")
         .failure()?;
+    let out = cfg.out.clone();
     rt.block_on(async move {
         let mut cfg = cfg;
         let mut signals = StopSignals::install()
@@ -179,6 +208,7 @@ pub fn run(args: ProxyArgs) -> anyhow::Result<ExitCode> {
             }
             Err(e) => return Err(e).failure(),
         };
+        let log = out;
         {
             let mut out = std::io::stdout().lock();
             write!(
@@ -187,6 +217,10 @@ pub fn run(args: ProxyArgs) -> anyhow::Result<ExitCode> {
                 handle.addr(),
                 tpscope_record::redact_url(&args.upstream)
             )?;
+            match &log {
+                Some(p) => write!(out, ", spans to {}", p.display())?,
+                None => write!(out, ", recording nothing (--out none)")?,
+            }
             if let Some(m) = handle.metrics_addr() {
                 write!(out, " (metrics on http://{m}/metrics)")?;
             }
@@ -194,7 +228,19 @@ pub fn run(args: ProxyArgs) -> anyhow::Result<ExitCode> {
             out.flush()?;
         }
         let signo = signals.recv().await;
-        let (counts, scrapes) = handle.shutdown_with_scrapes().await.failure()?;
+        // A second signal ends the drain at once; what is open is still
+        // written, as cancelled.
+        let cut = handle.cutter();
+        let stopping = handle.shutdown_with_scrapes();
+        tokio::pin!(stopping);
+        let stopped = tokio::select! {
+            r = &mut stopping => r,
+            Some(_) = signals.recv() => {
+                cut.cut();
+                stopping.await
+            }
+        };
+        let (counts, scrapes) = stopped.failure()?;
         let mut err = std::io::stderr().lock();
         if let Some(s) = scrapes.filter(|s| s.failed > 0 || !s.problems.is_empty()) {
             writeln!(
@@ -213,8 +259,7 @@ pub fn run(args: ProxyArgs) -> anyhow::Result<ExitCode> {
             counts.ok,
             counts.error,
             counts.cancelled,
-            args.out
-                .as_ref()
+            log.as_ref()
                 .map(|p| format!(" in {}", p.display()))
                 .unwrap_or_default(),
         )?;

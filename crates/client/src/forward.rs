@@ -27,9 +27,11 @@ pub struct Forwarder {
 
 impl Forwarder {
     /// A forwarder for `https` or plain HTTP upstreams, with `config`'s connect
-    /// timeout, pool, TLS roots and HTTP/2 settings (kernel receive stamps off).
+    /// timeout, pool, TLS roots and HTTP/2 settings, and kernel receive stamps
+    /// where the system gives them (see [`UpstreamRx`]).
     pub fn new(https: bool, config: &ClientConfig) -> Result<Forwarder, ClientError> {
-        let connector = Connector::of_config(https, config, crate::config::RxTimestamps::User)?;
+        let rx = crate::config::RxTimestamps::Kernel.effective();
+        let connector = Connector::of_config(https, config, rx)?;
         let mut builder = HyperClient::builder(TokioExecutor::new());
         builder
             .pool_timer(TokioTimer::new())
@@ -55,5 +57,63 @@ impl Forwarder {
             let (cause, msg) = transport_failure(&e);
             (cause, msg, e)
         })
+    }
+}
+
+/// When a forwarded response's bytes reached the host: the kernel receive
+/// timestamps of its upstream connection, as the client's own reads carry them
+/// (`None` inside where the system gives none: then the instant of the read).
+pub struct UpstreamRx {
+    conn: Option<std::sync::Arc<crate::connector::ConnInfo>>,
+}
+
+/// The stamp of one relayed body frame.
+#[derive(Clone, Copy, Debug)]
+pub struct RxStamp {
+    /// When its bytes arrived (kernel stamp), else when the proxy read them.
+    pub at: std::time::Instant,
+    /// When the proxy's task got the frame (`received − at`: the proxy's lag).
+    pub received: std::time::Instant,
+    /// Whether `at` is the arrival of the frame's own last event.
+    pub exact: bool,
+    /// Whether the frame was traced to one socket read.
+    pub traced: bool,
+}
+
+impl UpstreamRx {
+    /// Takes the connection's stamps out of `res` (nothing else reads them).
+    pub fn take(res: &mut Response<Incoming>) -> UpstreamRx {
+        UpstreamRx {
+            conn: res
+                .extensions_mut()
+                .remove::<crate::connector::ConnTag>()
+                .map(|t| t.0),
+        }
+    }
+
+    fn cell(&self) -> Option<&crate::rx::RxCell> {
+        self.conn.as_ref().and_then(|c| c.rx.as_deref())
+    }
+
+    /// Whether the connection carries kernel receive stamps.
+    pub fn kernel(&self) -> bool {
+        self.cell().is_some()
+    }
+
+    /// The latest arrival on the connection, not before `start` (the request
+    /// was sent) nor after now: the response head's stamp.
+    pub fn latest(&self, start: std::time::Instant) -> std::time::Instant {
+        crate::rx::read_instant(self.cell(), start)
+    }
+
+    /// The stamp of a body frame `data` read after `start`.
+    pub fn frame(&self, data: &[u8], start: std::time::Instant) -> RxStamp {
+        let f = crate::rx::frame_stamp(self.cell(), data, start);
+        RxStamp {
+            at: f.at,
+            received: f.received,
+            exact: f.exact && self.kernel(),
+            traced: f.read.is_some(),
+        }
     }
 }

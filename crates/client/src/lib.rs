@@ -18,7 +18,7 @@ pub use config::{
     Api, BadApi, BadRxTimestamps, ClientConfig, Endpoint, Message, Prompt, RequestSpec,
     RxTimestamps, Timeouts,
 };
-pub use forward::{ForwardBody, Forwarder};
+pub use forward::{ForwardBody, Forwarder, RxStamp, UpstreamRx};
 pub use live::LiveTokens;
 pub use outcome::AttemptOutcome;
 pub use request::{parse_retry_after, request_body};

@@ -443,6 +443,9 @@ fn records_written_by_the_writer_read_back_equal() {
             cancelled: 0,
             samples: 1,
             schedule_late_max: None,
+            queued_at_stated: None,
+            cut_at_stop: None,
+            model: None,
         }),
     ];
     let mut w = LogWriter::new(Vec::new());

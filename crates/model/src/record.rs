@@ -171,6 +171,18 @@ pub struct EndRecord {
         skip_serializing_if = "Option::is_none"
     )]
     pub schedule_late_max: Option<Duration>,
+    /// The proxy: completions whose client stated when it queued them
+    /// (`x-tpscope-queued-at`); 0 means the pipeline's own queue was unseen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queued_at_stated: Option<u64>,
+    /// The proxy: streams still open when the drain ended at a stop, written
+    /// as cancelled spans with the tokens relayed so far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut_at_stop: Option<u64>,
+    /// The proxy: the model the responses named (the proxy does not parse
+    /// requests, so its run record names none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// One line of a span log.

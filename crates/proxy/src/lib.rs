@@ -19,6 +19,7 @@ mod rec;
 mod relay;
 mod rotate;
 mod service;
+mod stop;
 mod track;
 
 use std::collections::BTreeMap;
@@ -43,6 +44,7 @@ pub use tpscope_tokens::Tokenizer;
 pub use headers::{QUEUED_AT, completion_dialect, queued_at, strip_hop_by_hop};
 pub use metrics::Metrics;
 pub use rotate::{Rotate, parse_size, rotated_path};
+pub use stop::CutNow;
 
 /// Everything `tpscope proxy` is told.
 #[derive(Clone, Debug)]
@@ -95,6 +97,10 @@ pub struct ProxyConfig {
     pub gpu_metrics: Vec<ScraperConfig>,
     /// Counts the output of responses without `usage` (named in the run record).
     pub tokenizer: Tokenizer,
+    /// How many requests the pipeline behind the proxy keeps in flight, when
+    /// known (the run record's `load.pipeline_width`: the width of the gap the
+    /// report infers when requests do not state their queue time).
+    pub pipeline_width: Option<u32>,
 }
 
 impl ProxyConfig {
@@ -122,6 +128,7 @@ impl ProxyConfig {
             server_metrics: None,
             gpu_metrics: Vec::new(),
             tokenizer: Tokenizer::default(),
+            pipeline_width: None,
         }
     }
 }
@@ -225,9 +232,16 @@ pub struct ProxyHandle {
     run_id: String,
     scraper: Option<Scraper>,
     gpu_scrapers: Vec<Scraper>,
+    cut: CutNow,
 }
 
 impl ProxyHandle {
+    /// Ends a stop's drain at once when called (a second signal): what is
+    /// still open is written as cancelled.
+    pub fn cutter(&self) -> CutNow {
+        self.cut.clone()
+    }
+
     /// Where clients connect.
     pub fn addr(&self) -> SocketAddr {
         self.addr
@@ -326,7 +340,8 @@ pub async fn start(cfg: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
         .load(
             serde_json::json!({"mode": "proxy", "listen": addr.to_string(),
             "queue_limit": cfg.cap.map(|_| cfg.queue_limit),
-            "dispatch": cfg.cap.map(|_| cfg.dispatch.to_string())}),
+            "dispatch": cfg.cap.map(|_| cfg.dispatch.to_string()),
+            "pipeline_width": cfg.pipeline_width}),
         );
     if let Some(c) = cfg.cap {
         info = info.cap(c);
@@ -418,7 +433,8 @@ pub async fn start(cfg: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
         cfg: cfg.clone(),
     });
     let (stop, stop_rx) = watch::channel(false);
-    let served = tokio::spawn(serve(listener, state, stop_rx.clone()));
+    let cut = CutNow::default();
+    let served = tokio::spawn(serve(listener, state, stop_rx.clone(), cut.clone()));
     let metrics_task = metrics_listener
         .map(|l| tokio::spawn(serve_metrics(l, metrics, cfg.header_timeout, stop_rx)));
     Ok(ProxyHandle {
@@ -431,10 +447,16 @@ pub async fn start(cfg: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
         run_id,
         scraper,
         gpu_scrapers,
+        cut,
     })
 }
 
-async fn serve(listener: TcpListener, state: Arc<service::State>, mut stop: watch::Receiver<bool>) {
+async fn serve(
+    listener: TcpListener,
+    state: Arc<service::State>,
+    mut stop: watch::Receiver<bool>,
+    cut: CutNow,
+) {
     let graceful = GracefulShutdown::new();
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
@@ -451,9 +473,11 @@ async fn serve(listener: TcpListener, state: Arc<service::State>, mut stop: watc
         .keep_alive_interval(Some(Duration::from_secs(30)))
         .keep_alive_timeout(state.cfg.header_timeout);
     let builder = Arc::new(builder);
+    let mut conns = tokio::task::JoinSet::new();
     loop {
         let (stream, _) = tokio::select! {
             _ = stop.changed() => break,
+            Some(_) = conns.join_next(), if !conns.is_empty() => continue,
             r = listener.accept() => match r {
                 Ok(x) => x,
                 // Out of descriptors and the like: wait a moment rather than spin.
@@ -466,7 +490,7 @@ async fn serve(listener: TcpListener, state: Arc<service::State>, mut stop: watc
         let _ = stream.set_nodelay(true);
         let st = state.clone();
         let (builder, watcher, mut stop) = (builder.clone(), graceful.watcher(), stop.clone());
-        tokio::spawn(async move {
+        conns.spawn(async move {
             // Version detection has no timeout of its own: the header timeout
             // covers it (an idle or trickling client is dropped), and a stop
             // does not wait for a client that has not yet spoken.
@@ -481,7 +505,21 @@ async fn serve(listener: TcpListener, state: Arc<service::State>, mut stop: watc
         });
     }
     drop(listener);
-    let _ = tokio::time::timeout(state.cfg.drain_timeout, graceful.shutdown()).await;
+    tokio::select! {
+        _ = tokio::time::timeout(state.cfg.drain_timeout, graceful.shutdown()) => {}
+        _ = cut.0.notified() => {}
+    }
+    // What is still open is cut: each request's record, dropped with its
+    // connection, is written as cancelled with the tokens relayed so far.
+    state.rec.tally.start_cutting();
+    conns.abort_all();
+    while conns.join_next().await.is_some() {}
+    // HTTP/2 streams are tasks of their own, ended once their connection is
+    // gone: wait for them (bounded) so their spans precede the `end` record.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+    while state.rec.reading() != (0, 0) && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
 }
 
 async fn serve_metrics(

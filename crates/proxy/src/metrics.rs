@@ -45,9 +45,39 @@ pub struct Metrics {
     t_queue: Histogram,
     stream_tps: Histogram,
     e2e_tps: Histogram,
-    /// The previous sample: its instant and whether it was a gap / a backlog.
-    last: Mutex<Option<(Instant, bool, bool)>>,
+    /// Recent samples, to re-sweep when a request states that it was queued
+    /// before it arrived (bounded: [`RECENT`]).
+    recent: Mutex<Recent>,
 }
+
+/// Samples kept for re-sweeping (at the default 10 ms cadence, 655 s, less
+/// when stated requests close intervals between samples; 2 MiB); a
+/// stated queue stretch older than the oldest is counted from there.
+const RECENT: usize = 65_536;
+
+/// One sample: its instant, the occupancy seen, and the requests since known
+/// to have been queued then (stated by `x-tpscope-queued-at`).
+#[derive(Clone, Copy, Debug)]
+struct Seen {
+    at: Instant,
+    in_flight: u32,
+    queue_depth: u32,
+    cap: Option<u32>,
+    stated: u32,
+}
+
+impl Seen {
+    fn occupancy(&self) -> Occupancy {
+        Occupancy {
+            in_flight: self.in_flight,
+            queue_depth: self.queue_depth.saturating_add(self.stated),
+            cap: self.cap,
+        }
+    }
+}
+
+#[derive(Default)]
+struct Recent(std::collections::VecDeque<Seen>);
 
 impl Metrics {
     /// A registry holding every metric at zero, and `tpscope_cap` when there is a
@@ -105,6 +135,12 @@ impl Metrics {
             "Completions waiting for a slot",
             queue_depth.clone(),
         );
+        // Every series a dashboard divides by exists, at 0, before the first
+        // request (the labelled family shows once it has one).
+        let _ = requests.get_or_create(&RequestLabels {
+            status: Status::Ok.as_str().to_string(),
+            cause: String::new(),
+        });
         let cap_gauge = Gauge::default();
         if let Some(c) = cap {
             cap_gauge.set(i64::from(c));
@@ -164,7 +200,7 @@ impl Metrics {
             t_queue,
             stream_tps,
             e2e_tps,
-            last: Mutex::new(None),
+            recent: Mutex::new(Recent::default()),
         }
     }
 
@@ -184,22 +220,76 @@ impl Metrics {
         if let Some(c) = cap {
             self.cap.set(i64::from(c));
         }
-        let occ = Occupancy {
+        let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        let seen = Seen {
+            at,
             in_flight,
             queue_depth,
             cap,
+            stated: 0,
         };
-        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((t, gap, backlog)) = *last {
-            let dt = at.saturating_duration_since(t).as_secs_f64();
-            if gap {
+        self.add(&mut recent, seen);
+    }
+
+    /// Counts the interval since the previous sample as that sample says, and
+    /// keeps `seen` (never before the previous one).
+    fn add(&self, recent: &mut Recent, mut seen: Seen) {
+        if let Some(prev) = recent.0.back() {
+            seen.at = seen.at.max(prev.at);
+            let occ = prev.occupancy();
+            let dt = seen.at.saturating_duration_since(prev.at).as_secs_f64();
+            if occ.is_gap() {
                 self.gap.inc_by(dt);
             }
-            if backlog {
+            if occ.is_backlog() {
                 self.backlog.inc_by(dt);
             }
         }
-        *last = Some((at, occ.is_gap(), occ.is_backlog()));
+        if recent.0.len() == RECENT {
+            recent.0.pop_front();
+        }
+        recent.0.push_back(seen);
+    }
+
+    /// A request arriving at `now` states that it was queued since `from`:
+    /// the recent samples over that stretch are swept again with it queued,
+    /// and the time that becomes backlog or gap is added to the counters.
+    pub fn queued_before(&self, from: Instant, now: Instant) {
+        let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        // Close the open interval at `now` as the sampler would have, so that
+        // every interval swept again is closed (and marked once).
+        if let Some(&last) = recent.0.back().filter(|l| l.at < now) {
+            self.add(
+                &mut recent,
+                Seen {
+                    at: now,
+                    stated: 0,
+                    ..last
+                },
+            );
+        }
+        let (mut gap, mut backlog) = (0.0, 0.0);
+        for i in (0..recent.0.len().saturating_sub(1)).rev() {
+            let end = recent.0[i + 1].at;
+            let seen = &mut recent.0[i];
+            if end <= from {
+                break;
+            }
+            let dt = end
+                .saturating_duration_since(seen.at.max(from))
+                .as_secs_f64();
+            let before = seen.occupancy();
+            seen.stated = seen.stated.saturating_add(1);
+            let after = seen.occupancy();
+            if after.is_gap() && !before.is_gap() {
+                gap += dt;
+            }
+            if after.is_backlog() && !before.is_backlog() {
+                backlog += dt;
+            }
+        }
+        self.gap.inc_by(gap);
+        self.backlog.inc_by(backlog);
     }
 
     /// A client's retry was seen.
@@ -351,6 +441,50 @@ mod tests {
         let text = m.render();
         assert!(text.contains("tpscope_gap_seconds_total 1.0"), "{text}");
         assert!(text.contains("tpscope_backlog_seconds_total 2.0"), "{text}");
+    }
+
+    #[test]
+    fn a_request_queued_before_it_arrived_adds_its_stretch_to_gap_and_backlog() {
+        // Samples every second: one in flight of a cap of 2, nothing queued.
+        let m = Metrics::new(Some(2));
+        let t0 = std::time::Instant::now();
+        let s = std::time::Duration::from_millis;
+        for i in 0..4 {
+            m.occupancy(t0 + s(1000 * i), 1, 0, Some(2));
+        }
+        // One request says it was queued since 0.5 s, arriving at 3.5 s: the
+        // 3 s between were backlog, and gap (a slot was free).
+        m.queued_before(t0 + s(500), t0 + s(3500));
+        let text = m.render();
+        assert!(text.contains("tpscope_gap_seconds_total 3.0"), "{text}");
+        assert!(text.contains("tpscope_backlog_seconds_total 3.0"), "{text}");
+        // A second over the same stretch: backlog already, no more time.
+        m.queued_before(t0 + s(500), t0 + s(3500));
+        m.occupancy(t0 + s(4000), 1, 0, Some(2));
+        let text = m.render();
+        assert!(text.contains("tpscope_gap_seconds_total 3.0"), "{text}");
+        // At the cap, a stated stretch is backlog but no gap.
+        let m = Metrics::new(Some(1));
+        m.occupancy(t0, 1, 0, Some(1));
+        m.occupancy(t0 + s(1000), 1, 0, Some(1));
+        m.queued_before(t0, t0 + s(2000));
+        let text = m.render();
+        assert!(text.contains("tpscope_gap_seconds_total 0.0"), "{text}");
+        assert!(text.contains("tpscope_backlog_seconds_total 2.0"), "{text}");
+    }
+
+    #[test]
+    fn every_series_exists_at_zero_before_the_first_request() {
+        let text = Metrics::new(None).render();
+        for line in [
+            "tpscope_requests_total{status=\"ok\",cause=\"\"} 0",
+            "tpscope_output_tokens_total 0",
+            "tpscope_gap_seconds_total 0.0",
+            "tpscope_backlog_seconds_total 0.0",
+            "tpscope_in_flight 0",
+        ] {
+            assert!(text.contains(line), "{line} in {text}");
+        }
     }
 
     #[test]

@@ -30,6 +30,8 @@ pub(crate) struct Rec {
     pub occupancy: AtomicU64,
     pub cap: Option<u32>,
     pub metrics: Arc<Metrics>,
+    /// What the `end` record adds (stated queue times, requests cut at stop).
+    pub tally: crate::stop::EndTally,
 }
 
 impl Rec {
@@ -93,6 +95,7 @@ pub(crate) fn start(
         occupancy: AtomicU64::new(0),
         cap,
         metrics,
+        tally: Default::default(),
     });
     let probe = rec.clone();
     let sampler = Sampler::start(
@@ -124,7 +127,7 @@ impl Running {
         self.sampler.stop();
         self.rec
             .tx
-            .end(&self.rec.run_id, self.rec.clock.now(), None);
+            .end_proxy(&self.rec.run_id, self.rec.clock.now(), self.rec.tally.end());
         let counts = self.writer.finish()?;
         Ok(counts.get(&*self.rec.run_id).copied().unwrap_or_default())
     }

@@ -13,6 +13,7 @@ use http_body::{Body, Frame, SizeHint};
 use http_body_util::Full;
 use hyper::body::Incoming;
 use tokio::time::Sleep;
+use tpscope_client::UpstreamRx;
 use tpscope_model::Cause;
 
 use crate::track::Track;
@@ -45,12 +46,23 @@ pub struct Relay {
     sleep: Option<Pin<Box<Sleep>>>,
     last_data: Instant,
     ended: bool,
+    /// The upstream connection's arrival stamps, and when the request went.
+    rx: UpstreamRx,
+    sent_at: Instant,
 }
 
 impl Relay {
     /// Relays `inner`, recording into `track` when it is a completion.
-    pub fn new(inner: Incoming, track: Option<Track>, idle: Option<Duration>) -> Relay {
+    pub fn new(
+        inner: Incoming,
+        track: Option<Track>,
+        idle: Option<Duration>,
+        rx: UpstreamRx,
+        sent_at: Instant,
+    ) -> Relay {
         Relay {
+            rx,
+            sent_at,
             inner,
             track,
             idle,
@@ -102,11 +114,11 @@ impl Relay {
         match Pin::new(&mut self.inner).poll_frame(cx) {
             Poll::Ready(Some(Ok(frame))) => {
                 if let Some(d) = frame.data_ref() {
-                    let now = Instant::now();
+                    let st = self.rx.frame(d, self.sent_at);
                     if let Some(t) = self.track.as_mut() {
-                        t.data(d, now);
+                        t.data_stamped(d, st, self.rx.kernel());
                     }
-                    self.last_data = now;
+                    self.last_data = st.received;
                 }
                 // A body of known length is complete with its last byte; the
                 // server may not poll again.

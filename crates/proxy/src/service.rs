@@ -13,7 +13,7 @@ use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
 use hyper::{Request, Response, StatusCode, Uri, Version};
-use tpscope_client::{ForwardBody, Forwarder};
+use tpscope_client::{ForwardBody, Forwarder, UpstreamRx};
 use tpscope_model::Cause;
 
 use crate::gate::Gate;
@@ -75,15 +75,26 @@ pub(crate) async fn handle(
         return Ok(forward(&st, req, None).await);
     };
     let now = st.rec.clock.now();
+    let stated = queued_at(req.headers());
+    if stated.is_some() {
+        st.rec.tally.stated();
+    }
     // A stated time in the future is now; one more than a day old is not
     // believed (a clock or unit mistake), and arrival is used.
-    let queued = queued_at(req.headers())
+    let queued = stated
         .map(|t| t.min(now))
         .filter(|t| {
             now.since(*t)
                 .is_some_and(|d| d < Duration::from_secs(86_400))
         })
         .unwrap_or(now);
+    // Queued before it arrived: the live counters sweep that stretch again.
+    if let Some(back) = now.since(queued).filter(|d| !d.is_zero()) {
+        let at = Instant::now();
+        if let Some(from) = at.checked_sub(back) {
+            st.rec.metrics.queued_before(from, at);
+        }
+    }
     let mut track = Track::queued(st.rec.clone(), dialect, queued);
     let (permit, at) = match &st.gate {
         None => (None, None),
@@ -172,6 +183,7 @@ async fn forward(
     parts.headers.remove(header::HOST);
     let limited: ForwardBody = Limited::new(body, st.cfg.max_body as usize).boxed();
     let req = Request::from_parts(parts, limited);
+    let sent_at = Instant::now();
     let sent = tokio::time::timeout(st.cfg.upstream_timeout, st.forwarder.send(req)).await;
     let res = match sent {
         Err(_) => {
@@ -207,14 +219,17 @@ async fn forward(
         }
         Ok(Ok(res)) => res,
     };
-    let now = Instant::now();
+    let mut res = res;
+    let rx = UpstreamRx::take(&mut res);
+    // The head's arrival (kernel stamp), not when this task got to it.
+    let now = rx.latest(sent_at);
     let (mut parts, body) = res.into_parts();
     if let Some(t) = track.as_mut() {
         t.head(parts.status, &parts.headers, now);
     }
     strip_hop_by_hop(&mut parts.headers);
     let idle = Some(st.cfg.idle_timeout).filter(|d| *d > Duration::ZERO);
-    let relay = Relay::new(body, track, idle);
+    let relay = Relay::new(body, track, idle, rx, sent_at);
     Response::from_parts(parts, ProxyBody::Relay(Box::new(relay)))
 }
 

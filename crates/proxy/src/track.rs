@@ -11,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use hyper::StatusCode;
 use hyper::header::{self, HeaderMap};
-use tpscope_client::parse_retry_after;
+use tpscope_client::{RxStamp, parse_retry_after};
 use tpscope_model::{Attempt, Cause, Timestamp};
 use tpscope_record::{Finished, Outcome, Usage};
 use tpscope_stream::{AnyStream, Dialect, SseParser, StreamEnd, openai};
@@ -51,6 +51,22 @@ pub(crate) struct Track {
     account: AnyStream,
     text_dropped: bool,
     done: bool,
+    /// Kernel receive stamps of the upstream's reads (issue 24), when the
+    /// connection carries them.
+    rx: RxFacts,
+}
+
+/// What the upstream's stamped reads say of the proxy's own measurement.
+#[derive(Default)]
+struct RxFacts {
+    kernel: bool,
+    reads: u64,
+    traced_chunks: u64,
+    inexact_chunks: u64,
+    first_token_exact: Option<bool>,
+    end_at: Option<Instant>,
+    /// The worst lag: a read's kernel arrival to the relay handing it on.
+    lag: Option<Duration>,
 }
 
 impl Track {
@@ -70,6 +86,7 @@ impl Track {
             kind: Kind::Waiting,
             text_dropped: false,
             done: false,
+            rx: RxFacts::default(),
         }
     }
 
@@ -120,6 +137,39 @@ impl Track {
         } else {
             Kind::Answer(Vec::new(), false)
         };
+    }
+
+    /// One relayed body read, stamped with its kernel arrival when the
+    /// upstream connection carries one (`kernel`).
+    pub fn data_stamped(&mut self, bytes: &[u8], st: RxStamp, kernel: bool) {
+        let (chunks, first, ended) = (
+            self.account.content_chunks,
+            self.account.first_token.is_some(),
+            self.account.end.is_some(),
+        );
+        self.data(bytes, st.at);
+        if !kernel {
+            return;
+        }
+        let rx = &mut self.rx;
+        rx.kernel = true;
+        rx.reads += 1;
+        let new = self.account.content_chunks - chunks;
+        if st.traced {
+            rx.traced_chunks += new;
+            if !st.exact {
+                rx.inexact_chunks += new;
+            }
+        }
+        if !first && self.account.first_token.is_some() {
+            rx.first_token_exact = Some(st.exact);
+        }
+        if !ended && matches!(self.account.end, Some(StreamEnd::Done(_))) {
+            rx.end_at = Some(st.at);
+        }
+        rx.lag = rx
+            .lag
+            .max(Some(st.received.saturating_duration_since(st.at)));
     }
 
     /// One relayed body read, at `now`.
@@ -213,6 +263,9 @@ impl Track {
         let clock = &rec.clock;
         let released_at = clock.at(now);
         let st = &mut self.account;
+        if let Some(m) = &st.model {
+            rec.tally.model(m);
+        }
         let outcomes = match self.admitted_at {
             None => {
                 rec.occupancy.fetch_sub(1, Relaxed);
@@ -245,14 +298,14 @@ impl Track {
                         connection_reused: None,
                         connect_time: None,
                         backoff: None,
-                        // The proxy reads through hyper without kernel stamps:
-                        // no end marker arrival, lag or exactness figures.
-                        end_at: None,
-                        client_lag: None,
-                        reads: None,
-                        traced_chunks: None,
-                        inexact_chunks: None,
-                        first_token_exact: None,
+                        // The upstream's reads, kernel-stamped where the
+                        // system gives stamps: the proxy's own lag.
+                        end_at: self.rx.end_at.map(|t| clock.at(t)),
+                        client_lag: self.rx.lag,
+                        reads: self.rx.kernel.then_some(self.rx.reads),
+                        traced_chunks: self.rx.kernel.then_some(self.rx.traced_chunks),
+                        inexact_chunks: self.rx.kernel.then_some(self.rx.inexact_chunks),
+                        first_token_exact: self.rx.first_token_exact,
                         resends: 0,
                     },
                     last_token_at: st.last_token.map(|t| clock.at(t)),
@@ -285,6 +338,17 @@ impl Track {
 impl Drop for Track {
     fn drop(&mut self) {
         if !self.done {
+            if self.rec.tally.cut_one() {
+                let msg = match self.admitted_at {
+                    None => "the proxy stopped while it was queued (never sent)".to_string(),
+                    Some(_) => format!(
+                        "the proxy stopped (drain ended) after {} output tokens",
+                        self.account.tokens()
+                    ),
+                };
+                self.fail(Cause::Cancelled, msg);
+                return;
+            }
             let msg = match (self.admitted_at, self.first_byte_at) {
                 (None, _) => "the client went away while queued (never sent)".to_string(),
                 (Some(_), None) => "the client went away before the response".to_string(),

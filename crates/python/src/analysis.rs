@@ -98,6 +98,7 @@ pub fn analyze_json(
         slo_percentile,
         from: from_,
         handoff,
+        pipeline_width: None,
     })?;
     let (json, skipped) = py.detach(|| {
         let set = read(&paths, &settings, format == "csv")?;

@@ -55,4 +55,4 @@ pub use request::{Queued, Request};
 pub use run::{RunInfo, TOOL, new_run_id, redact_url, utc_compact};
 pub use sampler::{Reading, Sampler};
 pub use tpscope_model::Cause;
-pub use writer::{FLUSH_EVERY, RunCounts, Writer, WriterTx};
+pub use writer::{FLUSH_EVERY, ProxyEnd, RunCounts, Writer, WriterTx};

@@ -36,9 +36,21 @@ enum Msg {
         run_id: String,
         ended_at: Timestamp,
         schedule_late: Option<Duration>,
+        proxy: Option<ProxyEnd>,
     },
     Sync(mpsc::Sender<()>),
     Close,
+}
+
+/// What a proxy run's `end` record adds.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProxyEnd {
+    /// Completions whose client stated when it queued them.
+    pub queued_at_stated: u64,
+    /// Streams still open when the drain ended, written as cancelled.
+    pub cut_at_stop: u64,
+    /// The model the responses named.
+    pub model: Option<String>,
 }
 
 /// Counts the writer kept for one run (they go into its `end` record).
@@ -99,6 +111,19 @@ impl WriterTx {
             run_id: run_id.to_string(),
             ended_at,
             schedule_late,
+            proxy: None,
+        });
+    }
+
+    /// Writes a proxy run's `end` record: the counts, and what only the proxy
+    /// knows (how many requests stated their queue time, how many streams the
+    /// stop cut).
+    pub fn end_proxy(&self, run_id: &str, ended_at: Timestamp, proxy: ProxyEnd) {
+        let _ = self.tx.send(Msg::End {
+            run_id: run_id.to_string(),
+            ended_at,
+            schedule_late: None,
+            proxy: Some(proxy),
         });
     }
 
@@ -283,6 +308,7 @@ fn writer_loop<W: Write>(
                 run_id,
                 ended_at,
                 schedule_late,
+                proxy,
             } => {
                 let c = counts.get(&run_id).copied().unwrap_or_default();
                 Record::End(EndRecord {
@@ -294,6 +320,9 @@ fn writer_loop<W: Write>(
                     cancelled: c.cancelled,
                     samples: c.samples,
                     schedule_late_max: schedule_late,
+                    queued_at_stated: proxy.as_ref().map(|p| p.queued_at_stated),
+                    cut_at_stop: proxy.as_ref().map(|p| p.cut_at_stop),
+                    model: proxy.and_then(|p| p.model),
                 })
             }
         };

@@ -103,6 +103,32 @@ pub fn distribution_rows(r: &RunReport) -> (Vec<DistRow>, Vec<DistRow>) {
     (main, conv)
 }
 
+/// What the inferred gap rests on, by the pipeline's shape.
+fn inferred_explanation(shape: tpscope_analysis::infer::Shape) -> &'static str {
+    use tpscope_analysis::infer::Shape;
+    match shape {
+        Shape::Waves => "inferred: bursts after releases (waves) held slots back",
+        Shape::WorkConserving => "inferred: requests follow releases one by one",
+        Shape::Open => "inferred: requests do not follow releases",
+        Shape::OneBurst => "inferred: every request sent at once",
+    }
+}
+
+/// The line under the headline figures that says how the inferred gap was
+/// made and how to make it exact (`None` without one).
+pub fn inferred_line(r: &RunReport) -> Option<String> {
+    let g = r.gap_fraction_inferred.as_ref()?;
+    let source = match g.width_source {
+        tpscope_analysis::infer::WidthSource::Stated => "stated",
+        tpscope_analysis::infer::WidthSource::MaxInFlight => "the most in flight",
+    };
+    Some(format!(
+        "the pipeline's queue was not stated: gap inferred from its shape (width {} — {source}; \
+         {} of {} bursts right after releases); {}",
+        g.width, g.prompted, g.bursts, g.recipe
+    ))
+}
+
 /// Headline figures as (label, value, explanation).
 pub fn headline_rows(r: &RunReport) -> Vec<(&'static str, String, &'static str)> {
     let f = |v: Option<f64>, g: fn(f64) -> String| or_dash(v.map(g));
@@ -141,6 +167,15 @@ pub fn headline_rows(r: &RunReport) -> Vec<(&'static str, String, &'static str)>
             f(r.gap_fraction_sampled, pct),
             "the same from samples",
         ),
+    ];
+    if let Some(g) = &r.gap_fraction_inferred {
+        rows.push((
+            "gap_fraction_inferred",
+            f(g.fraction, pct),
+            inferred_explanation(g.method),
+        ));
+    }
+    rows.extend([
         (
             "gap_time",
             or_dash(r.idle.gap_time.map(secs)),
@@ -167,7 +202,7 @@ pub fn headline_rows(r: &RunReport) -> Vec<(&'static str, String, &'static str)>
             f(r.mean_queue_depth, |v| format!("{v:.2}")),
             "time-weighted",
         ),
-    ];
+    ]);
     if let Some(g) = &r.goodput {
         rows.push((
             "goodput",

@@ -86,6 +86,9 @@ pub fn render(report: &Report) -> Vec<u8> {
         for (label, value, why) in heads {
             let _ = writeln!(o, "  {label:<w$}  {value:>vw$}   {why}", vw = vw);
         }
+        if let Some(line) = inferred_line(r) {
+            let _ = writeln!(o, "  {line}");
+        }
         o.push('\n');
         let (main, conv) = distribution_rows(r);
         let rows = |rs: &[DistRow]| -> Vec<Vec<String>> {

@@ -73,6 +73,8 @@ pub struct StreamAccount<D> {
     pub chunks: Option<Vec<ChunkMark>>,
     /// The response id (from the first event that has one).
     pub response_id: Option<String>,
+    /// The model the server named (from the first event that names one).
+    pub model: Option<String>,
     /// The first finish reason sent.
     pub finish_reason: Option<String>,
     /// Data events received (end markers and error events included; comments and
@@ -111,6 +113,7 @@ impl<D: Decoder> StreamAccount<D> {
             text: String::new(),
             chunks: record_chunks.then(Vec::new),
             response_id: None,
+            model: None,
             finish_reason: None,
             events: 0,
             completion_events: 0,
@@ -197,6 +200,13 @@ impl<D> StreamAccount<D> {
     pub fn response_id(&mut self, id: impl FnOnce() -> String) {
         if self.response_id.is_none() {
             self.response_id = Some(id());
+        }
+    }
+
+    /// Keeps the first model named.
+    pub fn model(&mut self, model: impl FnOnce() -> String) {
+        if self.model.is_none() {
+            self.model = Some(model());
         }
     }
 

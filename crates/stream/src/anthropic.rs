@@ -60,6 +60,8 @@ struct Wire<'a> {
 struct Message<'a> {
     #[serde(borrow, default)]
     id: Option<JsonStr<'a>>,
+    #[serde(borrow, default)]
+    model: Option<JsonStr<'a>>,
     #[serde(default)]
     usage: Option<WireUsage>,
 }
@@ -187,6 +189,9 @@ pub fn decode<D>(ev: Event<'_>, now: Instant, account: &mut StreamAccount<D>) {
                 if let Some(id) = m.id {
                     account.response_id(|| id.to_cow().into_owned());
                 }
+                if let Some(model) = m.model {
+                    account.model(|| model.to_cow().into_owned());
+                }
                 if let Some(u) = &m.usage {
                     account.usage(u.neutral(false));
                 }
@@ -285,6 +290,8 @@ pub fn absorb_message<D>(
         kind: Option<Cow<'a, str>>,
         #[serde(borrow, default)]
         id: Option<JsonStr<'a>>,
+        #[serde(borrow, default)]
+        model: Option<JsonStr<'a>>,
         #[serde(default)]
         usage: Option<WireUsage>,
         #[serde(borrow, default)]
@@ -306,6 +313,9 @@ pub fn absorb_message<D>(
     account.event(now);
     if let Some(id) = w.id {
         account.response_id(|| id.to_cow().into_owned());
+    }
+    if let Some(m) = w.model {
+        account.model(|| m.to_cow().into_owned());
     }
     if let Some(r) = w.stop_reason {
         account.finish_reason(|| r.to_cow().into_owned());

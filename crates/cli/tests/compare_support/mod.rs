@@ -139,6 +139,9 @@ pub fn records(run_id: &str, model: &str, source: TokenSource, load: Load) -> Ve
         cancelled: 0,
         samples: 0,
         schedule_late_max: None,
+        queued_at_stated: None,
+        cut_at_stop: None,
+        model: None,
     }));
     out
 }

@@ -144,6 +144,9 @@ impl Imported {
             cancelled: count(Status::Cancelled),
             samples: 0,
             schedule_late_max: None,
+            queued_at_stated: None,
+            cut_at_stop: None,
+            model: None,
         };
         std::iter::once(Record::Run(self.run.clone()))
             .chain(self.spans.iter().cloned().map(Record::Span))

@@ -201,6 +201,11 @@ pub(super) fn parse_line<'l>(
                 cancelled: count("cancelled", &line.cancelled)?.unwrap_or(0),
                 samples: count("samples", &line.samples)?.unwrap_or(0),
                 schedule_late_max: opt_secs("schedule_late_max_s", &line.schedule_late_max_s)?,
+                queued_at_stated: count("queued_at_stated", &line.queued_at_stated)?,
+                cut_at_stop: count("cut_at_stop", &line.cut_at_stop)?,
+                model: present(&line.model)
+                    .map(|v| as_str("model", v).map(str::to_string))
+                    .transpose()?,
             })
         }
         // Not reached: unknown kinds returned above.

@@ -52,6 +52,9 @@ pub(super) struct Line<'a> {
     pub(super) cancelled: Option<Scalar<'a>>,
     pub(super) samples: Option<Scalar<'a>>,
     pub(super) schedule_late_max_s: Option<Scalar<'a>>,
+    pub(super) queued_at_stated: Option<Scalar<'a>>,
+    pub(super) cut_at_stop: Option<Scalar<'a>>,
+    pub(super) model: Option<Scalar<'a>>,
     /// The first known field given twice.
     pub(super) duplicate: Option<&'static str>,
     /// What only whole records read (filled by [`scan_whole_line`]).
@@ -220,6 +223,7 @@ macro_rules! line_keys {
             queue_times,
             // end
             ended_at, spans, ok, cancelled, samples, schedule_late_max_s,
+            queued_at_stated, cut_at_stop, model,
         );
     };
 }
@@ -362,6 +366,9 @@ fn scan<'a, const WHOLE: bool>(text: &'a str, line: &mut Line<'a>) -> JsonResult
             Key::cancelled => scalar!(cancelled),
             Key::samples => scalar!(samples),
             Key::schedule_late_max_s => scalar!(schedule_late_max_s),
+            Key::queued_at_stated => scalar!(queued_at_stated),
+            Key::cut_at_stop => scalar!(cut_at_stop),
+            Key::model => scalar!(model),
         }
         Ok(())
     })?;

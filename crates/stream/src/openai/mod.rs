@@ -93,6 +93,9 @@ pub fn absorb<D>(account: &mut StreamAccount<D>, chunk: &Chunk<'_>, now: Instant
     if let Some(id) = chunk.id {
         account.response_id(|| id.to_cow().into_owned());
     }
+    if let Some(m) = chunk.model {
+        account.model(|| m.to_cow().into_owned());
+    }
     if let Some(r) = chunk.finish_reason() {
         account.finish_reason(|| r.to_cow().into_owned());
     }

@@ -1,0 +1,119 @@
+//! Nothing lost on stop (issue 24): streams still open when the drain ends are
+//! written as cancelled spans with the tokens relayed so far, and the `end`
+//! record counts them; cutting at once (a second signal) writes them too. The
+//! simulator runs slowly so the streams are open at the stop.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use common::*;
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::TokioIo;
+use tpscope_model::{Record, Status};
+use tpscope_sim::{SimConfig, Speed};
+
+/// Opens a long stream through `addr` and reads its first data frames; the
+/// body is returned still open.
+async fn open_stream(addr: SocketAddr) -> (hyper::body::Incoming, tokio::task::JoinHandle<()>) {
+    let body = chat("sim-llama-3.1-8b", true, 2000).to_string();
+    let req = hyper::Request::post(format!("http://{addr}/v1/chat/completions"))
+        .header("content-type", "application/json")
+        .header("host", addr.to_string())
+        .body(Full::new(Bytes::from(body)))
+        .unwrap();
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (mut s, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
+    let conn = tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    let resp = tokio::time::timeout(TIMEOUT, s.send_request(req))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let mut body = resp.into_body();
+    // The role chunk, then content.
+    for _ in 0..3 {
+        tokio::time::timeout(TIMEOUT, body.frame())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+    }
+    (body, conn)
+}
+
+async fn stopped_with_open_streams(drain: Duration, cut_now: bool) -> (Vec<Record>, Duration) {
+    let sim = sim_with(SimConfig {
+        speed: Speed::Scaled(0.2),
+        ..SimConfig::default()
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("p.jsonl");
+    let mut cfg = config(sim.addr(), &out);
+    cfg.drain_timeout = drain;
+    let p = proxy(cfg).await;
+    let a = open_stream(p.addr()).await;
+    let b = open_stream(p.addr()).await;
+    let t0 = Instant::now();
+    let cut = p.cutter();
+    let stopping = tokio::spawn(p.shutdown());
+    if cut_now {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        cut.cut();
+    }
+    let counts = tokio::time::timeout(TIMEOUT, stopping)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let took = t0.elapsed();
+    assert_eq!((counts.spans, counts.cancelled), (2, 2), "{counts:?}");
+    drop((a, b));
+    sim.shutdown().await.unwrap();
+    (records(&out), took)
+}
+
+fn check(records: &[Record]) {
+    let spans: Vec<_> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Span(s) => Some(s),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(spans.len(), 2);
+    for s in spans {
+        assert_eq!(s.status, Status::Cancelled);
+        let a = s.attempts.last().expect("an attempt");
+        assert!(a.tokens > 0, "the tokens relayed so far: {s:?}");
+        let msg = &s.error.as_ref().unwrap().message;
+        assert!(msg.contains("the proxy stopped"), "{msg}");
+    }
+    let Some(Record::End(end)) = records.last() else {
+        panic!("no end record last: {records:?}")
+    };
+    assert_eq!(end.cut_at_stop, Some(2));
+    assert_eq!(end.queued_at_stated, Some(0));
+    // The proxy does not parse requests: the model comes from the responses.
+    assert_eq!(end.model.as_deref(), Some("sim-llama-3.1-8b"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streams_open_when_the_drain_ends_are_written_as_cancelled_and_counted() {
+    let (records, _) = stopped_with_open_streams(Duration::from_millis(300), false).await;
+    check(&records);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cutting_at_once_ends_a_long_drain_and_still_writes_the_open_streams() {
+    let (records, took) = stopped_with_open_streams(Duration::from_secs(60), true).await;
+    check(&records);
+    assert!(took < Duration::from_secs(20), "{took:?}");
+}
