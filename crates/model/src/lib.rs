@@ -5,6 +5,7 @@
 pub mod cause;
 mod fields;
 pub mod occupancy;
+pub mod outcome;
 pub mod record;
 pub mod rotation;
 pub mod server;
@@ -14,6 +15,7 @@ pub mod units;
 
 pub use cause::{Cause, Status, UnknownCause};
 pub use occupancy::Occupancy;
+pub use outcome::{AttemptOutcome, Usage};
 pub use record::{
     EndRecord, LEGACY_QUEUE_LABEL, QueueTimes, Record, RunRecord, SCHEMA, SampleRecord, Target,
 };

@@ -2,7 +2,7 @@
 //! instants, the upstream response's head, the relayed body fed to the dialect's
 //! stream account (SSE), kept for parsing (a JSON answer), or read for its
 //! message (an error status); and, when it ends (or is dropped: the client went
-//! away), the attempt [`Outcome`] handed to the writer thread as a [`Finished`].
+//! away), the attempt [`AttemptOutcome`] handed to the writer thread as a [`Finished`].
 //! Memory per request is bounded: body copies and kept text stop at fixed caps.
 
 use std::sync::Arc;
@@ -11,10 +11,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use hyper::StatusCode;
 use hyper::header::{self, HeaderMap};
-use tpscope_client::parse_retry_after;
-use tpscope_model::{Attempt, Cause, Timestamp};
-use tpscope_record::{Finished, Outcome, Usage};
-use tpscope_stream::{AnyStream, Dialect, SseParser, StreamEnd, openai};
+use tpscope_model::{AttemptOutcome, Cause, Timestamp, Usage};
+use tpscope_record::Finished;
+use tpscope_stream::{AnyStream, Dialect, SseParser, error_status, retry_after, stream_end};
 
 use crate::gate::Permit;
 use crate::rec::{ADMIT, Rec, SLOT};
@@ -101,14 +100,11 @@ impl Track {
     pub fn head(&mut self, status: StatusCode, headers: &HeaderMap, now: Instant) {
         self.first_byte_at = Some(self.rec.clock.at(now));
         self.http_status = Some(status.as_u16());
-        if matches!(
-            status,
-            StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE
-        ) {
-            self.retry_after = headers
-                .get(header::RETRY_AFTER)
-                .and_then(|v| parse_retry_after(v.as_bytes(), SystemTime::now()));
-        }
+        self.retry_after = retry_after(
+            status.as_u16(),
+            headers.get(header::RETRY_AFTER).map(|v| v.as_bytes()),
+            SystemTime::now(),
+        );
         let sse = headers
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
@@ -154,14 +150,9 @@ impl Track {
         let (cause, message, ended) = match std::mem::replace(&mut self.kind, Kind::Waiting) {
             Kind::Sse(mut parser) => {
                 self.account.end_of_body(&mut parser, now);
-                match self.account.end.take() {
-                    Some(StreamEnd::Done(at)) => (None, None, at),
-                    Some(StreamEnd::Failed { cause, message }) => (Some(cause), Some(message), now),
-                    None => (
-                        Some(Cause::Disconnect),
-                        Some("the stream ended".into()),
-                        now,
-                    ),
+                match stream_end(&mut self.account, "the stream ended") {
+                    Ok(at) => (None, None, at),
+                    Err((cause, message)) => (Some(cause), Some(message), now),
                 }
             }
             Kind::Answer(buf, over) => {
@@ -178,13 +169,7 @@ impl Track {
             }
             Kind::Error(buf) => {
                 let status = self.http_status.unwrap_or(500);
-                let cause = Cause::from_http_status(status).unwrap_or(Cause::Http4xx);
-                let base = openai::error_body_message(&buf).unwrap_or_default();
-                let message = if base.is_empty() {
-                    format!("HTTP {status}")
-                } else {
-                    format!("HTTP {status}: {base}")
-                };
+                let (cause, message) = error_status(status, status, &buf);
                 (Some(cause), Some(message), now)
             }
             Kind::Waiting => (Some(Cause::Disconnect), Some("no response".into()), now),
@@ -201,7 +186,7 @@ impl Track {
     fn finish(
         &mut self,
         cause: Option<Cause>,
-        message: Option<String>,
+        mut message: Option<String>,
         ended: Instant,
         now: Instant,
     ) {
@@ -212,7 +197,6 @@ impl Track {
         let rec = &self.rec;
         let clock = &rec.clock;
         let released_at = clock.at(now);
-        let st = &mut self.account;
         let outcomes = match self.admitted_at {
             None => {
                 rec.occupancy.fetch_sub(1, Relaxed);
@@ -225,45 +209,21 @@ impl Track {
                 if let Some(p) = self.permit.take() {
                     p.release_at(released_at);
                 }
-                let usage = st.usage.and_then(|u| {
-                    u.completion_tokens.map(|c| Usage {
-                        prompt_tokens: u.prompt_tokens,
-                        completion_tokens: c,
-                    })
-                });
-                let text = (usage.is_none() && !self.text_dropped && !st.text.is_empty())
-                    .then(|| std::mem::take(&mut st.text));
-                vec![Outcome {
-                    attempt: Attempt {
-                        started_at: admitted_at,
-                        first_byte_at: self.first_byte_at,
-                        first_token_at: st.first_token.map(|t| clock.at(t)),
-                        ended_at: clock.at(ended).max(admitted_at),
-                        http_status: self.http_status,
-                        cause,
-                        tokens: st.tokens(),
-                        connection_reused: None,
-                        connect_time: None,
-                        backoff: None,
-                        // The proxy reads through hyper without kernel stamps:
-                        // no end marker arrival, lag or exactness figures.
-                        end_at: None,
-                        client_lag: None,
-                        reads: None,
-                        traced_chunks: None,
-                        inexact_chunks: None,
-                        first_token_exact: None,
-                        resends: 0,
-                    },
-                    last_token_at: st.last_token.map(|t| clock.at(t)),
-                    usage,
-                    content_chunks: st.content_chunks,
-                    text,
-                    chunks: None,
-                    retry_after: self.retry_after,
-                    error_message: cause.and(message.clone()),
-                    response_id: st.response_id.take(),
-                }]
+                let account =
+                    std::mem::replace(&mut self.account, self.dialect.account(false, false));
+                let mut o = AttemptOutcome::started(admitted_at);
+                o.attempt.first_byte_at = self.first_byte_at;
+                o.attempt.http_status = self.http_status;
+                o.retry_after = self.retry_after;
+                // The proxy reads through hyper without kernel stamps: no end
+                // marker arrival, lag or exactness figures.
+                let mut o = account.close(clock, o, ended, cause, message.take());
+                o.attempt.ended_at = o.attempt.ended_at.max(admitted_at);
+                // Text is kept for the tokenizer only when usage has no count.
+                if self.text_dropped || o.usage.and_then(Usage::counted).is_some() {
+                    o.text = String::new();
+                }
+                vec![o]
             }
         };
         let cancelled = self

@@ -216,10 +216,7 @@ impl PyRequest {
     /// otherwise the tokens given to `tokens()`.
     #[pyo3(signature = (output_tokens=None, input_tokens=None))]
     fn finish_ok(&self, output_tokens: Option<u64>, input_tokens: Option<u64>) -> PyResult<()> {
-        let usage = output_tokens.map(|o| Usage {
-            completion_tokens: o,
-            prompt_tokens: input_tokens,
-        });
+        let usage = output_tokens.map(|o| Usage::new(o, input_tokens));
         self.take()?.finish_ok(usage);
         Ok(())
     }

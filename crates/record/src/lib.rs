@@ -6,7 +6,7 @@
 //!
 //! A producer's life, as the bench does it: start a [`Writer`]; per run, send a
 //! [`RunInfo`]'s record; let requests through an [`Admission`] while a [`Sampler`]
-//! reads its occupancy; stamp each attempt as an [`Outcome`], and when a request
+//! reads its occupancy; stamp each attempt as an [`AttemptOutcome`], and when a request
 //! gives its slot back, [`assemble()`] its [`Finished`] attempts into a span, count it
 //! in [`LiveStats`] and send it with its [`ToCount`]; end the run with an `end`
 //! record.
@@ -23,7 +23,7 @@
 //! let req = req.admitted(); //        took a slot: admitted_at
 //! req.first_token();
 //! req.tokens(5);
-//! req.finish_ok(Usage { completion_tokens: 212, prompt_tokens: Some(900) });
+//! req.finish_ok(Usage::new(212, Some(900)));
 //! let failed = rec.queued("req-18").admitted();
 //! failed.retry(Cause::Http429); //    a new attempt, keeping the slot
 //! failed.finish_err(Cause::Http5xx, "upstream unavailable");
@@ -35,7 +35,6 @@
 
 pub mod admission;
 pub mod assemble;
-pub mod attempt;
 pub mod lag;
 pub mod live;
 pub mod recorder;
@@ -46,12 +45,11 @@ pub mod writer;
 
 pub use admission::{Admission, BadDispatch, Dispatch};
 pub use assemble::{Finished, ToCount, apply_counts, assemble};
-pub use attempt::{Outcome, Usage};
 pub use lag::ClientLag;
 pub use live::{LiveSnapshot, LiveStats};
 pub use recorder::{Closed, DEFAULT_SAMPLE_INTERVAL, OpenMode, RecordError, Recorder};
 pub use request::{Queued, Request};
 pub use run::{RunInfo, TOOL, new_run_id, redact_url, utc_compact};
 pub use sampler::{Reading, Sampler};
-pub use tpscope_model::Cause;
+pub use tpscope_model::{AttemptOutcome, Cause, Usage};
 pub use writer::{FLUSH_EVERY, RunCounts, Writer, WriterTx};

@@ -8,10 +8,9 @@ use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 
-use tpscope_model::{Attempt, Cause, Timestamp};
+use tpscope_model::{AttemptOutcome, Cause, Timestamp, Usage};
 
 use crate::assemble::Finished;
-use crate::attempt::{Outcome, Usage};
 use crate::recorder::{ADMIT, SLOT, Shared};
 
 /// A request waiting for a slot, from [`crate::Recorder::queued`]. Dropped
@@ -94,7 +93,7 @@ pub struct Request {
     last_token_at: Cell<Option<Timestamp>>,
     tokens: Cell<u64>,
     response_id: RefCell<Option<String>>,
-    retried: RefCell<Vec<Outcome>>,
+    retried: RefCell<Vec<AttemptOutcome>>,
     done: bool,
 }
 
@@ -152,7 +151,8 @@ impl Request {
         let usage = usage.into();
         let now = self.shared.clock.now();
         if self.first_token_at.get().is_none()
-            && (usage.is_some_and(|u| u.completion_tokens > 0) || self.tokens.get() > 0)
+            && (usage.is_some_and(|u| u.completion_tokens.is_some_and(|n| n > 0))
+                || self.tokens.get() > 0)
         {
             self.first_token_at.set(Some(now));
             self.last_token_at.set(Some(now));
@@ -179,36 +179,17 @@ impl Request {
         cause: Option<Cause>,
         usage: Option<Usage>,
         error_message: Option<String>,
-    ) -> Outcome {
-        Outcome {
-            attempt: Attempt {
-                started_at: self.attempt_start.get(),
-                first_byte_at: None,
-                first_token_at: self.first_token_at.get(),
-                ended_at,
-                end_at: None,
-                http_status: None,
-                cause,
-                tokens: 0,
-                connection_reused: None,
-                connect_time: None,
-                backoff: None,
-                client_lag: None,
-                reads: None,
-                traced_chunks: None,
-                inexact_chunks: None,
-                first_token_exact: None,
-                resends: 0,
-            },
-            last_token_at: self.last_token_at.get(),
-            usage,
-            content_chunks: self.tokens.get(),
-            text: None,
-            chunks: None,
-            retry_after: None,
-            error_message,
-            response_id: self.response_id.borrow().clone(),
-        }
+    ) -> AttemptOutcome {
+        let mut o = AttemptOutcome::started(self.attempt_start.get());
+        o.attempt.first_token_at = self.first_token_at.get();
+        o.attempt.ended_at = ended_at;
+        o.attempt.cause = cause;
+        o.last_token_at = self.last_token_at.get();
+        o.usage = usage;
+        o.content_chunks = self.tokens.get();
+        o.error_message = error_message;
+        o.response_id = self.response_id.borrow().clone();
+        o
     }
 
     fn release(
@@ -233,7 +214,7 @@ fn finished(
     queued_at: Timestamp,
     admitted_at: Option<Timestamp>,
     released_at: Timestamp,
-    outcomes: Vec<Outcome>,
+    outcomes: Vec<AttemptOutcome>,
 ) -> Finished {
     Finished {
         seq: 0,

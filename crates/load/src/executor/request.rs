@@ -252,7 +252,7 @@ async fn request_task<S: Sender>(sh: Arc<Shared<S>>, t: Ticket, admitted: Instan
         && cancelled.is_none()
         && last.attempt.cause.is_none()
     {
-        let _ = tx.send(last.text.clone().unwrap_or_default());
+        let _ = tx.send(last.text.clone());
     }
     finish(
         &sh,
