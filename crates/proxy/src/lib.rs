@@ -345,20 +345,20 @@ pub async fn start(cfg: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
         )?),
     };
     let metrics = Arc::new(Metrics::new(cfg.cap));
-    let (running, rec) = rec::start(
-        out,
-        info,
-        cfg.tokenizer,
-        cfg.sample_interval,
-        metrics.clone(),
-        |r| header.set(r),
-    );
-    let run_id = rec.run_id.to_string();
+    let (running, rec) = rec::start(out, info, cfg.tokenizer, metrics.clone(), |r| header.set(r));
+    let run_id = rec.session.run_id().to_string();
     let scraper = match cfg.server_metrics.clone() {
         None => None,
         Some(sc) => {
             let url = tpscope_record::redact_url(&sc.url);
-            match Scraper::start(sc, run_id.clone(), rec.clock, rec.tx.clone()).await {
+            match Scraper::start(
+                sc,
+                run_id.clone(),
+                rec.session.clock(),
+                rec.session.writer().clone(),
+            )
+            .await
+            {
                 Ok(s) => Some(s),
                 Err(e) => {
                     // The run record is written: end the run before saying why.

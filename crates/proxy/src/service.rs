@@ -74,7 +74,7 @@ pub(crate) async fn handle(
     let Some(dialect) = dialect else {
         return Ok(forward(&st, req, None).await);
     };
-    let now = st.rec.clock.now();
+    let now = st.rec.session.now();
     // A stated time in the future is now; one more than a day old is not
     // believed (a clock or unit mistake), and arrival is used.
     let queued = queued_at(req.headers())

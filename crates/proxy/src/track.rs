@@ -6,7 +6,6 @@
 //! Memory per request is bounded: body copies and kept text stop at fixed caps.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant, SystemTime};
 
 use hyper::StatusCode;
@@ -16,7 +15,7 @@ use tpscope_record::Finished;
 use tpscope_stream::{AnyStream, Dialect, SseParser, error_status, retry_after, stream_end};
 
 use crate::gate::Permit;
-use crate::rec::{ADMIT, Rec, SLOT};
+use crate::rec::Rec;
 
 /// Largest non-streaming answer kept for parsing (tokens and usage).
 const ANSWER_LIMIT: usize = 8 << 20;
@@ -55,7 +54,7 @@ pub(crate) struct Track {
 impl Track {
     /// A request that arrived (or that its client queued at `queued_at`).
     pub fn queued(rec: Arc<Rec>, dialect: Dialect, queued_at: Timestamp) -> Track {
-        rec.occupancy.fetch_add(1, Relaxed);
+        rec.session.queue();
         Track {
             account: dialect.account(true, false),
             rec,
@@ -77,8 +76,7 @@ impl Track {
     pub fn forget(&mut self) {
         if !self.done {
             self.done = true;
-            let back = if self.admitted_at.is_some() { SLOT } else { 1 };
-            self.rec.occupancy.fetch_sub(back, Relaxed);
+            self.rec.session.leave(self.admitted_at.is_some());
             self.permit = None;
         }
     }
@@ -89,8 +87,7 @@ impl Track {
         match at {
             Some(t) => self.admitted_at = Some(t),
             None => {
-                self.admitted_at = Some(self.rec.clock.now());
-                self.rec.occupancy.fetch_add(ADMIT, Relaxed);
+                self.admitted_at = Some(self.rec.admit_at(None));
             }
         }
         self.permit = permit;
@@ -98,7 +95,7 @@ impl Track {
 
     /// The response head arrived at `now`.
     pub fn head(&mut self, status: StatusCode, headers: &HeaderMap, now: Instant) {
-        self.first_byte_at = Some(self.rec.clock.at(now));
+        self.first_byte_at = Some(self.rec.session.clock().at(now));
         self.http_status = Some(status.as_u16());
         self.retry_after = retry_after(
             status.as_u16(),
@@ -195,15 +192,15 @@ impl Track {
         }
         self.done = true;
         let rec = &self.rec;
-        let clock = &rec.clock;
+        let clock = &rec.session.clock();
         let released_at = clock.at(now);
         let outcomes = match self.admitted_at {
             None => {
-                rec.occupancy.fetch_sub(1, Relaxed);
+                rec.session.leave(false);
                 Vec::new()
             }
             Some(admitted_at) => {
-                rec.occupancy.fetch_sub(SLOT, Relaxed);
+                rec.session.leave(true);
                 // The slot changes hands at the release instant: the next in
                 // line is admitted as of then.
                 if let Some(p) = self.permit.take() {

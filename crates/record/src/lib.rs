@@ -1,6 +1,6 @@
 //! tpscope's one recording seam, used by every producer of span logs (the bench's
-//! executor and the public recording API of DESIGN.md §17 today; the proxy and
-//! importers next): span assembly from attempts, admission (the cap and its FIFO queue), the
+//! executor, the proxy and the public recording API of DESIGN.md §17, each live
+//! producer through one [`Session`]): span assembly from attempts, admission (the cap and its FIFO queue), the
 //! sampler, the writer thread (through `tpscope_log`'s writer), live counters and
 //! the run record's metadata. No async runtime, no network, no randomness.
 //!
@@ -41,6 +41,7 @@ pub mod recorder;
 pub mod request;
 pub mod run;
 pub mod sampler;
+pub mod session;
 pub mod writer;
 
 pub use admission::{Admission, BadDispatch, Dispatch};
@@ -51,5 +52,6 @@ pub use recorder::{Closed, DEFAULT_SAMPLE_INTERVAL, OpenMode, RecordError, Recor
 pub use request::{Queued, Request};
 pub use run::{RunInfo, TOOL, new_run_id, redact_url, utc_compact};
 pub use sampler::{Reading, Sampler};
+pub use session::{Observer, Running, Session};
 pub use tpscope_model::{AttemptOutcome, Cause, Usage};
 pub use writer::{FLUSH_EVERY, RunCounts, Writer, WriterTx};

@@ -6,27 +6,26 @@
 
 use std::cell::{Cell, RefCell};
 use std::sync::Arc;
-use std::sync::atomic::Ordering::Relaxed;
 
 use tpscope_model::{AttemptOutcome, Cause, Timestamp, Usage};
 
 use crate::assemble::Finished;
-use crate::recorder::{ADMIT, SLOT, Shared};
+use crate::session::Session;
 
 /// A request waiting for a slot, from [`crate::Recorder::queued`]. Dropped
 /// without [`Queued::admitted`], it is written as cancelled in the queue.
 pub struct Queued {
-    shared: Arc<Shared>,
+    session: Arc<Session>,
     id: String,
     queued_at: Timestamp,
     done: bool,
 }
 
 impl Queued {
-    pub(crate) fn new(shared: Arc<Shared>, id: String) -> Queued {
-        let queued_at = shared.clock.now();
+    pub(crate) fn new(session: Arc<Session>, id: String) -> Queued {
+        let queued_at = session.now();
         Queued {
-            shared,
+            session,
             id,
             queued_at,
             done: false,
@@ -41,10 +40,10 @@ impl Queued {
     /// It took a slot (`admitted_at` is now, and its first attempt starts).
     pub fn admitted(mut self) -> Request {
         self.done = true;
-        let now = self.shared.clock.now();
-        self.shared.occupancy.fetch_add(ADMIT, Relaxed);
+        let now = self.session.now();
+        self.session.admit();
         Request {
-            shared: self.shared.clone(),
+            session: self.session.clone(),
             id: std::mem::take(&mut self.id),
             queued_at: self.queued_at,
             admitted_at: now,
@@ -65,11 +64,11 @@ impl Queued {
 
     fn leave(&mut self, why: String) {
         self.done = true;
-        let released_at = self.shared.clock.now();
-        self.shared.occupancy.fetch_sub(1, Relaxed);
+        let released_at = self.session.now();
+        self.session.leave(false);
         let f = finished(self.queued_at, None, released_at, Vec::new());
         let cancelled = Some(why);
-        hand_over(&self.shared, &mut self.id, Finished { cancelled, ..f });
+        hand_over(&self.session, &mut self.id, Finished { cancelled, ..f });
     }
 }
 
@@ -84,7 +83,7 @@ impl Drop for Queued {
 /// A request holding a slot, from [`Queued::admitted`]. Stamp its tokens as they
 /// arrive, then finish it; dropped unfinished, it is written as cancelled.
 pub struct Request {
-    shared: Arc<Shared>,
+    session: Arc<Session>,
     id: String,
     queued_at: Timestamp,
     admitted_at: Timestamp,
@@ -112,7 +111,7 @@ impl Request {
     /// The current attempt's first output arrived (a no-op after the first).
     pub fn first_token(&self) {
         if self.first_token_at.get().is_none() {
-            let now = self.shared.clock.now();
+            let now = self.session.now();
             self.first_token_at.set(Some(now));
             self.last_token_at.set(Some(now));
         }
@@ -121,7 +120,7 @@ impl Request {
     /// `n` output tokens arrived now (the first call also stamps the first token).
     /// Without a `usage` at the finish, the span's count is the sum of these.
     pub fn tokens(&self, n: u64) {
-        let now = self.shared.clock.now();
+        let now = self.session.now();
         if self.first_token_at.get().is_none() {
             self.first_token_at.set(Some(now));
         }
@@ -133,7 +132,7 @@ impl Request {
     /// its slot: the attempt is kept with its cause (and any tokens it received, as
     /// wasted), and a new attempt starts now.
     pub fn retry(&self, cause: Cause) {
-        let now = self.shared.clock.now();
+        let now = self.session.now();
         let failed = self.outcome(now, Some(cause), None, None);
         self.retried.borrow_mut().push(failed);
         self.attempt_start.set(now);
@@ -149,7 +148,7 @@ impl Request {
     /// token now.
     pub fn finish_ok(mut self, usage: impl Into<Option<Usage>>) {
         let usage = usage.into();
-        let now = self.shared.clock.now();
+        let now = self.session.now();
         if self.first_token_at.get().is_none()
             && (usage.is_some_and(|u| u.completion_tokens.is_some_and(|n| n > 0))
                 || self.tokens.get() > 0)
@@ -163,13 +162,13 @@ impl Request {
     /// It failed for good with `cause` (an error span; [`Cause::Cancelled`] makes a
     /// cancelled one) and a message (no prompt text, no credentials).
     pub fn finish_err(mut self, cause: Cause, message: impl Into<String>) {
-        let now = self.shared.clock.now();
+        let now = self.session.now();
         self.release(now, Some(cause), None, Some(message.into()));
     }
 
     /// It was abandoned for the reason given (a cancelled span).
     pub fn cancel(mut self, why: impl Into<String>) {
-        let now = self.shared.clock.now();
+        let now = self.session.now();
         self.release(now, Some(Cause::Cancelled), None, Some(why.into()));
     }
 
@@ -203,9 +202,9 @@ impl Request {
         let last = self.outcome(now, cause, usage, message);
         let mut outcomes = std::mem::take(&mut *self.retried.borrow_mut());
         outcomes.push(last);
-        self.shared.occupancy.fetch_sub(SLOT, Relaxed);
+        self.session.leave(true);
         let f = finished(self.queued_at, Some(self.admitted_at), now, outcomes);
-        hand_over(&self.shared, &mut self.id, f);
+        hand_over(&self.session, &mut self.id, f);
     }
 }
 
@@ -229,15 +228,15 @@ fn finished(
 
 /// Sends a finished request to the writer thread, with the caller's name for it
 /// as the span's `request_id` (none if empty).
-fn hand_over(shared: &Shared, id: &mut String, f: Finished) {
+fn hand_over(session: &Session, id: &mut String, f: Finished) {
     let request_id = (!id.is_empty()).then(|| std::mem::take(id));
-    shared.tx.finished(shared.run_id.clone(), request_id, f);
+    session.finished(request_id, f);
 }
 
 impl Drop for Request {
     fn drop(&mut self) {
         if !self.done {
-            let now = self.shared.clock.now();
+            let now = self.session.now();
             let why = Some("dropped without finishing".to_string());
             self.release(now, Some(Cause::Cancelled), None, why);
         }
