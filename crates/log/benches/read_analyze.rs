@@ -167,6 +167,7 @@ fn generate(path: &PathBuf, n: u64, turns: Option<u64>) {
             session_id: turns.map(|k| (i / k).to_string()),
             turn: turns.map(|k| (i % k) as u32 + 1),
             tokenizer_output_tokens: None,
+            finish_reason: None,
         }))
         .unwrap();
     }

@@ -408,6 +408,7 @@ fn records_written_by_the_writer_read_back_equal() {
             session_id: Some("7".into()),
             turn: Some(2),
             tokenizer_output_tokens: None,
+            finish_reason: None,
         }),
         Record::Span(Span {
             run_id: "w".into(),
@@ -433,6 +434,7 @@ fn records_written_by_the_writer_read_back_equal() {
             session_id: None,
             turn: None,
             tokenizer_output_tokens: None,
+            finish_reason: None,
         }),
         Record::End(EndRecord {
             run_id: "w".into(),

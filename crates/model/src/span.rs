@@ -386,6 +386,7 @@ mod tests {
             session_id: None,
             turn: None,
             tokenizer_output_tokens: None,
+            finish_reason: None,
         }
     }
 
@@ -458,6 +459,7 @@ mod tests {
         s.session_id = Some("1".into());
         s.turn = Some(1);
         s.tokenizer_output_tokens = Some(1);
+        s.finish_reason = Some("stop".into());
         let Keys(keys) = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
         assert_eq!(keys, Span::FIELDS);
         let a = Attempt {

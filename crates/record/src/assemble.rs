@@ -104,6 +104,7 @@ pub fn assemble(run_id: &str, tokenizer_name: &str, f: Finished) -> (Span, ToCou
     let mut last_token_at = None;
     let mut request_id = None;
     let mut chunks = None;
+    let mut finish_reason = None;
     for (i, o) in f.outcomes.into_iter().enumerate() {
         let is_final = i + 1 == n;
         let mut a = o.attempt;
@@ -147,6 +148,7 @@ pub fn assemble(run_id: &str, tokenizer_name: &str, f: Finished) -> (Span, ToCou
                 .map(|ft| o.last_token_at.unwrap_or(ft).max(ft));
             request_id = o.response_id;
             chunks = o.chunks;
+            finish_reason = o.finish_reason;
         }
         attempts.push(a);
     }
@@ -173,6 +175,7 @@ pub fn assemble(run_id: &str, tokenizer_name: &str, f: Finished) -> (Span, ToCou
         session_id: None,
         turn: None,
         tokenizer_output_tokens: None,
+        finish_reason,
     };
     (span, to_count)
 }
@@ -295,6 +298,29 @@ mod tests {
             (4, Some(TokenSource::Chunks))
         );
         assert!(tc.is_empty());
+    }
+
+    #[test]
+    fn the_client_measured_finish_reason_reaches_the_span() {
+        // Issue 21: load's conversion of the client's outcome dropped it.
+        let mut retried = outcome(2, Some(Cause::Http429), None, None);
+        retried.finish_reason = Some("abort".into());
+        let mut last = outcome(72, None, Some(9), None);
+        last.finish_reason = Some("length".into());
+        let (span, _) = assemble("r", "o200k_base", finished(vec![retried, last]));
+        assert_eq!(span.finish_reason.as_deref(), Some("length"));
+        let line = serde_json::to_string(&span).unwrap();
+        assert!(line.ends_with(r#","finish_reason":"length"}"#), "{line}");
+        let (span, _) = assemble(
+            "r",
+            "o200k_base",
+            finished(vec![outcome(2, None, None, None)]),
+        );
+        let line = serde_json::to_string(&span).unwrap();
+        assert!(
+            !line.contains("finish_reason"),
+            "absent when not sent: {line}"
+        );
     }
 
     #[test]

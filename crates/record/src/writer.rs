@@ -375,6 +375,7 @@ mod tests {
             session_id: None,
             turn: None,
             tokenizer_output_tokens: None,
+            finish_reason: None,
         }
     }
 
