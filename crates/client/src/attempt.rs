@@ -94,7 +94,7 @@ impl Client {
         };
 
         let start = Instant::now();
-        let mut rec = AttemptRecord::new(clock, start, cfg, inner.endpoint.api.dialect());
+        let mut rec = AttemptRecord::new(clock, start, cfg, inner.endpoint.api.into());
         if cancel.is_cancelled() {
             return rec.finish(
                 Some(Cause::Cancelled),

@@ -2,6 +2,7 @@
 //! one vocabulary shared by every producer (bench, proxy, importers) and consumer.
 //! Pure: no I/O, no async.
 
+pub mod api;
 pub mod cause;
 mod fields;
 pub mod occupancy;
@@ -13,6 +14,7 @@ pub mod span;
 pub mod time;
 pub mod units;
 
+pub use api::{Api, BadApi};
 pub use cause::{Cause, Status, UnknownCause};
 pub use occupancy::Occupancy;
 pub use outcome::{AttemptOutcome, Usage};

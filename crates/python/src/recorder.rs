@@ -10,7 +10,7 @@ use std::time::Duration;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use tpscope_model::Cause;
-use tpscope_record::{OpenMode, Queued, Recorder, Request, RunInfo, Usage};
+use tpscope_record::{InFlight, OpenMode, Queued, Recorder, RunInfo, Usage};
 
 use crate::err;
 
@@ -138,7 +138,7 @@ impl PyRecorder {
 
 enum Stage {
     Queued(Queued),
-    Admitted(Request),
+    Admitted(InFlight),
     Done,
 }
 
@@ -159,7 +159,7 @@ impl PyRequest {
     }
 
     /// The admitted handle, admitting it now if it was still queued.
-    fn with<R>(&self, f: impl FnOnce(&Request) -> R) -> PyResult<R> {
+    fn with<R>(&self, f: impl FnOnce(&InFlight) -> R) -> PyResult<R> {
         let mut stage = self.lock();
         if let Stage::Queued(_) = &*stage {
             let Stage::Queued(q) = std::mem::replace(&mut *stage, Stage::Done) else {
@@ -174,7 +174,7 @@ impl PyRequest {
     }
 
     /// Takes the admitted handle out to finish it (admitting a queued one now).
-    fn take(&self) -> PyResult<Request> {
+    fn take(&self) -> PyResult<InFlight> {
         self.with(|_| ())?;
         match std::mem::replace(&mut *self.lock(), Stage::Done) {
             Stage::Admitted(r) => Ok(r),

@@ -49,7 +49,7 @@ pub use assemble::{Finished, ToCount, apply_counts, assemble};
 pub use lag::ClientLag;
 pub use live::{LiveSnapshot, LiveStats};
 pub use recorder::{Closed, DEFAULT_SAMPLE_INTERVAL, OpenMode, RecordError, Recorder};
-pub use request::{Queued, Request};
+pub use request::{InFlight, Queued};
 pub use run::{RunInfo, TOOL, new_run_id, redact_url, utc_compact};
 pub use sampler::{Reading, Sampler};
 pub use session::{Observer, Running, Session};

@@ -1,5 +1,5 @@
 //! One request's handles in the recording API: [`Queued`] (waiting for a slot) and
-//! [`Request`] (holding one). They stamp instants on the run's clock and keep the
+//! [`InFlight`] (holding one). They stamp instants on the run's clock and keep the
 //! attempts; finishing (or dropping) one hands a [`Finished`] to the writer thread,
 //! which assembles and writes the span. A handle dropped unfinished is a cancelled
 //! span, never a lost one.
@@ -38,11 +38,11 @@ impl Queued {
     }
 
     /// It took a slot (`admitted_at` is now, and its first attempt starts).
-    pub fn admitted(mut self) -> Request {
+    pub fn admitted(mut self) -> InFlight {
         self.done = true;
         let now = self.session.now();
         self.session.admit();
-        Request {
+        InFlight {
             session: self.session.clone(),
             id: std::mem::take(&mut self.id),
             queued_at: self.queued_at,
@@ -82,7 +82,7 @@ impl Drop for Queued {
 
 /// A request holding a slot, from [`Queued::admitted`]. Stamp its tokens as they
 /// arrive, then finish it; dropped unfinished, it is written as cancelled.
-pub struct Request {
+pub struct InFlight {
     session: Arc<Session>,
     id: String,
     queued_at: Timestamp,
@@ -96,7 +96,7 @@ pub struct Request {
     done: bool,
 }
 
-impl Request {
+impl InFlight {
     /// The server's id for the current attempt's response (`chatcmpl-…`): the span's
     /// `request_id` when the request was queued without a name of its own.
     pub fn response_id(&self, id: impl Into<String>) {
@@ -143,7 +143,7 @@ impl Request {
     }
 
     /// It succeeded. With the server's [`Usage`] the span counts its tokens (source
-    /// `usage`); with `None`, those given to [`Request::tokens`] (source `chunks`).
+    /// `usage`); with `None`, those given to [`InFlight::tokens`] (source `chunks`).
     /// A reply whose output arrived at once (not streamed) has its first and last
     /// token now.
     pub fn finish_ok(mut self, usage: impl Into<Option<Usage>>) {
@@ -233,7 +233,7 @@ fn hand_over(session: &Session, id: &mut String, f: Finished) {
     session.finished(request_id, f);
 }
 
-impl Drop for Request {
+impl Drop for InFlight {
     fn drop(&mut self) {
         if !self.done {
             let now = self.session.now();

@@ -340,5 +340,5 @@ fn the_recorder_is_send_and_sync() {
     fn send<T: Send>() {}
     check::<Recorder>();
     send::<tpscope_record::Queued>();
-    send::<tpscope_record::Request>();
+    send::<tpscope_record::InFlight>();
 }

@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use tpscope_model::Cause;
+use tpscope_model::{Api, Cause};
 
 use crate::account::{Decoder, StreamAccount};
 use crate::sse::Event;
@@ -18,6 +18,16 @@ pub enum Dialect {
     OpenAi,
     /// Anthropic Messages events ending in `event: message_stop`.
     Anthropic,
+}
+
+impl From<Api> for Dialect {
+    /// The wire format of the API's responses.
+    fn from(api: Api) -> Dialect {
+        match api {
+            Api::Chat | Api::Completions => Dialect::OpenAi,
+            Api::Anthropic => Dialect::Anthropic,
+        }
+    }
 }
 
 /// A response stream of a dialect chosen at run time.
