@@ -105,23 +105,13 @@ fn generate(path: &PathBuf, n: u64, turns: Option<u64>) {
         let mut attempts = Vec::new();
         if retry {
             attempts.push(Attempt {
-                started_at: t(admitted),
                 first_byte_at: Some(t(admitted + 1_000_000)),
-                first_token_at: None,
                 ended_at: t(admitted + 1_000_000),
-                end_at: None,
                 http_status: Some(429),
                 cause: Some(Cause::Http429),
-                tokens: 0,
                 connection_reused: Some(true),
-                connect_time: None,
                 backoff: Some(Duration::from_millis(5)),
-                client_lag: None,
-                reads: None,
-                traced_chunks: None,
-                inexact_chunks: None,
-                first_token_exact: None,
-                resends: 0,
+                ..Attempt::started(t(admitted))
             });
         }
         attempts.push(Attempt {

@@ -474,23 +474,10 @@ mod tests {
         let mut s = span(1, Status::Ok);
         s.token_source = Some(TokenSource::Tokenizer("o200k_base".into()));
         s.attempts.push(tpscope_model::Attempt {
-            started_at: t(1),
-            first_byte_at: None,
-            first_token_at: None,
             ended_at: t(4),
-            end_at: None,
             http_status: Some(200),
-            cause: None,
             tokens: 2,
-            connection_reused: None,
-            connect_time: None,
-            backoff: None,
-            client_lag: None,
-            reads: None,
-            traced_chunks: None,
-            inexact_chunks: None,
-            first_token_exact: None,
-            resends: 0,
+            ..tpscope_model::Attempt::started(t(1))
         });
         s.output_tokens = 2;
         rec.sender().span(
