@@ -180,6 +180,33 @@ pub fn assemble(run_id: &str, tokenizer_name: &str, f: Finished) -> (Span, ToCou
     (span, to_count)
 }
 
+/// A finished request's span as every producer writes it: [`assemble()`]d, named
+/// `request_id` when the caller gave one, and validated once; a span that breaks an
+/// invariant (a caller's impossible count) stays in the log as an error span that
+/// says why, so that the log remains readable.
+pub fn checked_span(
+    run_id: &str,
+    tokenizer_name: &str,
+    request_id: Option<String>,
+    f: Finished,
+) -> (Span, ToCount) {
+    let (mut s, to_count) = assemble(run_id, tokenizer_name, f);
+    if request_id.is_some() {
+        s.request_id = request_id;
+    }
+    if let Err(e) = s.validate() {
+        s.status = Status::Error;
+        s.error = Some(SpanError {
+            cause: Cause::Malformed,
+            message: format!("the recorder was given an impossible span: {e}"),
+        });
+        s.output_tokens = 0;
+        s.input_tokens = None;
+        s.attempts.iter_mut().for_each(|a| a.tokens = 0);
+    }
+    (s, to_count)
+}
+
 /// Fills in tokenizer counts: each listed attempt's `tokens`, and the span's
 /// `output_tokens` when it came from the final attempt's text.
 pub fn apply_counts(span: &mut Span, counts: &[(usize, u64)], span_from_final: bool) {

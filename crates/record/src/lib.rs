@@ -45,7 +45,7 @@ pub mod session;
 pub mod writer;
 
 pub use admission::{Admission, BadDispatch, Dispatch};
-pub use assemble::{Finished, ToCount, apply_counts, assemble};
+pub use assemble::{Finished, ToCount, apply_counts, assemble, checked_span};
 pub use lag::ClientLag;
 pub use live::{LiveSnapshot, LiveStats};
 pub use recorder::{Closed, DEFAULT_SAMPLE_INTERVAL, OpenMode, RecordError, Recorder};
