@@ -1,15 +1,16 @@
 //! tpscope's one recording seam, used by every producer of span logs (the bench's
-//! executor, the proxy and the public recording API of DESIGN.md §17, each live
-//! producer through one [`Session`]): span assembly from attempts, admission (the cap and its FIFO queue), the
+//! executor, the proxy and the public recording API of DESIGN.md §17, the live
+//! ones through one [`Session`]): span assembly from attempts and its one
+//! validation ([`checked_span`]), admission (the cap and its FIFO queue), the
 //! sampler, the writer thread (through `tpscope_log`'s writer), live counters and
 //! the run record's metadata. No async runtime, no network, no randomness.
 //!
 //! A producer's life, as the bench does it: start a [`Writer`]; per run, send a
 //! [`RunInfo`]'s record; let requests through an [`Admission`] while a [`Sampler`]
-//! reads its occupancy; stamp each attempt as an [`AttemptOutcome`], and when a request
-//! gives its slot back, [`assemble()`] its [`Finished`] attempts into a span, count it
-//! in [`LiveStats`] and send it with its [`ToCount`]; end the run with an `end`
-//! record.
+//! reads its occupancy; stamp each attempt as an [`AttemptOutcome`], and when a
+//! request gives its slot back, turn its [`Finished`] attempts into a span with
+//! [`checked_span`], count it in [`LiveStats`] and send it with its [`ToCount`];
+//! end the run with an `end` record.
 //!
 //! A program recording its own requests uses the [`Recorder`] (DESIGN.md §17),
 //! which does all of that on its behalf (with no admission of its own: the program
