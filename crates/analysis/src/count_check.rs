@@ -153,6 +153,7 @@ mod tests {
             session_id: None,
             turn: None,
             tokenizer_output_tokens: counted,
+            finish_reason: None,
         }
     }
 

@@ -23,18 +23,18 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::header;
-use hyper::{Method, Request, Response, StatusCode};
+use hyper::{Method, Request, Response};
 use tokio::time::Sleep;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
-use tpscope_model::{Cause, RunClock};
-use tpscope_stream::{SseParser, StreamEnd, openai};
+use tpscope_model::{AttemptOutcome, Cause, RunClock};
+use tpscope_stream::{SseParser, StreamEnd};
 
 use crate::client::{Client, error_chain, transport_failure};
 use crate::config::{ClientConfig, RequestSpec};
 use crate::connector::ConnTag;
 use crate::live::LiveTokens;
-use crate::outcome::{AttemptOutcome, Recorder};
-use crate::request::{parse_retry_after, request_body};
+use crate::outcome::AttemptRecord;
+use crate::request::request_body;
 use crate::rx::{RxCell, frame_stamp, read_instant, read_stamp};
 
 /// Largest error body read to find the server's message.
@@ -94,7 +94,7 @@ impl Client {
         };
 
         let start = Instant::now();
-        let mut rec = Recorder::new(clock, start, cfg, inner.endpoint.api.dialect());
+        let mut rec = AttemptRecord::new(clock, start, cfg, inner.endpoint.api.into());
         if cancel.is_cancelled() {
             return rec.finish(
                 Some(Cause::Cancelled),
@@ -235,19 +235,14 @@ async fn response_head(
 async fn error_status(
     res: Response<Incoming>,
     w: &mut Waits<'_, '_>,
-    mut rec: Recorder<'_>,
+    mut rec: AttemptRecord<'_>,
 ) -> AttemptOutcome {
     let status = res.status();
-    if matches!(
-        status,
-        StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE
-    ) {
-        rec.retry_after = res
-            .headers()
-            .get(header::RETRY_AFTER)
-            .and_then(|v| parse_retry_after(v.as_bytes(), SystemTime::now()));
-    }
-    let cause = Cause::from_http_status(status.as_u16()).unwrap_or(Cause::Http4xx);
+    rec.retry_after = tpscope_stream::retry_after(
+        status.as_u16(),
+        res.headers().get(header::RETRY_AFTER).map(|v| v.as_bytes()),
+        SystemTime::now(),
+    );
     // The status decides the cause: a cancel, a timeout or a cut while
     // reading the rest of an error body does not change what the server said.
     let mut body = res.into_body();
@@ -276,12 +271,7 @@ async fn error_status(
         }
     }
     let now = Instant::now();
-    let base = openai::error_body_message(&buf).unwrap_or_default();
-    let message = if base.is_empty() {
-        format!("HTTP {status}")
-    } else {
-        format!("HTTP {status}: {base}")
-    };
+    let (cause, message) = tpscope_stream::error_status(status.as_u16(), status, &buf);
     rec.finish(Some(cause), now, Some(message))
 }
 
@@ -289,7 +279,7 @@ async fn error_status(
 struct Body<'a, 'p, 'c> {
     body: Incoming,
     w: &'a mut Waits<'p, 'c>,
-    rec: Recorder<'a>,
+    rec: AttemptRecord<'a>,
     cfg: &'a ClientConfig,
     at: Stamps<'a>,
     /// Where tokens are counted as they stream, and how many were.

@@ -20,7 +20,8 @@ pub use config::{
 };
 pub use forward::{ForwardBody, Forwarder, RxStamp, UpstreamRx};
 pub use live::LiveTokens;
-pub use outcome::AttemptOutcome;
-pub use request::{parse_retry_after, request_body};
-/// In [`AttemptOutcome::usage`]; owned by `tpscope-stream`.
-pub use tpscope_stream::Usage;
+pub use request::request_body;
+/// What one attempt produced, and the server's token counts: owned by the model.
+pub use tpscope_model::{AttemptOutcome, Usage};
+/// The `Retry-After` header's grammar, owned by the stream layer.
+pub use tpscope_stream::parse_retry_after;

@@ -1,87 +1,19 @@
-//! What one attempt produced ([`AttemptOutcome`]) and the record kept while it
-//! runs: the attempt's stamps, the stream account, and the HTTP facts around it.
+//! The record kept while one attempt runs ([`AttemptRecord`]): the attempt's
+//! stamps, the stream account, and the HTTP facts around it; closed into the one
+//! [`AttemptOutcome`] of the model by the stream layer.
 
 use std::time::{Duration, Instant};
 
 use hyper::StatusCode;
-use tpscope_model::{Attempt, Cause, ChunkMark, RunClock, Timestamp};
-use tpscope_stream::{AnyStream, Dialect, StreamEnd, Usage};
+use tpscope_model::{Attempt, AttemptOutcome, Cause, RunClock};
+use tpscope_stream::{AnyStream, Dialect, stream_end};
 
 use crate::config::ClientConfig;
 use crate::connector::ConnInfo;
 use crate::rx::FrameStamp;
 
-/// Everything one attempt produced. `attempt.cause` is `None` iff the attempt ended
-/// ok (the stream's `[DONE]` arrived, or a complete non-streaming answer).
-#[derive(Clone, Debug, PartialEq)]
-pub struct AttemptOutcome {
-    /// The attempt record: `started_at` (the request was handed to the pool),
-    /// `first_byte_at` (the response head had arrived and was parsed),
-    /// `first_token_at` (the read that completed the first event carrying non-empty
-    /// output or reasoning text), `ended_at` (the read that completed `[DONE]`, or
-    /// when the failure was seen), `http_status`, `cause`, `tokens` (usage's
-    /// `completion_tokens` when the server sent usage, else `content_chunks`),
-    /// `connection_reused`, `connect_time` (only when this attempt waited for the
-    /// connection to be opened). `backoff` is left `None`.
-    pub attempt: Attempt,
-    /// The read that completed the last event carrying output.
-    pub last_token_at: Option<Timestamp>,
-    /// The read that completed the first event carrying non-empty answer text
-    /// (content, refusal, tool call; not reasoning). Equals `first_token_at` for
-    /// models that do not stream reasoning.
-    pub first_content_at: Option<Timestamp>,
-    /// The server's token counts (the last value of each field it sent).
-    pub usage: Option<Usage>,
-    /// Events that carried non-empty output or reasoning text.
-    pub content_chunks: u64,
-    /// Output and reasoning text received, unescaped, in arrival order (empty when
-    /// `ClientConfig::keep_text` is off); for counting tokens after the stream.
-    pub text: String,
-    /// One mark per content chunk when `record_chunks`: offset from
-    /// `first_token_at` (events completed by one read share its instant), and
-    /// tokens (the growth of `usage.completion_tokens` when the server sends usage
-    /// on every chunk, else 1).
-    pub chunks: Option<Vec<ChunkMark>>,
-    /// The server's `Retry-After` on a 429 or 503 (seconds or an HTTP date).
-    pub retry_after: Option<Duration>,
-    /// What went wrong, for failed attempts (server message or transport error;
-    /// never prompt text or credentials).
-    pub error_message: Option<String>,
-    /// The response `id`.
-    pub response_id: Option<String>,
-    /// The first `finish_reason` the server sent (`stop`, `length`, …).
-    pub finish_reason: Option<String>,
-    /// Response body bytes received (after HTTP framing).
-    pub bytes_received: u64,
-    /// SSE data events received (`[DONE]` included).
-    pub events: u64,
-    /// The id of the connection the response came on (numbered from 1 per
-    /// client, in the order connections were opened); `None` when no response
-    /// head arrived.
-    pub connection_id: Option<u64>,
-    /// How long after the first token's bytes arrived (as stamped in
-    /// `first_token_at`) the attempt's task received them from the connection:
-    /// the client's own delay that kernel receive timestamps keep out of
-    /// `first_token_at`. Zero with user-side stamps (with kernel stamps, a read
-    /// the kernel did not stamp counts from when hyper's connection task read
-    /// it); `None` without a first token, or for a non-streaming answer.
-    pub first_token_lag: Option<Duration>,
-}
-
-impl AttemptOutcome {
-    /// Whether the attempt ended ok.
-    pub fn is_ok(&self) -> bool {
-        self.attempt.cause.is_none()
-    }
-
-    /// The failure cause, if any.
-    pub fn cause(&self) -> Option<Cause> {
-        self.attempt.cause
-    }
-}
-
 /// The attempt being recorded.
-pub(crate) struct Recorder<'c> {
+pub(crate) struct AttemptRecord<'c> {
     clock: &'c RunClock,
     pub attempt: Attempt,
     pub stream: AnyStream,
@@ -132,30 +64,11 @@ impl RxTally {
     }
 }
 
-impl<'c> Recorder<'c> {
+impl<'c> AttemptRecord<'c> {
     pub fn new(clock: &'c RunClock, start: Instant, cfg: &ClientConfig, dialect: Dialect) -> Self {
-        let t = clock.at(start);
-        Recorder {
+        AttemptRecord {
             clock,
-            attempt: Attempt {
-                started_at: t,
-                first_byte_at: None,
-                first_token_at: None,
-                ended_at: t,
-                end_at: None,
-                http_status: None,
-                cause: None,
-                tokens: 0,
-                connection_reused: None,
-                connect_time: None,
-                backoff: None,
-                client_lag: None,
-                reads: None,
-                traced_chunks: None,
-                inexact_chunks: None,
-                first_token_exact: None,
-                resends: 0,
-            },
+            attempt: Attempt::started(clock.at(start)),
             stream: dialect.account(cfg.keep_text, cfg.record_chunks),
             dialect,
             retry_after: None,
@@ -201,16 +114,9 @@ impl<'c> Recorder<'c> {
     /// Ends the attempt as the stream's end says (`ended` is when the failure was
     /// seen; a `[DONE]` carries its own instant).
     pub fn finish_stream(mut self, ended: Instant) -> AttemptOutcome {
-        match self.stream.end.take() {
-            Some(StreamEnd::Done(at)) => self.finish(None, at, None),
-            Some(StreamEnd::Failed { cause, message }) => {
-                self.finish(Some(cause), ended, Some(message))
-            }
-            None => self.finish(
-                Some(Cause::Disconnect),
-                ended,
-                Some("the stream ended without data: [DONE]".into()),
-            ),
+        match stream_end(&mut self.stream, "the stream ended without data: [DONE]") {
+            Ok(at) => self.finish(None, at, None),
+            Err((cause, message)) => self.finish(Some(cause), ended, Some(message)),
         }
     }
 
@@ -221,17 +127,7 @@ impl<'c> Recorder<'c> {
         message: Option<String>,
     ) -> AttemptOutcome {
         let clock = self.clock;
-        let st = self.stream;
         let mut attempt = self.attempt;
-        attempt.ended_at = clock.at(ended);
-        attempt.cause = cause;
-        attempt.first_token_at = st.first_token.map(|t| clock.at(t));
-        // The head precedes the first token on the wire: a head stamped with the
-        // connection's latest arrival (hyper may have read ahead) is bounded by it.
-        if let (Some(fb), Some(ft)) = (attempt.first_byte_at, attempt.first_token_at) {
-            attempt.first_byte_at = Some(fb.min(ft));
-        }
-        attempt.tokens = st.tokens();
         let rx = self.rx;
         attempt.end_at = rx.end_at.map(|t| clock.at(t));
         attempt.client_lag = rx.lag;
@@ -241,22 +137,12 @@ impl<'c> Recorder<'c> {
             attempt.inexact_chunks = Some(rx.inexact);
         }
         attempt.first_token_exact = rx.first_token_exact;
-        AttemptOutcome {
-            attempt,
-            last_token_at: st.last_token.map(|t| clock.at(t)),
-            first_content_at: st.first_content.map(|t| clock.at(t)),
-            usage: st.usage,
-            content_chunks: st.content_chunks,
-            text: st.text,
-            chunks: st.chunks,
-            retry_after: self.retry_after,
-            error_message: if cause.is_some() { message } else { None },
-            response_id: st.response_id,
-            finish_reason: st.finish_reason,
-            bytes_received: self.bytes_received,
-            events: st.events,
-            connection_id: self.connection_id,
-            first_token_lag: self.first_token_lag,
-        }
+        let mut out = AttemptOutcome::started(attempt.started_at);
+        out.attempt = attempt;
+        out.retry_after = self.retry_after;
+        out.bytes_received = self.bytes_received;
+        out.connection_id = self.connection_id;
+        out.first_token_lag = self.first_token_lag;
+        self.stream.close(clock, out, ended, cause, message)
     }
 }

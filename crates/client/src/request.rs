@@ -1,29 +1,12 @@
 //! The wire side of one request that is not HTTP plumbing: the JSON body sent
 //! (chat `messages`, completions `prompt`, Responses `input`, or Anthropic
-//! `system` + `messages`,
-//! tpscope's fields, the endpoint's extra fields) and the `Retry-After` header
-//! read back.
-
-use std::time::{Duration, SystemTime};
+//! `system` + `messages`, tpscope's fields, the endpoint's extra fields). The
+//! `Retry-After` rule is the stream layer's (`tpscope_stream::retry_after`).
 
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer as _};
 
 use crate::config::{Api, Endpoint, Message, Prompt, RequestSpec};
-
-/// Parses `Retry-After`: delay-seconds (a decimal number is accepted too) or an
-/// HTTP date (a date in the past gives zero).
-pub fn parse_retry_after(value: &[u8], now: SystemTime) -> Option<Duration> {
-    let s = std::str::from_utf8(value).ok()?.trim();
-    if let Ok(secs) = s.parse::<u64>() {
-        return Some(Duration::from_secs(secs));
-    }
-    if let Ok(secs) = s.parse::<f64>() {
-        return Duration::try_from_secs_f64(secs).ok();
-    }
-    let at = httpdate::parse_http_date(s).ok()?;
-    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
-}
 
 #[derive(Serialize)]
 struct WireMessage<'a> {
@@ -143,28 +126,6 @@ fn prompt_len(p: &Prompt) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn retry_after_seconds_and_dates() {
-        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
-        assert_eq!(parse_retry_after(b"7", now), Some(Duration::from_secs(7)));
-        assert_eq!(
-            parse_retry_after(b" 1.5 ", now),
-            Some(Duration::from_millis(1500))
-        );
-        let later = httpdate::fmt_http_date(now + Duration::from_secs(30));
-        assert_eq!(
-            parse_retry_after(later.as_bytes(), now),
-            Some(Duration::from_secs(30))
-        );
-        let earlier = httpdate::fmt_http_date(now - Duration::from_secs(30));
-        assert_eq!(
-            parse_retry_after(earlier.as_bytes(), now),
-            Some(Duration::ZERO)
-        );
-        assert_eq!(parse_retry_after(b"soon", now), None);
-        assert_eq!(parse_retry_after(b"-3", now), None);
-    }
 
     #[test]
     fn chat_body_has_messages_stream_usage_and_extra_fields() {

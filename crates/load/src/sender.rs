@@ -5,8 +5,7 @@
 use std::future::Future;
 
 use tokio_util::sync::CancellationToken;
-use tpscope_model::RunClock;
-use tpscope_record::Outcome;
+use tpscope_model::{AttemptOutcome, RunClock};
 
 use crate::workload::Request;
 
@@ -19,5 +18,5 @@ pub trait Sender: Send + Sync + 'static {
         request: &Request,
         clock: &RunClock,
         cancel: &CancellationToken,
-    ) -> impl Future<Output = Outcome> + Send;
+    ) -> impl Future<Output = AttemptOutcome> + Send;
 }

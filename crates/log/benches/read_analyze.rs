@@ -105,43 +105,25 @@ fn generate(path: &PathBuf, n: u64, turns: Option<u64>) {
         let mut attempts = Vec::new();
         if retry {
             attempts.push(Attempt {
-                started_at: t(admitted),
                 first_byte_at: Some(t(admitted + 1_000_000)),
-                first_token_at: None,
                 ended_at: t(admitted + 1_000_000),
-                end_at: None,
                 http_status: Some(429),
                 cause: Some(Cause::Http429),
-                tokens: 0,
                 connection_reused: Some(true),
-                connect_time: None,
                 backoff: Some(Duration::from_millis(5)),
-                client_lag: None,
-                reads: None,
-                traced_chunks: None,
-                inexact_chunks: None,
-                first_token_exact: None,
-                resends: 0,
+                ..Attempt::started(t(admitted))
             });
         }
         attempts.push(Attempt {
-            started_at: t(admitted + if retry { 6_000_000 } else { 0 }),
             first_byte_at: Some(t(first - 1_000_000)),
             first_token_at: Some(t(first)),
             ended_at: t(released),
-            end_at: None,
             http_status: Some(200),
             cause: fail.then_some(Cause::Disconnect),
             tokens,
             connection_reused: Some(i >= cap as u64),
             connect_time: (i < cap as u64).then(|| Duration::from_micros(150)),
-            backoff: None,
-            client_lag: None,
-            reads: None,
-            traced_chunks: None,
-            inexact_chunks: None,
-            first_token_exact: None,
-            resends: 0,
+            ..Attempt::started(t(admitted + if retry { 6_000_000 } else { 0 }))
         });
         w.write(&Record::Span(Span {
             run_id: "bench".into(),
@@ -167,6 +149,7 @@ fn generate(path: &PathBuf, n: u64, turns: Option<u64>) {
             session_id: turns.map(|k| (i / k).to_string()),
             turn: turns.map(|k| (i % k) as u32 + 1),
             tokenizer_output_tokens: None,
+            finish_reason: None,
         }))
         .unwrap();
     }

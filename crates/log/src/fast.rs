@@ -207,6 +207,11 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
     } else {
         None
     };
+    // The analysis does not read it; a plain string is skipped, any other value
+    // declined (for the general path to judge).
+    if c.lit(key::finish_reason) {
+        c.str()?;
+    }
     let facts = SpanFacts {
         status,
         error_cause,

@@ -339,6 +339,7 @@ fn ok_span(run_id: &str, span_id: &str) -> Span {
         session_id: None,
         turn: None,
         tokenizer_output_tokens: None,
+        finish_reason: None,
     }
 }
 

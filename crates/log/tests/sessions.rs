@@ -39,6 +39,7 @@ fn span(id: u32, session: Option<&str>, turn: Option<u32>, ttft_ms: i64) -> Span
         session_id: session.map(str::to_string),
         turn,
         tokenizer_output_tokens: None,
+        finish_reason: None,
     }
 }
 

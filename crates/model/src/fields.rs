@@ -74,6 +74,10 @@ macro_rules! span_fields {
             /// tokenizer, beside `output_tokens` from `usage` (on a sample of spans).
             #[serde(default, skip_serializing_if = "Option::is_none")]
             tokenizer_output_tokens: Option<u64>,
+            /// Why the final attempt's output ended, as the server said it
+            /// (`stop`, `length`, …): its first `finish_reason`, when it sent one.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            finish_reason: Option<String>,
         }
     };
 }

@@ -2,10 +2,12 @@
 //! one vocabulary shared by every producer (bench, proxy, importers) and consumer.
 //! Pure: no I/O, no async.
 
+pub mod api;
 pub mod cause;
 mod fields;
 pub mod import_format;
 pub mod occupancy;
+pub mod outcome;
 pub mod record;
 pub mod rotation;
 pub mod server;
@@ -13,8 +15,10 @@ pub mod span;
 pub mod time;
 pub mod units;
 
+pub use api::{Api, BadApi};
 pub use cause::{Cause, Status, UnknownCause};
 pub use occupancy::Occupancy;
+pub use outcome::{AttemptOutcome, Usage};
 pub use record::{
     EndRecord, LEGACY_QUEUE_LABEL, QueueTimes, Record, RunRecord, SCHEMA, SampleRecord, Target,
 };

@@ -386,6 +386,7 @@ mod tests {
             session_id: None,
             turn: None,
             tokenizer_output_tokens: None,
+            finish_reason: None,
         }
     }
 
@@ -432,23 +433,10 @@ mod tests {
         s.retry_count = 1;
         s.retry_causes = vec![Cause::Http429];
         s.attempts = vec![Attempt {
-            started_at: t(0),
-            first_byte_at: None,
-            first_token_at: None,
             ended_at: t(1),
-            end_at: None,
             http_status: Some(429),
             cause: Some(Cause::Http429),
-            tokens: 0,
-            connection_reused: None,
-            connect_time: None,
-            backoff: None,
-            client_lag: None,
-            reads: None,
-            traced_chunks: None,
-            inexact_chunks: None,
-            first_token_exact: None,
-            resends: 0,
+            ..Attempt::started(t(0))
         }];
         s.error = Some(SpanError {
             cause: Cause::Disconnect,
@@ -458,6 +446,7 @@ mod tests {
         s.session_id = Some("1".into());
         s.turn = Some(1);
         s.tokenizer_output_tokens = Some(1);
+        s.finish_reason = Some("stop".into());
         let Keys(keys) = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
         assert_eq!(keys, Span::FIELDS);
         let a = Attempt {

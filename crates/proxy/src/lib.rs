@@ -369,20 +369,20 @@ pub async fn start(cfg: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
         )?),
     };
     let metrics = Arc::new(Metrics::new(cfg.cap));
-    let (running, rec) = rec::start(
-        out,
-        info,
-        cfg.tokenizer,
-        cfg.sample_interval,
-        metrics.clone(),
-        |r| header.set(r),
-    );
-    let run_id = rec.run_id.to_string();
+    let (running, rec) = rec::start(out, info, cfg.tokenizer, metrics.clone(), |r| header.set(r));
+    let run_id = rec.session.run_id().to_string();
     let scraper = match cfg.server_metrics.clone() {
         None => None,
         Some(sc) => {
             let url = tpscope_record::redact_url(&sc.url);
-            match Scraper::start(sc, run_id.clone(), rec.clock, rec.tx.clone()).await {
+            match Scraper::start(
+                sc,
+                run_id.clone(),
+                rec.session.clock(),
+                rec.session.writer().clone(),
+            )
+            .await
+            {
                 Ok(s) => Some(s),
                 Err(e) => {
                     // The run record is written: end the run before saying why.
@@ -398,7 +398,14 @@ pub async fn start(cfg: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
     let mut gpu_scrapers = Vec::with_capacity(cfg.gpu_metrics.len());
     for sc in cfg.gpu_metrics.clone() {
         let url = tpscope_record::redact_url(&sc.url);
-        match Scraper::start(sc, run_id.clone(), rec.clock, rec.tx.clone()).await {
+        match Scraper::start(
+            sc,
+            run_id.clone(),
+            rec.session.clock(),
+            rec.session.writer().clone(),
+        )
+        .await
+        {
             Ok(s) => gpu_scrapers.push(s),
             Err(e) => {
                 let started: Vec<Scraper> = gpu_scrapers.into_iter().chain(scraper).collect();
@@ -517,7 +524,9 @@ async fn serve(
     // HTTP/2 streams are tasks of their own, ended once their connection is
     // gone: wait for them (bounded) so their spans precede the `end` record.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
-    while state.rec.reading() != (0, 0) && tokio::time::Instant::now() < deadline {
+    while state.rec.session.reading().0 + state.rec.session.reading().1 > 0
+        && tokio::time::Instant::now() < deadline
+    {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }

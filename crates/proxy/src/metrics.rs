@@ -16,7 +16,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Registry, Unit};
 use tpscope_analysis::{SpanFacts, span_metrics};
-use tpscope_model::{Cause, Occupancy, Status};
+use tpscope_model::{Cause, Occupancy, Status, Usage};
 use tpscope_record::Finished;
 
 /// Labels of `tpscope_requests_total`.
@@ -321,8 +321,11 @@ impl Metrics {
             .inc();
         let Some(o) = o else { return };
         // Provisional without usage: content chunks (the writer counts text later).
-        let tokens = o.usage.map_or(o.attempt.tokens, |u| u.completion_tokens);
-        if let Some(p) = o.usage.and_then(|u| u.prompt_tokens) {
+        let usage = o.usage.and_then(Usage::counted);
+        let tokens = usage
+            .and_then(|u| u.completion_tokens)
+            .unwrap_or(o.attempt.tokens);
+        if let Some(p) = usage.and_then(|u| u.prompt_tokens) {
             self.input_tokens.inc_by(p);
         }
         if st != Status::Ok {
@@ -361,8 +364,7 @@ impl Default for Metrics {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tpscope_model::{Attempt, Timestamp};
-    use tpscope_record::{Outcome, Usage};
+    use tpscope_model::{AttemptOutcome, Timestamp};
 
     fn t(ms: i64) -> Timestamp {
         Timestamp::from_unix_nanos(1_800_000_000_000_000_000 + ms * 1_000_000)
@@ -495,37 +497,17 @@ mod tests {
             queued_at: t(0),
             admitted_at: Some(t(100)),
             released_at: t(1100),
-            outcomes: vec![Outcome {
-                attempt: Attempt {
-                    started_at: t(100),
-                    first_byte_at: Some(t(150)),
-                    first_token_at: Some(t(200)),
-                    ended_at: t(1100),
-                    http_status: Some(200),
-                    cause: None,
-                    tokens: 11,
-                    connection_reused: None,
-                    connect_time: None,
-                    backoff: None,
-                    end_at: None,
-                    client_lag: None,
-                    reads: None,
-                    traced_chunks: None,
-                    inexact_chunks: None,
-                    first_token_exact: None,
-                    resends: 0,
-                },
-                last_token_at: Some(t(1100)),
-                usage: Some(Usage {
-                    prompt_tokens: Some(7),
-                    completion_tokens: 11,
-                }),
-                content_chunks: 11,
-                text: None,
-                chunks: None,
-                retry_after: None,
-                error_message: None,
-                response_id: None,
+            outcomes: vec![{
+                let mut o = AttemptOutcome::started(t(100));
+                o.attempt.first_byte_at = Some(t(150));
+                o.attempt.first_token_at = Some(t(200));
+                o.attempt.ended_at = t(1100);
+                o.attempt.http_status = Some(200);
+                o.attempt.tokens = 11;
+                o.last_token_at = Some(t(1100));
+                o.usage = Some(Usage::new(11, Some(7)));
+                o.content_chunks = 11;
+                o
             }],
             planned_input_tokens: None,
             cancelled: None,

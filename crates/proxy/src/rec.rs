@@ -1,134 +1,80 @@
-//! The proxy's run: the `tpscope_record` writer thread and sampler (the one
-//! recording seam), the run clock and id, and the occupancy (in flight and
-//! queued, packed in one atomic as the recording API does) that the sampler and
-//! the metrics read.
+//! The proxy's run: a `tpscope_record` [`Session`] (the one recording seam: the
+//! writer thread and sampler, the run clock and id, the occupancy that the
+//! sampler and the metrics read) and the proxy's metrics, told each sample and
+//! each finished request.
 
 use std::io::Write;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::time::{Duration, Instant};
 
-use tpscope_model::{RunClock, RunRecord};
-use tpscope_record::{
-    Finished, LiveStats, RunCounts, RunInfo, Sampler, Writer, WriterTx, new_run_id,
-};
+use tpscope_model::{RunRecord, Timestamp};
+use tpscope_record::{Finished, LiveStats, RunCounts, RunInfo, Session, Writer, session};
 use tpscope_tokens::Tokenizer;
 
 use crate::metrics::Metrics;
 
-/// One request's move from the queue to a slot, as an addend to `occupancy`.
-pub(crate) const ADMIT: u64 = (1 << 32) - 1;
-/// One slot, as an addend to `occupancy`.
-pub(crate) const SLOT: u64 = 1 << 32;
-
 /// What every request shares.
 pub(crate) struct Rec {
-    pub run_id: Arc<str>,
-    pub clock: RunClock,
-    pub tx: WriterTx,
-    /// In flight in the high 32 bits, queued in the low 32.
-    pub occupancy: AtomicU64,
-    pub cap: Option<u32>,
+    pub session: Arc<Session>,
     pub metrics: Arc<Metrics>,
     /// What the `end` record adds (stated queue times, requests cut at stop).
     pub tally: crate::stop::EndTally,
 }
 
 impl Rec {
-    /// (in flight, queued).
-    pub fn reading(&self) -> (u32, u32) {
-        let occ = self.occupancy.load(Relaxed);
-        ((occ >> 32) as u32, occ as u32)
-    }
-
     /// A queued request takes a slot (at `at`, else now): the occupancy moves,
     /// and the instant.
-    pub fn admit_at(&self, at: Option<tpscope_model::Timestamp>) -> tpscope_model::Timestamp {
-        self.occupancy.fetch_add(ADMIT, Relaxed);
-        at.unwrap_or_else(|| self.clock.now())
+    pub fn admit_at(&self, at: Option<Timestamp>) -> Timestamp {
+        self.session.admit();
+        at.unwrap_or_else(|| self.session.now())
     }
 
     /// A request admitted by the gate but never used goes back to queued (it is
     /// leaving the queue).
     pub fn unadmit(&self) {
-        self.occupancy.fetch_sub(ADMIT, Relaxed);
+        self.session.unadmit();
     }
 
     /// Hands a finished request to the writer thread and counts it.
     pub fn finished(&self, f: Finished) {
         self.metrics.finished(&f);
-        self.tx.finished(self.run_id.clone(), None, f);
+        self.session.finished(None, f);
     }
 }
 
-/// The writer and sampler of a running proxy.
-pub(crate) struct Running {
-    writer: Writer,
-    sampler: Sampler,
-    rec: Arc<Rec>,
-}
+/// The writer and sampler of a running proxy, and what its `end` record adds.
+pub(crate) struct Running(session::Running, Arc<Rec>);
 
-/// Starts the run: writes its `run` record through `out` (`rotate` makes the
-/// record known to the writer that reopens files) and starts sampling; the
-/// writer counts responses without `usage` with `tokenizer`.
+/// Starts the run: writes its `run` record through `out` (`on_run` makes the
+/// record known to the writer that reopens files) and starts sampling on
+/// `info`'s cadence; the writer counts responses without `usage` with
+/// `tokenizer`.
 pub(crate) fn start(
     out: Box<dyn Write + Send>,
     info: RunInfo,
     tokenizer: Tokenizer,
-    interval: Duration,
     metrics: Arc<Metrics>,
     on_run: impl FnOnce(&RunRecord),
 ) -> (Running, Arc<Rec>) {
     let live = Arc::new(LiveStats::default());
     let writer = Writer::to_writer(out, tokenizer, Some(live.clone()));
-    let clock = RunClock::start();
-    let run_id: Arc<str> = new_run_id(0).into();
-    let cap = info.cap;
-    let record = info.record(run_id.to_string(), &clock);
-    on_run(&record);
-    writer.sender().run(record);
-    live.start_run("", None, cap);
+    let observed = metrics.clone();
+    let observe = Box::new(move |at, in_flight, queued, cap| {
+        observed.occupancy(at, in_flight, queued, cap);
+    });
+    let (session, running) = Session::start(writer, live, info, on_run, Some(observe));
     let rec = Arc::new(Rec {
-        run_id: run_id.clone(),
-        clock,
-        tx: writer.sender(),
-        occupancy: AtomicU64::new(0),
-        cap,
+        session,
         metrics,
         tally: Default::default(),
     });
-    let probe = rec.clone();
-    let sampler = Sampler::start(
-        run_id.to_string(),
-        interval,
-        clock,
-        Box::new(move || {
-            let at = Instant::now();
-            let (in_flight, queued) = probe.reading();
-            probe.metrics.occupancy(at, in_flight, queued, probe.cap);
-            (at, in_flight, queued, probe.cap)
-        }),
-        Some(writer.sender()),
-        live,
-    );
-    (
-        Running {
-            writer,
-            sampler,
-            rec: rec.clone(),
-        },
-        rec,
-    )
+    (Running(running, rec.clone()), rec)
 }
 
 impl Running {
-    /// A last sample, the `end` record, flush; the counts written.
+    /// A last sample, the `end` record (with what only the proxy knows), flush;
+    /// the counts written.
     pub fn close(self) -> std::io::Result<RunCounts> {
-        self.sampler.stop();
-        self.rec
-            .tx
-            .end_proxy(&self.rec.run_id, self.rec.clock.now(), self.rec.tally.end());
-        let counts = self.writer.finish()?;
-        Ok(counts.get(&*self.rec.run_id).copied().unwrap_or_default())
+        let end = self.1.tally.end();
+        self.0.close_with(Some(end)).map(|(counts, _)| counts)
     }
 }

@@ -74,7 +74,7 @@ pub(crate) async fn handle(
     let Some(dialect) = dialect else {
         return Ok(forward(&st, req, None).await);
     };
-    let now = st.rec.clock.now();
+    let now = st.rec.session.now();
     let stated = queued_at(req.headers());
     if stated.is_some() {
         st.rec.tally.stated();

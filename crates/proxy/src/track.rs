@@ -2,22 +2,23 @@
 //! instants, the upstream response's head, the relayed body fed to the dialect's
 //! stream account (SSE), kept for parsing (a JSON answer), or read for its
 //! message (an error status); and, when it ends (or is dropped: the client went
-//! away), the attempt [`Outcome`] handed to the writer thread as a [`Finished`].
+//! away), the attempt [`AttemptOutcome`] handed to the writer thread as a [`Finished`].
 //! Memory per request is bounded: body copies and kept text stop at fixed caps.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant, SystemTime};
 
 use hyper::StatusCode;
 use hyper::header::{self, HeaderMap};
-use tpscope_client::{RxStamp, parse_retry_after};
-use tpscope_model::{Attempt, Cause, Timestamp};
-use tpscope_record::{Finished, Outcome, Usage};
-use tpscope_stream::{AnyStream, Dialect, SseParser, StreamEnd, openai};
+use tpscope_client::RxStamp;
+use tpscope_model::{AttemptOutcome, Cause, Timestamp, Usage};
+use tpscope_record::Finished;
+use tpscope_stream::{
+    AnyStream, Dialect, SseParser, StreamEnd, error_status, retry_after, stream_end,
+};
 
 use crate::gate::Permit;
-use crate::rec::{ADMIT, Rec, SLOT};
+use crate::rec::Rec;
 
 /// Largest non-streaming answer kept for parsing (tokens and usage).
 const ANSWER_LIMIT: usize = 8 << 20;
@@ -72,7 +73,7 @@ struct RxFacts {
 impl Track {
     /// A request that arrived (or that its client queued at `queued_at`).
     pub fn queued(rec: Arc<Rec>, dialect: Dialect, queued_at: Timestamp) -> Track {
-        rec.occupancy.fetch_add(1, Relaxed);
+        rec.session.queue();
         Track {
             account: dialect.account(true, false),
             rec,
@@ -95,8 +96,7 @@ impl Track {
     pub fn forget(&mut self) {
         if !self.done {
             self.done = true;
-            let back = if self.admitted_at.is_some() { SLOT } else { 1 };
-            self.rec.occupancy.fetch_sub(back, Relaxed);
+            self.rec.session.leave(self.admitted_at.is_some());
             self.permit = None;
         }
     }
@@ -107,8 +107,7 @@ impl Track {
         match at {
             Some(t) => self.admitted_at = Some(t),
             None => {
-                self.admitted_at = Some(self.rec.clock.now());
-                self.rec.occupancy.fetch_add(ADMIT, Relaxed);
+                self.admitted_at = Some(self.rec.admit_at(None));
             }
         }
         self.permit = permit;
@@ -116,16 +115,13 @@ impl Track {
 
     /// The response head arrived at `now`.
     pub fn head(&mut self, status: StatusCode, headers: &HeaderMap, now: Instant) {
-        self.first_byte_at = Some(self.rec.clock.at(now));
+        self.first_byte_at = Some(self.rec.session.clock().at(now));
         self.http_status = Some(status.as_u16());
-        if matches!(
-            status,
-            StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE
-        ) {
-            self.retry_after = headers
-                .get(header::RETRY_AFTER)
-                .and_then(|v| parse_retry_after(v.as_bytes(), SystemTime::now()));
-        }
+        self.retry_after = retry_after(
+            status.as_u16(),
+            headers.get(header::RETRY_AFTER).map(|v| v.as_bytes()),
+            SystemTime::now(),
+        );
         let sse = headers
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
@@ -204,14 +200,9 @@ impl Track {
         let (cause, message, ended) = match std::mem::replace(&mut self.kind, Kind::Waiting) {
             Kind::Sse(mut parser) => {
                 self.account.end_of_body(&mut parser, now);
-                match self.account.end.take() {
-                    Some(StreamEnd::Done(at)) => (None, None, at),
-                    Some(StreamEnd::Failed { cause, message }) => (Some(cause), Some(message), now),
-                    None => (
-                        Some(Cause::Disconnect),
-                        Some("the stream ended".into()),
-                        now,
-                    ),
+                match stream_end(&mut self.account, "the stream ended") {
+                    Ok(at) => (None, None, at),
+                    Err((cause, message)) => (Some(cause), Some(message), now),
                 }
             }
             Kind::Answer(buf, over) => {
@@ -228,13 +219,7 @@ impl Track {
             }
             Kind::Error(buf) => {
                 let status = self.http_status.unwrap_or(500);
-                let cause = Cause::from_http_status(status).unwrap_or(Cause::Http4xx);
-                let base = openai::error_body_message(&buf).unwrap_or_default();
-                let message = if base.is_empty() {
-                    format!("HTTP {status}")
-                } else {
-                    format!("HTTP {status}: {base}")
-                };
+                let (cause, message) = error_status(status, status, &buf);
                 (Some(cause), Some(message), now)
             }
             Kind::Waiting => (Some(Cause::Disconnect), Some("no response".into()), now),
@@ -251,7 +236,7 @@ impl Track {
     fn finish(
         &mut self,
         cause: Option<Cause>,
-        message: Option<String>,
+        mut message: Option<String>,
         ended: Instant,
         now: Instant,
     ) {
@@ -260,63 +245,44 @@ impl Track {
         }
         self.done = true;
         let rec = &self.rec;
-        let clock = &rec.clock;
+        let clock = &rec.session.clock();
         let released_at = clock.at(now);
-        let st = &mut self.account;
-        if let Some(m) = &st.model {
+        if let Some(m) = &self.account.model {
             rec.tally.model(m);
         }
         let outcomes = match self.admitted_at {
             None => {
-                rec.occupancy.fetch_sub(1, Relaxed);
+                rec.session.leave(false);
                 Vec::new()
             }
             Some(admitted_at) => {
-                rec.occupancy.fetch_sub(SLOT, Relaxed);
+                rec.session.leave(true);
                 // The slot changes hands at the release instant: the next in
                 // line is admitted as of then.
                 if let Some(p) = self.permit.take() {
                     p.release_at(released_at);
                 }
-                let usage = st.usage.and_then(|u| {
-                    u.completion_tokens.map(|c| Usage {
-                        prompt_tokens: u.prompt_tokens,
-                        completion_tokens: c,
-                    })
-                });
-                let text = (usage.is_none() && !self.text_dropped && !st.text.is_empty())
-                    .then(|| std::mem::take(&mut st.text));
-                vec![Outcome {
-                    attempt: Attempt {
-                        started_at: admitted_at,
-                        first_byte_at: self.first_byte_at,
-                        first_token_at: st.first_token.map(|t| clock.at(t)),
-                        ended_at: clock.at(ended).max(admitted_at),
-                        http_status: self.http_status,
-                        cause,
-                        tokens: st.tokens(),
-                        connection_reused: None,
-                        connect_time: None,
-                        backoff: None,
-                        // The upstream's reads, kernel-stamped where the
-                        // system gives stamps: the proxy's own lag.
-                        end_at: self.rx.end_at.map(|t| clock.at(t)),
-                        client_lag: self.rx.lag,
-                        reads: self.rx.kernel.then_some(self.rx.reads),
-                        traced_chunks: self.rx.kernel.then_some(self.rx.traced_chunks),
-                        inexact_chunks: self.rx.kernel.then_some(self.rx.inexact_chunks),
-                        first_token_exact: self.rx.first_token_exact,
-                        resends: 0,
-                    },
-                    last_token_at: st.last_token.map(|t| clock.at(t)),
-                    usage,
-                    content_chunks: st.content_chunks,
-                    text,
-                    chunks: None,
-                    retry_after: self.retry_after,
-                    error_message: cause.and(message.clone()),
-                    response_id: st.response_id.take(),
-                }]
+                let account =
+                    std::mem::replace(&mut self.account, self.dialect.account(false, false));
+                let mut o = AttemptOutcome::started(admitted_at);
+                o.attempt.first_byte_at = self.first_byte_at;
+                o.attempt.http_status = self.http_status;
+                o.retry_after = self.retry_after;
+                let mut o = account.close(clock, o, ended, cause, message.take());
+                o.attempt.ended_at = o.attempt.ended_at.max(admitted_at);
+                // The upstream's reads, kernel-stamped where the system gives
+                // stamps: the proxy's own lag.
+                o.attempt.end_at = self.rx.end_at.map(|t| clock.at(t));
+                o.attempt.client_lag = self.rx.lag;
+                o.attempt.reads = self.rx.kernel.then_some(self.rx.reads);
+                o.attempt.traced_chunks = self.rx.kernel.then_some(self.rx.traced_chunks);
+                o.attempt.inexact_chunks = self.rx.kernel.then_some(self.rx.inexact_chunks);
+                o.attempt.first_token_exact = self.rx.first_token_exact;
+                // Text is kept for the tokenizer only when usage has no count.
+                if self.text_dropped || o.usage.and_then(Usage::counted).is_some() {
+                    o.text = String::new();
+                }
+                vec![o]
             }
         };
         let cancelled = self

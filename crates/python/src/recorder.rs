@@ -11,7 +11,7 @@ use std::time::Duration;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use tpscope_model::Cause;
-use tpscope_record::{OpenMode, Queued, RecordError, Recorder, Request, RunInfo, Usage};
+use tpscope_record::{InFlight, OpenMode, Queued, RecordError, Recorder, RunInfo, Usage};
 
 use crate::args::{count, positive_cap};
 use crate::err;
@@ -192,7 +192,7 @@ impl PyRecorder {
 
 enum Stage {
     Queued(Queued),
-    Admitted(Request),
+    Admitted(InFlight),
     Done,
 }
 
@@ -216,7 +216,7 @@ impl PyRequest {
     }
 
     /// The admitted handle, admitting it now if it was still queued.
-    fn with<R>(&self, f: impl FnOnce(&Request) -> R) -> PyResult<R> {
+    fn with<R>(&self, f: impl FnOnce(&InFlight) -> R) -> PyResult<R> {
         if self.closed.load(Relaxed) {
             return Err(closed_error(&self.path));
         }
@@ -234,7 +234,7 @@ impl PyRequest {
     }
 
     /// Takes the admitted handle out to finish it (admitting a queued one now).
-    fn take(&self) -> PyResult<Request> {
+    fn take(&self) -> PyResult<InFlight> {
         self.with(|_| ())?;
         match std::mem::replace(&mut *self.lock(), Stage::Done) {
             Stage::Admitted(r) => Ok(r),
@@ -297,10 +297,7 @@ impl PyRequest {
         let usage = output_tokens
             .map(|n| count("output_tokens", n))
             .transpose()?
-            .map(|o| Usage {
-                completion_tokens: o,
-                prompt_tokens: input_tokens,
-            });
+            .map(|o| Usage::new(o, input_tokens));
         self.take()?.finish_ok(usage);
         Ok(())
     }

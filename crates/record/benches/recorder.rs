@@ -63,10 +63,7 @@ fn main() {
         for _ in 0..CHUNKS {
             req.tokens(1);
         }
-        req.finish_ok(Usage {
-            completion_tokens: CHUNKS,
-            prompt_tokens: Some(100),
-        });
+        req.finish_ok(Usage::new(CHUNKS, Some(100)));
     }
     let caller_ns = thread_cpu_ns() - caller0;
     let closed = rec.close().unwrap();

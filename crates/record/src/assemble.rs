@@ -1,9 +1,9 @@
 //! Span assembly (pure): one request's attempts and its queue/slot instants become
 //! one [`Span`] exactly as DESIGN.md §2 defines it.
 
-use tpscope_model::{Cause, Span, SpanError, Status, Timestamp, TokenSource};
+use tpscope_model::{Cause, Span, SpanError, Status, Timestamp, TokenSource, Usage};
 
-use crate::attempt::Outcome;
+use tpscope_model::AttemptOutcome;
 
 /// Everything a producer knows about a request when it gives its slot back (or
 /// leaves the queue without one).
@@ -18,7 +18,7 @@ pub struct Finished {
     /// When it gave the slot back (or left the queue).
     pub released_at: Timestamp,
     /// Every attempt, in order (`backoff` set on those that were retried).
-    pub outcomes: Vec<Outcome>,
+    pub outcomes: Vec<AttemptOutcome>,
     /// Prompt tokens the workload knows (synthetic prompts).
     pub planned_input_tokens: Option<u64>,
     /// Why the request ended without a final attempt verdict of its own: cancelled
@@ -104,21 +104,24 @@ pub fn assemble(run_id: &str, tokenizer_name: &str, f: Finished) -> (Span, ToCou
     let mut last_token_at = None;
     let mut request_id = None;
     let mut chunks = None;
+    let mut finish_reason = None;
     for (i, o) in f.outcomes.into_iter().enumerate() {
         let is_final = i + 1 == n;
         let mut a = o.attempt;
         if !is_final && let Some(c) = a.cause {
             retry_causes.push(c);
         }
-        let source = match (&o.usage, o.text) {
-            (Some(u), text) => {
-                a.tokens = u.completion_tokens;
-                if is_final && checked(f.seq) {
-                    to_count.check = text.filter(|t| !t.is_empty());
+        // Usage counts the tokens only when it has the output count.
+        let usage = o.usage.and_then(Usage::counted);
+        let source = match (usage.and_then(|u| u.completion_tokens), o.text) {
+            (Some(n), text) => {
+                a.tokens = n;
+                if is_final && checked(f.seq) && !text.is_empty() {
+                    to_count.check = Some(text);
                 }
                 TokenSource::Usage
             }
-            (None, Some(t)) if !t.is_empty() => {
+            (None, t) if !t.is_empty() => {
                 a.tokens = o.content_chunks;
                 to_count.attempts.push((i, t));
                 TokenSource::Tokenizer(tokenizer_name.to_string())
@@ -135,7 +138,7 @@ pub fn assemble(run_id: &str, tokenizer_name: &str, f: Finished) -> (Span, ToCou
             // source, so that it does not make its run mixed (DESIGN.md §4).
             let received = a.tokens > 0 || a.first_token_at.is_some();
             token_source = received.then_some(source);
-            if let Some(p) = o.usage.and_then(|u| u.prompt_tokens) {
+            if let Some(p) = usage.and_then(|u| u.prompt_tokens) {
                 input_tokens = Some(p);
             }
             // Times of the final attempt; an attempt with a first token has a last one.
@@ -145,6 +148,7 @@ pub fn assemble(run_id: &str, tokenizer_name: &str, f: Finished) -> (Span, ToCou
                 .map(|ft| o.last_token_at.unwrap_or(ft).max(ft));
             request_id = o.response_id;
             chunks = o.chunks;
+            finish_reason = o.finish_reason;
         }
         attempts.push(a);
     }
@@ -171,8 +175,36 @@ pub fn assemble(run_id: &str, tokenizer_name: &str, f: Finished) -> (Span, ToCou
         session_id: None,
         turn: None,
         tokenizer_output_tokens: None,
+        finish_reason,
     };
     (span, to_count)
+}
+
+/// A finished request's span as every producer writes it: [`assemble()`]d, named
+/// `request_id` when the caller gave one, and validated once; a span that breaks an
+/// invariant (a caller's impossible count) stays in the log as an error span that
+/// says why, so that the log remains readable.
+pub fn checked_span(
+    run_id: &str,
+    tokenizer_name: &str,
+    request_id: Option<String>,
+    f: Finished,
+) -> (Span, ToCount) {
+    let (mut s, to_count) = assemble(run_id, tokenizer_name, f);
+    if request_id.is_some() {
+        s.request_id = request_id;
+    }
+    if let Err(e) = s.validate() {
+        s.status = Status::Error;
+        s.error = Some(SpanError {
+            cause: Cause::Malformed,
+            message: format!("the recorder was given an impossible span: {e}"),
+        });
+        s.output_tokens = 0;
+        s.input_tokens = None;
+        s.attempts.iter_mut().for_each(|a| a.tokens = 0);
+    }
+    (s, to_count)
 }
 
 /// Fills in tokenizer counts: each listed attempt's `tokens`, and the span's
@@ -192,9 +224,7 @@ pub fn apply_counts(span: &mut Span, counts: &[(usize, u64)], span_from_final: b
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::attempt::Usage;
     use std::time::Duration;
-    use tpscope_model::Attempt;
 
     fn t(ms: i64) -> Timestamp {
         Timestamp::from_unix_nanos(1_800_000_000_000_000_000 + ms * 1_000_000)
@@ -205,43 +235,26 @@ mod tests {
         cause: Option<Cause>,
         usage: Option<u64>,
         text: Option<&str>,
-    ) -> Outcome {
+    ) -> AttemptOutcome {
         let ok = cause.is_none();
-        Outcome {
-            attempt: Attempt {
-                started_at: t(start),
-                first_byte_at: Some(t(start + 5)),
-                first_token_at: ok.then(|| t(start + 10)),
-                ended_at: t(start + 50),
-                end_at: None,
-                http_status: Some(if ok { 200 } else { 429 }),
-                cause,
-                tokens: 0,
-                connection_reused: Some(true),
-                connect_time: None,
-                backoff: None,
-                client_lag: None,
-                reads: None,
-                traced_chunks: None,
-                inexact_chunks: None,
-                first_token_exact: None,
-                resends: 0,
-            },
-            last_token_at: ok.then(|| t(start + 49)),
-            usage: usage.map(|n| Usage {
-                prompt_tokens: Some(33),
-                completion_tokens: n,
-            }),
-            content_chunks: 4,
-            text: text.map(str::to_string),
-            chunks: None,
-            retry_after: None,
-            error_message: (!ok).then(|| "too many requests".to_string()),
-            response_id: Some("resp-1".into()),
-        }
+        let mut o = AttemptOutcome::started(t(start));
+        let a = &mut o.attempt;
+        a.first_byte_at = Some(t(start + 5));
+        a.first_token_at = ok.then(|| t(start + 10));
+        a.ended_at = t(start + 50);
+        a.http_status = Some(if ok { 200 } else { 429 });
+        a.cause = cause;
+        a.connection_reused = Some(true);
+        o.last_token_at = ok.then(|| t(start + 49));
+        o.usage = usage.map(|n| Usage::new(n, Some(33)));
+        o.content_chunks = 4;
+        o.text = text.unwrap_or_default().to_string();
+        o.error_message = (!ok).then(|| "too many requests".to_string());
+        o.response_id = Some("resp-1".into());
+        o
     }
 
-    fn finished(outcomes: Vec<Outcome>) -> Finished {
+    fn finished(outcomes: Vec<AttemptOutcome>) -> Finished {
         Finished {
             seq: 6,
             queued_at: t(0),
@@ -312,6 +325,29 @@ mod tests {
             (4, Some(TokenSource::Chunks))
         );
         assert!(tc.is_empty());
+    }
+
+    #[test]
+    fn the_client_measured_finish_reason_reaches_the_span() {
+        // Issue 21: load's conversion of the client's outcome dropped it.
+        let mut retried = outcome(2, Some(Cause::Http429), None, None);
+        retried.finish_reason = Some("abort".into());
+        let mut last = outcome(72, None, Some(9), None);
+        last.finish_reason = Some("length".into());
+        let (span, _) = assemble("r", "o200k_base", finished(vec![retried, last]));
+        assert_eq!(span.finish_reason.as_deref(), Some("length"));
+        let line = serde_json::to_string(&span).unwrap();
+        assert!(line.ends_with(r#","finish_reason":"length"}"#), "{line}");
+        let (span, _) = assemble(
+            "r",
+            "o200k_base",
+            finished(vec![outcome(2, None, None, None)]),
+        );
+        let line = serde_json::to_string(&span).unwrap();
+        assert!(
+            !line.contains("finish_reason"),
+            "absent when not sent: {line}"
+        );
     }
 
     #[test]

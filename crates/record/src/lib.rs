@@ -1,15 +1,16 @@
 //! tpscope's one recording seam, used by every producer of span logs (the bench's
-//! executor and the public recording API of DESIGN.md §17 today; the proxy and
-//! importers next): span assembly from attempts, admission (the cap and its FIFO queue), the
+//! executor, the proxy and the public recording API of DESIGN.md §17, the live
+//! ones through one [`Session`]): span assembly from attempts and its one
+//! validation ([`checked_span`]), admission (the cap and its FIFO queue), the
 //! sampler, the writer thread (through `tpscope_log`'s writer), live counters and
 //! the run record's metadata. No async runtime, no network, no randomness.
 //!
 //! A producer's life, as the bench does it: start a [`Writer`]; per run, send a
 //! [`RunInfo`]'s record; let requests through an [`Admission`] while a [`Sampler`]
-//! reads its occupancy; stamp each attempt as an [`Outcome`], and when a request
-//! gives its slot back, [`assemble()`] its [`Finished`] attempts into a span, count it
-//! in [`LiveStats`] and send it with its [`ToCount`]; end the run with an `end`
-//! record.
+//! reads its occupancy; stamp each attempt as an [`AttemptOutcome`], and when a
+//! request gives its slot back, turn its [`Finished`] attempts into a span with
+//! [`checked_span`], count it in [`LiveStats`] and send it with its [`ToCount`];
+//! end the run with an `end` record.
 //!
 //! A program recording its own requests uses the [`Recorder`] (DESIGN.md §17),
 //! which does all of that on its behalf (with no admission of its own: the program
@@ -23,7 +24,7 @@
 //! let req = req.admitted(); //        took a slot: admitted_at
 //! req.first_token();
 //! req.tokens(5);
-//! req.finish_ok(Usage { completion_tokens: 212, prompt_tokens: Some(900) });
+//! req.finish_ok(Usage::new(212, Some(900)));
 //! let failed = rec.queued("req-18").admitted();
 //! failed.retry(Cause::Http429); //    a new attempt, keeping the slot
 //! failed.finish_err(Cause::Http5xx, "upstream unavailable");
@@ -35,7 +36,6 @@
 
 pub mod admission;
 pub mod assemble;
-pub mod attempt;
 pub mod lag;
 pub mod live;
 mod lock;
@@ -43,16 +43,17 @@ pub mod recorder;
 pub mod request;
 pub mod run;
 pub mod sampler;
+pub mod session;
 pub mod writer;
 
 pub use admission::{Admission, BadDispatch, Dispatch};
-pub use assemble::{Finished, ToCount, apply_counts, assemble};
-pub use attempt::{Outcome, Usage};
+pub use assemble::{Finished, ToCount, apply_counts, assemble, checked_span};
 pub use lag::ClientLag;
 pub use live::{LiveSnapshot, LiveStats};
 pub use recorder::{Closed, DEFAULT_SAMPLE_INTERVAL, OpenMode, RecordError, Recorder};
-pub use request::{Queued, Request};
+pub use request::{InFlight, Queued};
 pub use run::{RunInfo, TOOL, new_run_id, redact_url, utc_compact};
 pub use sampler::{Reading, Sampler};
-pub use tpscope_model::Cause;
+pub use session::{Observer, Running, Session};
+pub use tpscope_model::{AttemptOutcome, Cause, Usage};
 pub use writer::{FLUSH_EVERY, ProxyEnd, RunCounts, Writer, WriterTx};

@@ -1,24 +1,23 @@
 //! The public recording API (DESIGN.md §17): a [`Recorder`] that any program uses to
-//! write a span log of its own requests. It is the bench's machinery, reused: the
-//! [`Writer`] thread (assembly, counting and writing happen there), the [`Sampler`]
-//! (reading the recorder's own in-flight and queue counts on the cadence) and
-//! [`RunInfo`]. The caller's thread only stamps times and bumps counters.
+//! write a span log of its own requests: a file, and a [`Session`] on it (the
+//! [`Writer`] thread, where assembly, counting and writing happen, the sampler of
+//! the recorder's own in-flight and queue counts, the run's records). The caller's
+//! thread only stamps times and bumps counters.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use tpscope_model::{RunClock, SampleRecord, Timestamp};
+use tpscope_model::Timestamp;
 use tpscope_tokens::Tokenizer;
 
 use crate::live::{LiveSnapshot, LiveStats};
 use crate::request::Queued;
-use crate::run::{RunInfo, new_run_id};
-use crate::sampler::Sampler;
-use crate::writer::{RunCounts, Writer, WriterTx};
+use crate::run::RunInfo;
+use crate::session::{Running, Session};
+use crate::writer::{RunCounts, Writer};
 
 /// The sampling cadence when the [`RunInfo`] names none (DESIGN.md §8).
 pub const DEFAULT_SAMPLE_INTERVAL: Duration = Duration::from_millis(10);
@@ -92,46 +91,11 @@ pub struct Closed {
     pub unfinished: u64,
 }
 
-/// What handles share with the recorder: the clock, the writer's channel and the
-/// occupancy the sampler reads.
-pub(crate) struct Shared {
-    pub(crate) run_id: Arc<str>,
-    pub(crate) clock: RunClock,
-    pub(crate) tx: WriterTx,
-    /// In flight in the high 32 bits, queued in the low 32: one atomic per
-    /// transition, so a sample never sees a request in both or in neither.
-    pub(crate) occupancy: AtomicU64,
-    /// The cap (`u32::MAX`: none).
-    cap: AtomicU32,
-}
-
-/// One request's move from the queue to a slot, as an addend to `occupancy`.
-pub(crate) const ADMIT: u64 = (1 << 32) - 1;
-/// One slot, as an addend to `occupancy`.
-pub(crate) const SLOT: u64 = 1 << 32;
-
-impl Shared {
-    fn reading(&self) -> (u32, u32, Option<u32>) {
-        let occ = self.occupancy.load(Relaxed);
-        let cap = self.cap.load(Relaxed);
-        (
-            (occ >> 32) as u32,
-            occ as u32,
-            (cap != u32::MAX).then_some(cap),
-        )
-    }
-}
-
-struct Running {
-    writer: Writer,
-    sampler: Sampler,
-}
-
 /// Records one run of the caller's own requests into a span log. `Send + Sync`:
 /// share it by reference or in an `Arc`; each request gets its own handle from
 /// [`Recorder::queued`]. Closing (or dropping) it writes the `end` record.
 pub struct Recorder {
-    shared: Arc<Shared>,
+    session: Arc<Session>,
     live: Arc<LiveStats>,
     path: PathBuf,
     running: Mutex<Option<Running>>,
@@ -154,69 +118,35 @@ impl Recorder {
         let file = open_file(&path, mode)?;
         let live = Arc::new(LiveStats::default());
         let writer = Writer::to_writer(file, Tokenizer::default(), Some(live.clone()));
-        let clock = RunClock::start();
-        let run_id: Arc<str> = new_run_id(0).into();
-        let interval = *info.sample_interval.get_or_insert(DEFAULT_SAMPLE_INTERVAL);
+        info.sample_interval.get_or_insert(DEFAULT_SAMPLE_INTERVAL);
         if info.tool.is_empty() {
             info.tool = crate::run::TOOL.into();
         }
-        let shared = Arc::new(Shared {
-            run_id: run_id.clone(),
-            clock,
-            tx: writer.sender(),
-            occupancy: AtomicU64::new(0),
-            cap: AtomicU32::new(info.cap.unwrap_or(u32::MAX)),
-        });
-        live.start_run("", None, info.cap);
-        shared.tx.run(info.record(run_id.to_string(), &clock));
-        let probe_from = shared.clone();
-        let sampler = Sampler::start(
-            run_id.to_string(),
-            interval,
-            clock,
-            Box::new(move || {
-                let at = Instant::now();
-                let (in_flight, queued, cap) = probe_from.reading();
-                (at, in_flight, queued, cap)
-            }),
-            Some(writer.sender()),
-            live.clone(),
-        );
+        let (session, running) = Session::start(writer, live.clone(), info, |_| {}, None);
         Ok(Recorder {
-            shared,
+            session,
             live,
             path,
-            running: Mutex::new(Some(Running { writer, sampler })),
+            running: Mutex::new(Some(running)),
         })
     }
 
     /// A request became ready (`queued_at` is now); `id` is the caller's name for
     /// it, written as the span's `request_id` (span ids are the recorder's own).
     pub fn queued(&self, id: impl Into<String>) -> Queued {
-        self.shared.occupancy.fetch_add(1, Relaxed);
-        Queued::new(self.shared.clone(), id.into())
+        self.session.queue();
+        Queued::new(self.session.clone(), id.into())
     }
 
     /// Changes the in-flight cap from now on: written at once as a sample stating the
     /// new cap, which the analysis uses from that instant (DESIGN.md §3).
     pub fn set_cap(&self, cap: u32) {
-        let s = &self.shared;
-        s.cap.store(cap, Relaxed);
-        self.live.cap.store(cap, Relaxed);
-        let at = s.clock.now();
-        let (in_flight, queue_depth, _) = s.reading();
-        s.tx.sample(SampleRecord {
-            run_id: s.run_id.to_string(),
-            at,
-            in_flight,
-            queue_depth,
-            cap: Some(cap),
-        });
+        self.session.set_cap(cap);
     }
 
     /// The run's id (as written in every record).
     pub fn run_id(&self) -> &str {
-        &self.shared.run_id
+        self.session.run_id()
     }
 
     /// The file being written.
@@ -226,7 +156,7 @@ impl Recorder {
 
     /// The instant now on the run's clock (as the handles stamp it).
     pub fn now(&self) -> Timestamp {
-        self.shared.clock.now()
+        self.session.now()
     }
 
     /// Live counters for a progress display: spans written by status, tokens, and
@@ -237,7 +167,7 @@ impl Recorder {
 
     /// Waits until every span finished so far is written and flushed to the file.
     pub fn flush(&self) {
-        self.shared.tx.sync();
+        self.session.sync();
     }
 
     /// Ends the run: takes a last sample, writes the `end` record, flushes and
@@ -252,20 +182,12 @@ impl Recorder {
         else {
             return Ok(Closed::default());
         };
-        running.sampler.stop();
-        let (in_flight, queued, _) = self.shared.reading();
-        self.shared
-            .tx
-            .end(&self.shared.run_id, self.shared.clock.now(), None);
-        let counts = running.writer.finish().map_err(|source| RecordError::Io {
+        let (counts, (in_flight, queued)) = running.close().map_err(|source| RecordError::Io {
             path: self.path.clone(),
             source,
         })?;
         Ok(Closed {
-            counts: counts
-                .get(&*self.shared.run_id)
-                .copied()
-                .unwrap_or_default(),
+            counts,
             unfinished: u64::from(in_flight) + u64::from(queued),
         })
     }

@@ -1,33 +1,31 @@
 //! One request's handles in the recording API: [`Queued`] (waiting for a slot) and
-//! [`Request`] (holding one). They stamp instants on the run's clock and keep the
+//! [`InFlight`] (holding one). They stamp instants on the run's clock and keep the
 //! attempts; finishing (or dropping) one hands a [`Finished`] to the writer thread,
 //! which assembles and writes the span. A handle dropped unfinished is a cancelled
 //! span, never a lost one.
 
 use std::cell::{Cell, RefCell};
 use std::sync::Arc;
-use std::sync::atomic::Ordering::Relaxed;
 
-use tpscope_model::{Attempt, Cause, Timestamp};
+use tpscope_model::{AttemptOutcome, Cause, Timestamp, Usage};
 
 use crate::assemble::Finished;
-use crate::attempt::{Outcome, Usage};
-use crate::recorder::{ADMIT, SLOT, Shared};
+use crate::session::Session;
 
 /// A request waiting for a slot, from [`crate::Recorder::queued`]. Dropped
 /// without [`Queued::admitted`], it is written as cancelled in the queue.
 pub struct Queued {
-    shared: Arc<Shared>,
+    session: Arc<Session>,
     id: String,
     queued_at: Timestamp,
     done: bool,
 }
 
 impl Queued {
-    pub(crate) fn new(shared: Arc<Shared>, id: String) -> Queued {
-        let queued_at = shared.clock.now();
+    pub(crate) fn new(session: Arc<Session>, id: String) -> Queued {
+        let queued_at = session.now();
         Queued {
-            shared,
+            session,
             id,
             queued_at,
             done: false,
@@ -40,12 +38,12 @@ impl Queued {
     }
 
     /// It took a slot (`admitted_at` is now, and its first attempt starts).
-    pub fn admitted(mut self) -> Request {
+    pub fn admitted(mut self) -> InFlight {
         self.done = true;
-        let now = self.shared.clock.now();
-        self.shared.occupancy.fetch_add(ADMIT, Relaxed);
-        Request {
-            shared: self.shared.clone(),
+        let now = self.session.now();
+        self.session.admit();
+        InFlight {
+            session: self.session.clone(),
             id: std::mem::take(&mut self.id),
             queued_at: self.queued_at,
             admitted_at: now,
@@ -68,11 +66,11 @@ impl Queued {
 
     fn leave(&mut self, why: String) {
         self.done = true;
-        let released_at = self.shared.clock.now();
-        self.shared.occupancy.fetch_sub(1, Relaxed);
+        let released_at = self.session.now();
+        self.session.leave(false);
         let f = finished(self.queued_at, None, released_at, Vec::new());
         let cancelled = Some(why);
-        hand_over(&self.shared, &mut self.id, Finished { cancelled, ..f });
+        hand_over(&self.session, &mut self.id, Finished { cancelled, ..f });
     }
 }
 
@@ -86,8 +84,8 @@ impl Drop for Queued {
 
 /// A request holding a slot, from [`Queued::admitted`]. Stamp its tokens as they
 /// arrive, then finish it; dropped unfinished, it is written as cancelled.
-pub struct Request {
-    shared: Arc<Shared>,
+pub struct InFlight {
+    session: Arc<Session>,
     id: String,
     queued_at: Timestamp,
     admitted_at: Timestamp,
@@ -101,11 +99,11 @@ pub struct Request {
     /// tokenizer on the writer when no usage came).
     text: RefCell<Option<String>>,
     response_id: RefCell<Option<String>>,
-    retried: RefCell<Vec<Outcome>>,
+    retried: RefCell<Vec<AttemptOutcome>>,
     done: bool,
 }
 
-impl Request {
+impl InFlight {
     /// The server's id for the current attempt's response (`chatcmpl-…`): the span's
     /// `request_id` when the request was queued without a name of its own.
     pub fn response_id(&self, id: impl Into<String>) {
@@ -132,7 +130,7 @@ impl Request {
     /// The current attempt's first output arrived (a no-op after the first).
     pub fn first_token(&self) {
         if self.first_token_at.get().is_none() {
-            let now = self.shared.clock.now();
+            let now = self.session.now();
             self.first_token_at.set(Some(now));
             self.last_token_at.set(Some(now));
         }
@@ -141,7 +139,7 @@ impl Request {
     /// `n` output tokens arrived now (the first call also stamps the first token).
     /// Without a `usage` at the finish, the span's count is the sum of these.
     pub fn tokens(&self, n: u64) {
-        let now = self.shared.clock.now();
+        let now = self.session.now();
         if self.first_token_at.get().is_none() {
             self.first_token_at.set(Some(now));
         }
@@ -153,7 +151,7 @@ impl Request {
     /// its slot: the attempt is kept with its cause (and any tokens it received, as
     /// wasted), and a new attempt starts now.
     pub fn retry(&self, cause: Cause) {
-        let now = self.shared.clock.now();
+        let now = self.session.now();
         let failed = self.outcome(now, Some(cause), None, None);
         self.retried.borrow_mut().push(failed);
         self.attempt_start.set(now);
@@ -166,14 +164,15 @@ impl Request {
     }
 
     /// It succeeded. With the server's [`Usage`] the span counts its tokens (source
-    /// `usage`); with `None`, those given to [`Request::tokens`] (source `chunks`).
+    /// `usage`); with `None`, those given to [`InFlight::tokens`] (source `chunks`).
     /// A reply whose output arrived at once (not streamed) has its first and last
     /// token now.
     pub fn finish_ok(mut self, usage: impl Into<Option<Usage>>) {
         let usage = usage.into();
-        let now = self.shared.clock.now();
+        let now = self.session.now();
         if self.first_token_at.get().is_none()
-            && (usage.is_some_and(|u| u.completion_tokens > 0) || self.tokens.get() > 0)
+            && (usage.is_some_and(|u| u.completion_tokens.is_some_and(|n| n > 0))
+                || self.tokens.get() > 0)
         {
             self.first_token_at.set(Some(now));
             self.last_token_at.set(Some(now));
@@ -184,13 +183,13 @@ impl Request {
     /// It failed for good with `cause` (an error span; [`Cause::Cancelled`] makes a
     /// cancelled one) and a message (no prompt text, no credentials).
     pub fn finish_err(mut self, cause: Cause, message: impl Into<String>) {
-        let now = self.shared.clock.now();
+        let now = self.session.now();
         self.release(now, Some(cause), None, Some(message.into()));
     }
 
     /// It was abandoned for the reason given (a cancelled span).
     pub fn cancel(mut self, why: impl Into<String>) {
-        let now = self.shared.clock.now();
+        let now = self.session.now();
         self.release(now, Some(Cause::Cancelled), None, Some(why.into()));
     }
 
@@ -200,36 +199,19 @@ impl Request {
         cause: Option<Cause>,
         usage: Option<Usage>,
         error_message: Option<String>,
-    ) -> Outcome {
-        Outcome {
-            attempt: Attempt {
-                started_at: self.attempt_start.get(),
-                first_byte_at: None,
-                first_token_at: self.first_token_at.get(),
-                ended_at,
-                end_at: None,
-                http_status: self.http_status.get(),
-                cause,
-                tokens: 0,
-                connection_reused: None,
-                connect_time: None,
-                backoff: None,
-                client_lag: None,
-                reads: None,
-                traced_chunks: None,
-                inexact_chunks: None,
-                first_token_exact: None,
-                resends: 0,
-            },
-            last_token_at: self.last_token_at.get(),
-            usage,
-            content_chunks: self.tokens.get(),
-            text: self.text.borrow().clone(),
-            chunks: None,
-            retry_after: None,
-            error_message,
-            response_id: self.response_id.borrow().clone(),
-        }
+    ) -> AttemptOutcome {
+        let mut o = AttemptOutcome::started(self.attempt_start.get());
+        o.attempt.first_token_at = self.first_token_at.get();
+        o.attempt.ended_at = ended_at;
+        o.attempt.http_status = self.http_status.get();
+        o.attempt.cause = cause;
+        o.last_token_at = self.last_token_at.get();
+        o.usage = usage;
+        o.content_chunks = self.tokens.get();
+        o.text = self.text.borrow().clone().unwrap_or_default();
+        o.error_message = error_message;
+        o.response_id = self.response_id.borrow().clone();
+        o
     }
 
     fn release(
@@ -243,9 +225,9 @@ impl Request {
         let last = self.outcome(now, cause, usage, message);
         let mut outcomes = std::mem::take(&mut *self.retried.borrow_mut());
         outcomes.push(last);
-        self.shared.occupancy.fetch_sub(SLOT, Relaxed);
+        self.session.leave(true);
         let f = finished(self.queued_at, Some(self.admitted_at), now, outcomes);
-        hand_over(&self.shared, &mut self.id, f);
+        hand_over(&self.session, &mut self.id, f);
     }
 }
 
@@ -254,7 +236,7 @@ fn finished(
     queued_at: Timestamp,
     admitted_at: Option<Timestamp>,
     released_at: Timestamp,
-    outcomes: Vec<Outcome>,
+    outcomes: Vec<AttemptOutcome>,
 ) -> Finished {
     Finished {
         seq: 0,
@@ -269,15 +251,15 @@ fn finished(
 
 /// Sends a finished request to the writer thread, with the caller's name for it
 /// as the span's `request_id` (none if empty).
-fn hand_over(shared: &Shared, id: &mut String, f: Finished) {
+fn hand_over(session: &Session, id: &mut String, f: Finished) {
     let request_id = (!id.is_empty()).then(|| std::mem::take(id));
-    shared.tx.finished(shared.run_id.clone(), request_id, f);
+    session.finished(request_id, f);
 }
 
-impl Drop for Request {
+impl Drop for InFlight {
     fn drop(&mut self) {
         if !self.done {
-            let now = self.shared.clock.now();
+            let now = self.session.now();
             let why = Some("dropped without finishing".to_string());
             self.release(now, Some(Cause::Cancelled), None, why);
         }

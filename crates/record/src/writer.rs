@@ -15,12 +15,11 @@ use std::time::{Duration, Instant};
 
 use tpscope_log::LogWriter;
 use tpscope_model::{
-    Cause, EndRecord, Record, RunRecord, SampleRecord, ServerSampleRecord, Span, SpanError, Status,
-    Timestamp,
+    EndRecord, Record, RunRecord, SampleRecord, ServerSampleRecord, Span, Status, Timestamp,
 };
 use tpscope_tokens::Tokenizer;
 
-use crate::assemble::{Finished, ToCount, apply_counts, assemble};
+use crate::assemble::{Finished, ToCount, apply_counts, checked_span};
 use crate::live::LiveStats;
 
 /// The longest records wait in the buffer before being flushed to the file.
@@ -249,22 +248,7 @@ fn writer_loop<W: Write>(
                         let seq = finished_seq.entry(run_id.clone()).or_default();
                         f.seq = *seq;
                         *seq += 1;
-                        let (mut s, to_count) = assemble(&run_id, tokenizer.name(), *f);
-                        if request_id.is_some() {
-                            s.request_id = request_id;
-                        }
-                        if let Err(e) = s.validate() {
-                            // A caller's impossible count must not make the whole log
-                            // unreadable: the span stays, as an error that says why.
-                            s.status = Status::Error;
-                            s.error = Some(SpanError {
-                                cause: Cause::Malformed,
-                                message: format!("the recorder was given an impossible span: {e}"),
-                            });
-                            s.output_tokens = 0;
-                            s.input_tokens = None;
-                            s.attempts.iter_mut().for_each(|a| a.tokens = 0);
-                        }
+                        let (s, to_count) = checked_span(&run_id, tokenizer.name(), request_id, *f);
                         if let Some(live) = &live {
                             live.span_done(s.status, s.output_tokens);
                         }
@@ -360,7 +344,7 @@ fn writer_loop<W: Write>(
 mod tests {
     use super::*;
     use std::sync::Mutex;
-    use tpscope_model::TokenSource;
+    use tpscope_model::{Cause, SpanError, TokenSource};
 
     /// A writer whose bytes can be read while the recorder still holds it.
     #[derive(Clone, Default)]
@@ -404,6 +388,7 @@ mod tests {
             session_id: None,
             turn: None,
             tokenizer_output_tokens: None,
+            finish_reason: None,
         }
     }
 
@@ -502,23 +487,10 @@ mod tests {
         let mut s = span(1, Status::Ok);
         s.token_source = Some(TokenSource::Tokenizer("o200k_base".into()));
         s.attempts.push(tpscope_model::Attempt {
-            started_at: t(1),
-            first_byte_at: None,
-            first_token_at: None,
             ended_at: t(4),
-            end_at: None,
             http_status: Some(200),
-            cause: None,
             tokens: 2,
-            connection_reused: None,
-            connect_time: None,
-            backoff: None,
-            client_lag: None,
-            reads: None,
-            traced_chunks: None,
-            inexact_chunks: None,
-            first_token_exact: None,
-            resends: 0,
+            ..tpscope_model::Attempt::started(t(1))
         });
         s.output_tokens = 2;
         rec.sender().span(

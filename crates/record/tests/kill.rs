@@ -28,10 +28,7 @@ fn child_records_until_killed() {
     while started.elapsed() < Duration::from_secs(60) {
         let req = rec.queued(format!("r{i}")).admitted();
         req.tokens(3);
-        req.finish_ok(Usage {
-            completion_tokens: 3,
-            prompt_tokens: None,
-        });
+        req.finish_ok(Usage::new(3, None));
         println!("released r{i}");
         i += 1;
         std::thread::sleep(Duration::from_millis(5));

@@ -54,10 +54,7 @@ fn the_http_status_and_text_of_an_attempt_are_recorded() {
     r.finish_ok(None);
     let u = rec.queued("usage").admitted();
     u.text("Rivers carve valleys.");
-    u.finish_ok(Usage {
-        completion_tokens: 9,
-        prompt_tokens: None,
-    });
+    u.finish_ok(Usage::new(9, None));
     rec.close().unwrap();
     let s = spans(&path);
     let texted = s.iter().find(|s| s["request_id"] == "texted").unwrap();

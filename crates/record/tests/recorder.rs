@@ -29,10 +29,7 @@ fn a_hand_driven_pipeline_reads_back_with_its_spans_attempts_and_gap() {
     a.first_token();
     a.tokens(3);
     a.tokens(2);
-    a.finish_ok(Usage {
-        completion_tokens: 5,
-        prompt_tokens: Some(7),
-    });
+    a.finish_ok(Usage::new(5, Some(7)));
     b.tokens(1);
     b.retry(Cause::Http429);
     b.tokens(4);
@@ -309,10 +306,9 @@ fn an_impossible_count_becomes_an_error_span_not_an_unreadable_log() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("spans.jsonl");
     let rec = Recorder::create(&path, RunInfo::new()).unwrap();
-    rec.queued("huge").admitted().finish_ok(Usage {
-        completion_tokens: u64::MAX,
-        prompt_tokens: None,
-    });
+    rec.queued("huge")
+        .admitted()
+        .finish_ok(Usage::new(u64::MAX, None));
     rec.close().unwrap();
     let log = read(&path);
     let s = by_id(&log, "huge");
@@ -327,10 +323,9 @@ fn a_reply_that_arrived_at_once_has_its_first_token_at_the_finish() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("spans.jsonl");
     let rec = Recorder::create(&path, RunInfo::new()).unwrap();
-    rec.queued("plain").admitted().finish_ok(Usage {
-        completion_tokens: 9,
-        prompt_tokens: None,
-    });
+    rec.queued("plain")
+        .admitted()
+        .finish_ok(Usage::new(9, None));
     rec.close().unwrap();
     let log = read(&path);
     let s = by_id(&log, "plain");
@@ -345,7 +340,7 @@ fn the_recorder_is_send_and_sync() {
     fn send<T: Send>() {}
     check::<Recorder>();
     send::<tpscope_record::Queued>();
-    send::<tpscope_record::Request>();
+    send::<tpscope_record::InFlight>();
 }
 
 /// The recording library's log has a capacity ledger: the slot `set_cap` opened

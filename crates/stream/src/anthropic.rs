@@ -24,7 +24,7 @@ use tpscope_model::Cause;
 use crate::account::{Decoder, StreamAccount};
 use crate::openai::chunk::{JsonStr, cut};
 use crate::sse::Event;
-use crate::usage::Usage;
+use tpscope_model::Usage;
 
 /// The Anthropic Messages decoder (stateless: every event stands alone).
 #[derive(Clone, Copy, Debug, Default)]

@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use tpscope_model::Cause;
+use tpscope_model::{Api, Cause};
 
 use crate::account::{Decoder, StreamAccount};
 use crate::sse::Event;
@@ -20,6 +20,17 @@ pub enum Dialect {
     Anthropic,
     /// OpenAI Responses events ending in `response.completed` (or `.incomplete`).
     Responses,
+}
+
+impl From<Api> for Dialect {
+    /// The wire format of the API's responses.
+    fn from(api: Api) -> Dialect {
+        match api {
+            Api::Chat | Api::Completions => Dialect::OpenAi,
+            Api::Anthropic => Dialect::Anthropic,
+            Api::Responses => Dialect::Responses,
+        }
+    }
 }
 
 /// A response stream of a dialect chosen at run time.

@@ -9,12 +9,16 @@ pub mod account;
 pub mod anthropic;
 mod dialect;
 pub mod openai;
+mod outcome;
 pub mod responses;
 pub mod sse;
-mod usage;
+mod status;
 
 pub use account::{Decoder, StreamAccount, StreamEnd};
 pub use dialect::{AnyStream, Dialect};
 pub use openai::StreamState;
+pub use outcome::stream_end;
 pub use sse::{Event, SseError, SseParser};
-pub use usage::Usage;
+pub use status::{error_status, parse_retry_after, retry_after};
+/// The server's token counts, owned by the model (each decoder maps its wire fields onto it).
+pub use tpscope_model::Usage;

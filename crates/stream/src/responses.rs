@@ -26,7 +26,7 @@ use tpscope_model::Cause;
 use crate::account::{Decoder, StreamAccount};
 use crate::openai::chunk::{JsonStr, cut};
 use crate::sse::Event;
-use crate::usage::Usage;
+use tpscope_model::Usage;
 
 /// The Responses decoder (stateless: every event stands alone).
 #[derive(Clone, Copy, Debug, Default)]

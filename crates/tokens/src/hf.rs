@@ -10,13 +10,22 @@ use serde_json::Value;
 
 use crate::TokenizerError;
 
+/// The `tokenizers` crate's tokenizer.
+#[cfg(feature = "hf")]
+pub(crate) type Engine = tokenizers::Tokenizer;
+
+/// Built without the `hf` feature, no file loads ([`read`] says why), so no
+/// [`HfTokenizer`] exists: the type has no values.
+#[cfg(not(feature = "hf"))]
+pub(crate) enum Engine {}
+
 /// A loaded Hugging Face tokenizer, with what tpscope derives from it once.
 pub struct HfTokenizer {
     /// The name written in span logs: `hf:<model>@<content hash>`.
     pub(crate) name: &'static str,
     /// Where it was loaded from.
     pub(crate) path: PathBuf,
-    pub(crate) inner: tokenizers::Tokenizer,
+    pub(crate) inner: Engine,
     /// Words that encode as one token each (with a leading space).
     pub(crate) words: Vec<&'static str>,
     /// The token id of each word (with its leading space).
@@ -51,6 +60,19 @@ impl std::fmt::Debug for HfTokenizer {
 
 impl HfTokenizer {
     /// Tokens in `text`, without the special tokens a post-processor would add.
+    #[cfg(not(feature = "hf"))]
+    pub(crate) fn count(&self, _: &str) -> usize {
+        match self.inner {}
+    }
+
+    /// Token ids of `text`, without added special tokens.
+    #[cfg(not(feature = "hf"))]
+    pub(crate) fn encode(&self, _: &str) -> Vec<u32> {
+        match self.inner {}
+    }
+
+    /// Tokens in `text`, without the special tokens a post-processor would add.
+    #[cfg(feature = "hf")]
     pub(crate) fn count(&self, text: &str) -> usize {
         self.inner
             .encode_fast(text, false)
@@ -61,6 +83,7 @@ impl HfTokenizer {
     }
 
     /// Token ids of `text`, without added special tokens.
+    #[cfg(feature = "hf")]
     pub(crate) fn encode(&self, text: &str) -> Vec<u32> {
         self.inner
             .encode_fast(text, false)
@@ -125,12 +148,7 @@ fn read(given: &Path, file: &Path) -> Result<HfTokenizer, TokenizerError> {
              `model` object (BPE, WordPiece, Unigram or WordLevel)",
         ));
     }
-    let inner: tokenizers::Tokenizer = text.parse().map_err(|e| {
-        bad(
-            file,
-            format!("not a usable Hugging Face tokenizer.json: {e}"),
-        )
-    })?;
+    let inner = engine(&text).map_err(|problem| bad(file, problem))?;
     let dir = file.parent().unwrap_or(Path::new("."));
     let specials = read_config(&dir.join("tokenizer_config.json"))?;
     let model = dir
@@ -180,6 +198,21 @@ fn read(given: &Path, file: &Path) -> Result<HfTokenizer, TokenizerError> {
     }
     t.joins_exactly = t.count(&probe) == 32 * t.words.len();
     Ok(t)
+}
+
+#[cfg(feature = "hf")]
+fn engine(text: &str) -> Result<Engine, String> {
+    text.parse()
+        .map_err(|e| format!("not a usable Hugging Face tokenizer.json: {e}"))
+}
+
+#[cfg(not(feature = "hf"))]
+fn engine(_: &str) -> Result<Engine, String> {
+    Err(
+        "this build reads no Hugging Face tokenizer.json (tpscope-tokens was built \
+         without its `hf` feature)"
+            .into(),
+    )
 }
 
 /// `tokenizer_config.json` is optional; when present it must be a JSON object.

@@ -2,6 +2,8 @@
 //! `tokenizer.json`, see tests/data/README.md): loading, exact-length text, and
 //! clear errors for files that are not tokenizers.
 
+#![cfg(feature = "hf")]
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 

@@ -124,6 +124,7 @@ pub fn records(run_id: &str, model: &str, source: TokenSource, load: Load) -> Ve
             session_id: None,
             turn: None,
             tokenizer_output_tokens: None,
+            finish_reason: None,
         });
     }
     // Spans in release order, as a recorder writes them.

@@ -10,7 +10,7 @@ use rand::rngs::StdRng;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tpscope_model::{Cause, RunClock, SampleRecord, Status};
-use tpscope_record::{Admission, Finished, LiveStats, WriterTx, assemble};
+use tpscope_record::{Admission, Finished, LiveStats, WriterTx, checked_span};
 use tpscope_tokens::mix;
 
 use super::plan::{RunPlan, RunSummary};
@@ -252,7 +252,7 @@ async fn request_task<S: Sender>(sh: Arc<Shared<S>>, t: Ticket, admitted: Instan
         && cancelled.is_none()
         && last.attempt.cause.is_none()
     {
-        let _ = tx.send(last.text.clone().unwrap_or_default());
+        let _ = tx.send(last.text.clone());
     }
     finish(
         &sh,
@@ -270,7 +270,7 @@ async fn request_task<S: Sender>(sh: Arc<Shared<S>>, t: Ticket, admitted: Instan
 }
 
 pub(super) fn finish<S: Sender>(sh: &Arc<Shared<S>>, session: Option<(u64, u32)>, f: Finished) {
-    let (mut span, to_count) = assemble(&sh.plan.run_id, sh.plan.tokenizer.name(), f);
+    let (mut span, to_count) = checked_span(&sh.plan.run_id, sh.plan.tokenizer.name(), None, f);
     if let Some((id, turn)) = session {
         span.session_id = Some(id.to_string());
         span.turn = Some(turn);

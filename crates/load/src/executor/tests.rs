@@ -10,8 +10,8 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-use tpscope_model::{Attempt, Cause, Record, Span};
-use tpscope_record::{Dispatch, Outcome, Usage, Writer};
+use tpscope_model::{AttemptOutcome, Cause, Record, Span, Usage};
+use tpscope_record::{Dispatch, Writer};
 use tpscope_tokens::Tokenizer;
 
 /// A server double: each attempt takes `delay`; the first `fail_first` attempts
@@ -38,7 +38,7 @@ impl Sender for Fake {
         request: &Request,
         clock: &RunClock,
         cancel: &CancellationToken,
-    ) -> Outcome {
+    ) -> AttemptOutcome {
         let Prompt::Text(key) = &request.spec.prompt else {
             unreachable!()
         };
@@ -63,38 +63,18 @@ impl Sender for Fake {
             None
         };
         let ok = cause.is_none();
-        Outcome {
-            attempt: Attempt {
-                started_at: started,
-                first_byte_at: Some(started),
-                first_token_at: ok.then_some(started),
-                ended_at: ended,
-                end_at: None,
-                http_status: done.then_some(if failing { 429 } else { 200 }),
-                cause,
-                tokens: 0,
-                connection_reused: Some(true),
-                connect_time: None,
-                backoff: None,
-                client_lag: None,
-                reads: None,
-                traced_chunks: None,
-                inexact_chunks: None,
-                first_token_exact: None,
-                resends: 0,
-            },
-            last_token_at: ok.then_some(ended),
-            usage: ok.then_some(Usage {
-                prompt_tokens: None,
-                completion_tokens: u64::from(request.max_tokens()),
-            }),
-            content_chunks: 3,
-            text: None,
-            chunks: None,
-            retry_after: failing.then_some(Duration::from_millis(10)),
-            error_message: None,
-            response_id: None,
-        }
+        let mut o = AttemptOutcome::started(started);
+        o.attempt.first_byte_at = Some(started);
+        o.attempt.first_token_at = ok.then_some(started);
+        o.attempt.ended_at = ended;
+        o.attempt.http_status = done.then_some(if failing { 429 } else { 200 });
+        o.attempt.cause = cause;
+        o.attempt.connection_reused = Some(true);
+        o.last_token_at = ok.then_some(ended);
+        o.usage = ok.then_some(Usage::new(u64::from(request.max_tokens()), None));
+        o.content_chunks = 3;
+        o.retry_after = failing.then_some(Duration::from_millis(10));
+        o
     }
 }
 

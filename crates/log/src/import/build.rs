@@ -206,6 +206,7 @@ impl<'a> Cx<'a> {
             session_id: None,
             turn: None,
             tokenizer_output_tokens: None,
+            finish_reason: None,
         };
         span.validate()
             .map_err(|e| self.bad(record, Some(e.field), e.problem))?;

@@ -255,6 +255,7 @@ fn span() -> impl Strategy<Value = Span> {
                     session_id,
                     turn,
                     tokenizer_output_tokens,
+                    finish_reason: (status == Status::Ok).then(|| "stop".into()),
                 }
             },
         )
@@ -501,6 +502,7 @@ fn fast_path_reads_a_span_with_every_field_in_the_model_order() {
         session_id: Some("3".into()),
         turn: Some(2),
         tokenizer_output_tokens: Some(5),
+        finish_reason: Some("length".into()),
     };
     let line = serde_json::to_string(&Record::Span(span)).unwrap();
     let keys = Span::FIELDS.iter().chain(Attempt::FIELDS);

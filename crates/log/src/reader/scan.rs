@@ -70,6 +70,8 @@ pub(super) struct Extras<'a> {
     pub(super) turn: Option<&'a str>,
     /// The count check's `tokenizer_output_tokens` (read by both scans).
     pub(super) tokenizer_output_tokens: Option<&'a str>,
+    /// The final attempt's `finish_reason` (whole records only).
+    pub(super) finish_reason: Option<&'a str>,
     /// The `message` of a span's `error` (read by both scans).
     pub(super) error_message: Option<&'a str>,
     /// Per element of `attempts`, in order.
@@ -286,6 +288,8 @@ fn scan<'a, const WHOLE: bool>(text: &'a str, line: &mut Line<'a>) -> JsonResult
             Key::turn => line.extras.turn = Some(sc.raw()?),
             // Both scans keep it: the analysis adds it to the run's count check.
             Key::tokenizer_output_tokens => line.extras.tokenizer_output_tokens = Some(sc.raw()?),
+            // Not checked for duplicates: the analysis never reads it.
+            Key::finish_reason => line.extras.finish_reason = Some(sc.raw()?),
             Key::status => scalar!(status),
             Key::queued_at => scalar!(queued_at),
             Key::admitted_at => scalar!(admitted_at),

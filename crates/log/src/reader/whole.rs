@@ -117,6 +117,7 @@ fn span_of(
     let extras = &line.extras;
     let request_id = opt_string("request_id", extras.request_id)?;
     let session_id = opt_string("session_id", extras.session_id)?;
+    let finish_reason = opt_string("finish_reason", extras.finish_reason)?;
     let turn = match present(&scalar_of("turn", extras.turn)?) {
         Some(v) => Some(as_u32("turn", v)?),
         None => None,
@@ -157,6 +158,7 @@ fn span_of(
         turn,
         // Read by the general reader (the analysis tallies it): the caller's.
         tokenizer_output_tokens: None,
+        finish_reason,
     })
 }
 
