@@ -55,6 +55,9 @@ pub struct CompareArgs {
     /// Write the comparison to FILE instead of standard output.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Replace an existing -o or --html file (never one of the input files).
+    #[arg(long)]
+    pub overwrite: bool,
     /// Bootstrap resamples per run and criterion.
     #[arg(long, default_value_t = 2000, value_name = "N")]
     pub resamples: usize,
@@ -224,6 +227,12 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let read = args.analysis.read_options()?;
     // The bootstrap chooses each run's bucket.
     let opts = args.analysis.analysis_options(None)?;
+    report_cmd::check_outputs(
+        &args.files,
+        args.output.as_deref(),
+        args.html.as_deref(),
+        args.overwrite,
+    )?;
     let (base, cand) = load_sides(&args, read)?;
     let mut compared = compare(
         RunRef {
@@ -261,9 +270,9 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         // The charts' own analysis: one readable TPS bucket for both runs.
         let (db, dc) = compare_details(&base.run.input, &cand.run.input, &opts);
         let page = tpscope_render::html::compare(&compared, &db, &dc);
-        write_out(&page, Some(path), Some("--html"), false)?;
+        write_out(&page, Some(path), "--html", args.overwrite, false)?;
     }
-    write_out(&bytes, args.output.as_deref(), Some("--output"), false)?;
+    write_out(&bytes, args.output.as_deref(), "-o", args.overwrite, false)?;
     Ok(ExitCode::from(tpscope_render::compare::exit_code(
         c.overall,
     )))

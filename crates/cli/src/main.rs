@@ -12,6 +12,7 @@ mod bench_sweep;
 mod compare_cmd;
 mod exit;
 mod import_cmd;
+mod out_file;
 mod progress;
 mod proxy_cmd;
 mod report_cmd;

@@ -53,6 +53,12 @@ pub(crate) fn quality_lines(r: &RunReport) -> Vec<String> {
             q.resends
         ));
     }
+    if q.collapsed_streams > 0 {
+        v.push(format!(
+            "streams with every token at one instant: {} (no stream TPS or TPOT)",
+            q.collapsed_streams
+        ));
+    }
     if !v.is_empty() {
         v.push(format!("verdict: {}", if q.poor { "POOR" } else { "good" }));
     }

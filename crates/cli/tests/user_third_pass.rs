@@ -1,0 +1,83 @@
+//! A user's third pass (issue 26), end to end: no writer replaces a file unless
+//! asked, and never one of its own inputs.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn golden() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../log/tests/fixtures/two_spans_cap1.jsonl")
+}
+
+fn tpscope(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tpscope"))
+        .args(args)
+        .output()
+        .expect("run tpscope")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn report_output_onto_its_own_span_log_replaced_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("run.jsonl");
+    std::fs::copy(golden(), &log).unwrap();
+    let before = std::fs::read(&log).unwrap();
+    let l = log.to_str().unwrap();
+    for extra in [&[][..], &["--overwrite"][..]] {
+        for flag in ["-o", "--html"] {
+            let mut args = vec!["report", l, flag, l];
+            args.extend_from_slice(extra);
+            let o = tpscope(&args);
+            assert_eq!(o.status.code(), Some(2), "{flag} {extra:?}: {}", stderr(&o));
+            assert!(stderr(&o).contains("inputs"), "{}", stderr(&o));
+        }
+    }
+    assert_eq!(std::fs::read(&log).unwrap(), before);
+}
+
+#[test]
+fn report_and_compare_outputs_replaced_existing_files_unasked() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = golden();
+    let g = g.to_str().unwrap();
+    let out = dir.path().join("out.txt");
+    std::fs::write(&out, "keep").unwrap();
+    let o_ = out.to_str().unwrap();
+    for cmd in [
+        vec!["report", g, "-o", o_],
+        vec!["report", g, "--html", o_],
+        vec!["compare", g, g, "-o", o_],
+    ] {
+        let o = tpscope(&cmd);
+        assert_eq!(o.status.code(), Some(2), "{cmd:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("--overwrite"), "{}", stderr(&o));
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "keep");
+    }
+    let o = tpscope(&["report", g, "-o", o_, "--overwrite"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        std::fs::read_to_string(&out)
+            .unwrap()
+            .contains("run golden")
+    );
+    // compare's baseline is one of its inputs too.
+    let o = tpscope(&["compare", g, g, "-o", g, "--overwrite"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("inputs"), "{}", stderr(&o));
+}
+
+#[test]
+fn import_output_onto_its_input_is_refused_even_with_overwrite() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("vllm.json");
+    let body = r#"{"date":"20250101-000000","backend":"openai","model_id":"m","num_prompts":1,"completed":1,"duration":1.0,"input_lens":[10],"output_lens":[5],"ttfts":[0.1],"itls":[[0.1,0.1,0.1,0.1]],"generated_texts":["x"],"errors":[""]}"#;
+    std::fs::write(&src, body).unwrap();
+    let s = src.to_str().unwrap();
+    let o = tpscope(&["import", "--from", "vllm", s, "-o", s, "--overwrite"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("inputs"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&src).unwrap(), body);
+}
