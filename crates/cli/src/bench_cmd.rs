@@ -316,6 +316,7 @@ async fn bench(
     // The model's context, when known: the simulator's own, or what the server's
     // model list says (vLLM's max_model_len).
     let mut max_model_len = sim.as_ref().map(|s| s.model.max_model_len);
+    let mut model_root = None;
     if endpoint.model.is_empty() {
         let probe = Client::new(endpoint.clone(), spec.client.clone()).context("--url")?;
         let limit = spec.model_lookup_timeout();
@@ -338,6 +339,7 @@ async fn bench(
             .with_context(|| format!("{shown_url}/models lists no model: give --model"))?;
         endpoint.model = first.id;
         max_model_len = max_model_len.or(first.max_model_len);
+        model_root = first.root;
     }
     let context = match max_model_len {
         // Unmarked: lengths that cannot fit are bad input (exit 2).
@@ -411,6 +413,12 @@ async fn bench(
         let mut labels = spec.labels.clone();
         if let Some(l) = &level.label {
             labels.insert("sweep".into(), l.replace(' ', "="));
+        }
+        if let Some(root) = &model_root {
+            labels.insert(
+                tpscope_analysis::count_check::MODEL_ROOT_LABEL.into(),
+                root.clone(),
+            );
         }
         let mut load = spec.load_settings(i, sim.as_ref().map(simulator_settings));
         load.context_limit = context.limit;

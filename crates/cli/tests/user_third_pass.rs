@@ -81,3 +81,61 @@ fn import_output_onto_its_input_is_refused_even_with_overwrite() {
     assert!(stderr(&o).contains("inputs"), "{}", stderr(&o));
     assert_eq!(std::fs::read_to_string(&src).unwrap(), body);
 }
+
+/// The golden log with a Hugging Face tokenizer from the directory the server
+/// loaded the model from, and its counts of the two ok replies (12 for usage 10, 5
+/// for 5: +13.3 %); `ended` keeps its end record.
+fn counted_log(ended: bool) -> String {
+    let text = std::fs::read_to_string(golden())
+        .unwrap()
+        .replace(
+            r#""labels":{"#,
+            r#""tokenizer":"hf:hf@6e58f0b2","labels":{"model_root":"/srv/model/hf","#,
+        )
+        .replace(
+            r#""tokens":10}]}"#,
+            r#""tokens":10}],"tokenizer_output_tokens":12}"#,
+        )
+        .replace(
+            r#""tokens":5}]}"#,
+            r#""tokens":5}],"tokenizer_output_tokens":5}"#,
+        );
+    if ended {
+        text
+    } else {
+        text.lines()
+            .filter(|l| !l.contains(r#""kind":"end""#))
+            .map(|l| format!("{l}\n"))
+            .collect()
+    }
+}
+
+fn count_warning(log: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("counted.jsonl");
+    std::fs::write(&p, log).unwrap();
+    let o = tpscope(&["report", p.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    v["runs"][0]["count_check"]["warning"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn count_check_blamed_the_models_own_tokenizer() {
+    let w = count_warning(&counted_log(true));
+    assert!(
+        w.contains(": the replies re-encode to more tokens than the server generated"),
+        "{w}"
+    );
+    assert!(w.contains("usage counts are the ones to trust"), "{w}");
+    assert!(!w.contains("not the model's"), "{w}");
+}
+
+#[test]
+fn count_check_blamed_the_tokenizer_for_a_cut_run() {
+    let w = count_warning(&counted_log(false));
+    assert!(w.contains(": the run has no end record"), "{w}");
+}

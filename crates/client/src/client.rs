@@ -456,6 +456,10 @@ pub struct ModelInfo {
     /// taken as unknown).
     #[serde(default, deserialize_with = "positive_or_none")]
     pub max_model_len: Option<u32>,
+    /// Where the server loaded the model from, when it says (vLLM's `root`): the
+    /// count check knows a tokenizer from that directory is the model's.
+    #[serde(default)]
+    pub root: Option<String>,
 }
 
 fn positive_or_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
