@@ -139,3 +139,19 @@ fn count_check_blamed_the_tokenizer_for_a_cut_run() {
     let w = count_warning(&counted_log(false));
     assert!(w.contains(": the run has no end record"), "{w}");
 }
+
+#[test]
+fn a_one_line_file_that_is_not_a_span_log_exited_0() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, body) in [
+        ("array.json", r#"[{"ttft": 0.1}, {"ttft": 0.2}]"#),
+        ("notes.txt", "just some text"),
+    ] {
+        let p = dir.path().join(name);
+        std::fs::write(&p, body).unwrap();
+        let o = tpscope(&["report", p.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{name}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(e.contains(name) && e.contains("not one record"), "{e}");
+    }
+}
