@@ -92,6 +92,8 @@ pub(crate) struct Recorder<'c> {
     pub first_token_lag: Option<Duration>,
     /// How the reads of this attempt were stamped (kernel stamps only).
     pub rx: RxTally,
+    /// The body's content type and first bytes (named when it is no event stream).
+    pub body: crate::body_head::BodyHead,
 }
 
 /// The attempt's account of its own stamps: what `attempt_fields!` calls
@@ -163,6 +165,7 @@ impl<'c> Recorder<'c> {
             connection_id: None,
             first_token_lag: None,
             rx: RxTally::default(),
+            body: Default::default(),
         }
     }
 
@@ -201,6 +204,17 @@ impl<'c> Recorder<'c> {
     /// Ends the attempt as the stream's end says (`ended` is when the failure was
     /// seen; a `[DONE]` carries its own instant).
     pub fn finish_stream(mut self, ended: Instant) -> AttemptOutcome {
+        // Bytes but not one event: the body is something else (an HTML page, text).
+        let wrong_body = match &self.stream.end {
+            None | Some(StreamEnd::Failed { .. }) if self.stream.events == 0 => {
+                let status = self.attempt.http_status.unwrap_or(200);
+                self.body.not_a_stream(status)
+            }
+            _ => None,
+        };
+        if let Some(message) = wrong_body {
+            return self.finish(Some(Cause::Malformed), ended, Some(message));
+        }
         match self.stream.end.take() {
             Some(StreamEnd::Done(at)) => self.finish(None, at, None),
             Some(StreamEnd::Failed { cause, message }) => {
