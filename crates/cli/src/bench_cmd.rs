@@ -67,7 +67,10 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             .failure()
             .context("installing the signal handlers")?
     };
-    let _ = tpscope_sim::raise_nofile_limit();
+    if let Ok(limit) = tpscope_sim::raise_nofile_limit() {
+        let sim = matches!(cfg.target, TargetConfig::Sim(_));
+        crate::fd_limit::check(&cfg.spec, sim, limit)?;
+    }
     let log = bench_out::open(&cfg.spec)?;
     let (log_name, log_stdout) = (log.name.clone(), log.stdout);
     let created = bench_out::CreatedGuard(log.created.clone());

@@ -11,6 +11,7 @@ mod bench_sim_flags;
 mod bench_sweep;
 mod compare_cmd;
 mod exit;
+mod fd_limit;
 mod import_cmd;
 mod out_file;
 mod progress;

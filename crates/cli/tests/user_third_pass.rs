@@ -155,3 +155,30 @@ fn a_one_line_file_that_is_not_a_span_log_exited_0() {
         assert!(e.contains(name) && e.contains("not one record"), "{e}");
     }
 }
+
+#[test]
+#[cfg(unix)]
+fn streams_past_the_open_file_limit_failed_as_server_errors_with_exit_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = env!("CARGO_BIN_EXE_tpscope");
+    let o = Command::new("bash")
+        .current_dir(dir.path())
+        .arg("-c")
+        .arg(format!(
+            "ulimit -n 256 && exec {bin} bench --concurrency 200 --requests 200 \
+             --output-tokens 4 --input-tokens 8 --out run.jsonl --quiet"
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("200 streams at once need about 464 open files"),
+        "{e}"
+    );
+    assert!(
+        e.contains("at most 256") && e.contains("--concurrency to 96"),
+        "{e}"
+    );
+    assert!(!dir.path().join("run.jsonl").exists());
+}
