@@ -182,3 +182,37 @@ fn streams_past_the_open_file_limit_failed_as_server_errors_with_exit_0() {
     );
     assert!(!dir.path().join("run.jsonl").exists());
 }
+
+/// Output tokens of a bench run with `seed`, sorted (the workload's lengths).
+fn run_lengths(dir: &Path, name: &str, seed: &str) -> Vec<u64> {
+    // The default workload: (input, output) pairs where the server picks EOS.
+    let o = tpscope(&[
+        "bench",
+        "--requests",
+        "120",
+        "--seed",
+        seed,
+        "--quiet",
+        "--out",
+        dir.join(name).to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = std::fs::read_to_string(dir.join(name)).unwrap();
+    let mut lens: Vec<u64> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["kind"] == "span")
+        .map(|v| v["output_tokens"].as_u64().unwrap())
+        .collect();
+    lens.sort_unstable();
+    lens
+}
+
+#[test]
+fn same_seed_runs_generated_different_workloads_when_the_server_chose_eos() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = run_lengths(dir.path(), "a.jsonl", "7");
+    let b = run_lengths(dir.path(), "b.jsonl", "7");
+    assert_eq!(a.len(), 120);
+    assert_eq!(a, b, "same seed, same lengths whatever the arrival order");
+}
