@@ -31,6 +31,8 @@ pub enum CompareFormat {
 #[derive(clap::Args, Debug, Clone)]
 // Two shared flags read differently here: both runs are windowed, and both priced.
 #[command(
+    // Negative numbers reach the value checks, which name the flag and the bound.
+    allow_negative_numbers = true,
     mut_arg("window", |a| a.help("The window both runs' figures cover: full, steady, or FROM..TO in seconds from each run's start")),
     mut_arg("price_per_hour", |a| a.help("Price of the deployment per hour (cost per million output tokens and per completion, side by side)")),
     // Only a sweep's table reads it; compare judges two runs.

@@ -112,7 +112,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            let _ = writeln!(io::stderr(), "error: {e:#}");
+            let _ = writeln!(io::stderr(), "error: {}", exit::message(&e));
             ExitCode::from(exit::status_of(&e))
         }
     }

@@ -27,6 +27,8 @@ pub enum Format {
 
 /// Flags of `tpscope report`.
 #[derive(clap::Args, Debug, Clone)]
+// Negative numbers reach the value checks, which name the flag and the bound.
+#[command(allow_negative_numbers = true)]
 pub struct ReportArgs {
     /// Span log files (JSON Lines, format tpscope.spans/1; `-` reads standard input). Runs are grouped by run_id across files; a rotated log's files read as one run, and its base name (live.jsonl for live-0000.jsonl, …) reads them all.
     #[arg(required = true, value_name = "FILE")]

@@ -216,3 +216,49 @@ fn same_seed_runs_generated_different_workloads_when_the_server_chose_eos() {
     assert_eq!(a.len(), 120);
     assert_eq!(a, b, "same seed, same lengths whatever the arrival order");
 }
+
+#[test]
+fn negative_numbers_huge_rates_zero_timeouts_and_taken_ports_got_unclear_messages() {
+    let g = golden();
+    let g = g.to_str().unwrap();
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["report", g, "--price-per-hour", "-1"],
+            "--price-per-hour: -1 is not a non-negative price",
+        ),
+        (
+            &["compare", g, g, "--price-per-mtok-out", "-2"],
+            "--price-per-mtok-out: -2 is not a non-negative price",
+        ),
+        (
+            &["bench", "--rate", "1e9"],
+            "more than one client can pace (at most 1000000)",
+        ),
+        (
+            &["bench", "--timeout-total", "0s"],
+            "leaves no time for a request",
+        ),
+        (
+            &["bench", "--concurrency", "-3"],
+            "`-3` must be a whole number ≥ 1",
+        ),
+    ];
+    for (args, want) in cases {
+        let o = tpscope(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(want), "{args:?}: {}", stderr(&o));
+    }
+    // A port in use: said once, with what to do.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let o = tpscope(&["sim", "--port", &port]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("cannot listen on"), "{e}");
+    assert!(e.contains("port 0 for a free one"), "{e}");
+    let first = e.find("in use").unwrap();
+    assert!(
+        !e[first + 6..].contains("in use (os error"),
+        "printed twice: {e}"
+    );
+}
