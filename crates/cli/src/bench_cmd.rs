@@ -323,19 +323,29 @@ async fn bench(
     if endpoint.model.is_empty() {
         let probe = Client::new(endpoint.clone(), spec.client.clone()).context("--url")?;
         let limit = spec.model_lookup_timeout();
-        let models = tokio::time::timeout(limit, probe.models())
-            .await
-            .map_err(|_| {
-                anyhow::anyhow!(
-                    "no answer within {} s: is it an OpenAI-compatible server, and up?",
+        let models = tokio::time::timeout(
+            limit,
+            crate::progress::said_after_2s(
+                probe.models(),
+                format!(
+                    "waiting for {shown_url}/models to name the model (up to {} s; give --model \
+                 to skip this)",
                     limit.as_secs_f64()
-                )
-            })
-            .and_then(|r| Ok(r?))
-            .failure()
-            .with_context(|| {
-                format!("asking {shown_url}/models for a model (give --model to skip this)")
-            })?;
+                ),
+            ),
+        )
+        .await
+        .map_err(|_| {
+            anyhow::anyhow!(
+                "no answer within {} s: is it an OpenAI-compatible server, and up?",
+                limit.as_secs_f64()
+            )
+        })
+        .and_then(|r| Ok(r?))
+        .failure()
+        .with_context(|| {
+            format!("asking {shown_url}/models for a model (give --model to skip this)")
+        })?;
         let first = models
             .into_iter()
             .next()

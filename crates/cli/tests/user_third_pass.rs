@@ -262,3 +262,29 @@ fn negative_numbers_huge_rates_zero_timeouts_and_taken_ports_got_unclear_message
         "printed twice: {e}"
     );
 }
+
+#[test]
+fn a_dead_servers_model_list_was_a_silent_wait() {
+    // Accepts connections and never answers.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", silent.local_addr().unwrap());
+    let o = tpscope(&[
+        "bench",
+        "--url",
+        &url,
+        "--timeout-first-token",
+        "4s",
+        "--requests",
+        "1",
+        "--quiet",
+    ]);
+    drop(silent);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains(&format!(
+            "note: waiting for {url}/models to name the model (up to 4 s"
+        )),
+        "{e}"
+    );
+}
