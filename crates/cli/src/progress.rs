@@ -140,6 +140,19 @@ impl Drop for Progress {
     }
 }
 
+/// Awaits `work`; if it is not done within 2 s, says `what` on standard error
+/// (a dead server's model list was a 30 s silent wait).
+pub async fn said_after_2s<T>(work: impl std::future::Future<Output = T>, what: String) -> T {
+    tokio::pin!(work);
+    tokio::select! {
+        out = &mut work => out,
+        () = tokio::time::sleep(std::time::Duration::from_secs(2)) => {
+            eprintln!("note: {what}");
+            work.await
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,18 +196,5 @@ mod tests {
             !render(&f).contains("SILENT"),
             "nothing in flight is not silence"
         );
-    }
-}
-
-/// Awaits `work`; if it is not done within 2 s, says `what` on standard error
-/// (a dead server's model list was a 30 s silent wait).
-pub async fn said_after_2s<T>(work: impl std::future::Future<Output = T>, what: String) -> T {
-    tokio::pin!(work);
-    tokio::select! {
-        out = &mut work => out,
-        () = tokio::time::sleep(std::time::Duration::from_secs(2)) => {
-            eprintln!("note: {what}");
-            work.await
-        }
     }
 }
