@@ -224,12 +224,14 @@ fn print_report(
         }
         to.write_all(&report_cmd::render(&r, set, report_cmd::Format::Text)?)?;
     }
-    to.write_all(next_steps(spec, names.1).as_bytes())?;
+    let run_ids: Vec<&str> = set.runs.iter().map(|r| r.input.run_id.as_str()).collect();
+    to.write_all(next_steps(spec, names.1, &run_ids).as_bytes())?;
     Ok(to.flush()?)
 }
 
-/// The one or two commands worth running next.
-fn next_steps(spec: &BenchSpec, file: &str) -> String {
+/// The one or two commands worth running next (`run_ids`: the runs written, for a
+/// sweep's compare: its file holds several runs).
+fn next_steps(spec: &BenchSpec, file: &str, run_ids: &[&str]) -> String {
     let mut steps = vec![(
         format!("tpscope report {file} --html report.html"),
         "charts: TPS over time, the request waterfall",
@@ -240,10 +242,17 @@ fn next_steps(spec: &BenchSpec, file: &str) -> String {
             "a sweep: where throughput stops growing",
         ));
     }
-    steps.push((
-        format!("tpscope compare {file} AFTER.jsonl"),
-        "after a change: did it improve",
-    ));
+    match run_ids {
+        // A sweep's file holds a run per level: `compare FILE AFTER` exited 2.
+        [first, .., last] => steps.push((
+            format!("tpscope compare {file} --baseline-run {first} --candidate-run {last}"),
+            "the lowest and highest level side by side",
+        )),
+        _ => steps.push((
+            format!("tpscope compare {file} AFTER.jsonl"),
+            "after a change: did it improve",
+        )),
+    }
     let w = steps.iter().map(|s| s.0.len()).max().unwrap_or(0);
     let mut o = String::from("\nnext:\n");
     for (cmd, why) in steps {

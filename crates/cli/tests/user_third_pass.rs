@@ -288,3 +288,41 @@ fn a_dead_servers_model_list_was_a_silent_wait() {
         "{e}"
     );
 }
+
+#[test]
+fn the_sweeps_next_line_suggested_a_compare_that_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("sweep.jsonl");
+    let o = tpscope(&[
+        "bench",
+        "--concurrency",
+        "1,2",
+        "--requests",
+        "4",
+        "--input-tokens",
+        "8",
+        "--output-tokens",
+        "4",
+        "--out",
+        log.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let all = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
+    let line = all
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("tpscope compare "))
+        .unwrap_or_else(|| panic!("no compare line: {all}"));
+    let cmd = line.split("   ").next().unwrap();
+    assert!(
+        cmd.contains("--baseline-run") && cmd.contains("--candidate-run"),
+        "{cmd}"
+    );
+    let args: Vec<&str> = cmd.split_whitespace().skip(1).collect();
+    let c = tpscope(&args);
+    assert!(
+        matches!(c.status.code(), Some(0 | 1 | 3)),
+        "{cmd}: {}",
+        stderr(&c)
+    );
+}
