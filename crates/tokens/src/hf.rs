@@ -51,6 +51,15 @@ impl std::fmt::Debug for HfTokenizer {
 
 impl HfTokenizer {
     /// Tokens in `text`, without the special tokens a post-processor would add.
+    /// Special tokens the tokenizer adds to one sequence (a BOS: Llama 3's 1,
+    /// Qwen 2's 0), as `num_special_tokens_to_add()` says in Python.
+    pub(crate) fn added_special_tokens(&self) -> usize {
+        use tokenizers::PostProcessor;
+        self.inner
+            .get_post_processor()
+            .map_or(0, |p| p.added_tokens(false))
+    }
+
     pub(crate) fn count(&self, text: &str) -> usize {
         self.inner
             .encode_fast(text, false)
