@@ -777,7 +777,7 @@ fn a_loss_measured_poorly_was_judged_fail_not_inconclusive() {
     assert!(
         c.warnings
             .iter()
-            .any(|w| w.contains("the candidate's measurement quality is poor")),
+            .any(|w| w.contains("inconclusive: the candidate was measured poorly")),
         "{:?}",
         c.warnings
     );

@@ -38,9 +38,10 @@ pub(super) fn poor_quality(b: &RunReport, c: &RunReport) -> Option<String> {
         .map(|(side, _)| side)
         .collect();
     (!poor.is_empty()).then(|| {
+        // The side's own warning says why; this says what it does to the verdict.
         format!(
-            "the {}'s measurement quality is poor: the verdict is inconclusive (run both \
-             again with the client unloaded)",
+            "the verdict is inconclusive: the {} was measured poorly (run both again with \
+             the client unloaded)",
             poor.join(" and the ")
         )
     })
