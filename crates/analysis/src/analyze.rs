@@ -413,7 +413,7 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         system_tps,
         gap_fraction,
         gap_fraction_sampled,
-        gap_fraction_of_backlog: ratio(integrals.gap_ns as f64, integrals.backlog_ns as f64),
+        gap_fraction_of_backlog: integrals.gap_share_of_backlog(win_ns),
         utilization,
         mean_in_flight: ratio(integrals.in_flight_ns, win_ns as f64),
         mean_queue_depth: ratio(integrals.queue_ns, win_ns as f64),

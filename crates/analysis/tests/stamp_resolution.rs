@@ -1,6 +1,8 @@
-//! A stream whose tokens all arrived in one read (a buffering proxy, the simulator
-//! under CPU load) once led a report with "stream TPS p50 5,000,000,000 tok/s,
-//! TPOT 0 µs": first and last token lay a nanosecond apart.
+//! Figures that were absurd at the edges of what a log can say. A stream whose
+//! tokens all arrived in one read (a buffering proxy, the simulator under CPU load)
+//! once led a report with "stream TPS p50 5,000,000,000 tok/s, TPOT 0 µs": first
+//! and last token lay a nanosecond apart. And microseconds of backlog read as "gap
+//! 100 % of backlog".
 
 mod common;
 
@@ -47,4 +49,31 @@ fn a_single_token_span_is_not_a_collapsed_stream() {
     let r = analyze(&input(Some(1), vec![single]), &Options::default());
     assert_eq!(r.measurement_quality.collapsed_streams, 0);
     assert_eq!(r.missing["tpot"]["single_token"], 1);
+}
+
+/// An open loop's requests waited microseconds each for the client to admit them,
+/// and the report said the gap was 100 % of the backlog.
+#[test]
+fn gap_fraction_of_backlog_was_100_percent_without_backlog() {
+    let mut spans = Vec::new();
+    for i in 0..10 {
+        let mut s = ok(
+            i * 200,
+            i * 200,
+            i * 200 + 10,
+            i * 200 + 50,
+            i * 200 + 60,
+            5,
+        );
+        // Admitted 7 µs after it was queued, a slot free all along.
+        s.admitted_at = Some(plus_nanos(s.queued_at, 7_000));
+        spans.push(s);
+    }
+    let r = analyze(&input(Some(4), spans), &Options::default());
+    assert!(r.idle.backlog_time.unwrap() > std::time::Duration::ZERO);
+    assert_eq!(r.gap_fraction_of_backlog, None);
+    // Real backlog: two requests behind a cap of one for most of the run.
+    let waiting = vec![ok(0, 0, 10, 900, 1000, 5), ok(0, 1000, 1010, 1900, 2000, 5)];
+    let r = analyze(&input(Some(1), waiting), &Options::default());
+    assert_eq!(r.gap_fraction_of_backlog, Some(0.0));
 }
