@@ -326,3 +326,32 @@ fn the_sweeps_next_line_suggested_a_compare_that_exits_2() {
         stderr(&c)
     );
 }
+
+#[test]
+fn numeric_timestamps_in_the_wrong_unit_gave_no_hint_which_unit() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("ms.jsonl");
+    std::fs::write(
+        &p,
+        concat!(
+            r#"{"kind":"run","run_id":"n","schema":"tpscope.spans/1","tool":"x","started_at":1767225600000,"target":{},"cap":1}"#,
+            "\n",
+            r#"{"kind":"span","run_id":"n","span_id":"a","status":"ok","queued_at":1767225600000,"released_at":1767225601000,"output_tokens":0}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    let p = p.to_str().unwrap();
+    for extra in [&[][..], &["--time-unit", "s"][..]] {
+        let mut args = vec!["report", p];
+        args.extend_from_slice(extra);
+        let o = tpscope(&args);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("; as ms it is 2026-01-01T00:00:00"),
+            "{}",
+            stderr(&o)
+        );
+        assert!(stderr(&o).contains("give --time-unit ms"), "{}", stderr(&o));
+    }
+}
