@@ -292,7 +292,11 @@ pub fn translate(args: Vec<OsString>, known: &[String]) -> anyhow::Result<Transl
             out.push(arg.to_string());
             continue;
         }
-        st.vllm = true;
+        // tpscope has --goodput and --extra-body too: they alone do not make the
+        // line vLLM's (which refuses unknown flags with vLLM's list).
+        if !matches!(flag, "--goodput" | "--extra-body") {
+            st.vllm = true;
+        }
         match take(flag) {
             Take::Switch => st.switch(flag),
             Take::Value => {
@@ -317,6 +321,8 @@ pub fn translate(args: Vec<OsString>, known: &[String]) -> anyhow::Result<Transl
                 if vals.is_empty() {
                     bail!("{flag}: a value is expected");
                 }
+                // vLLM's unquoted form (several words) is vLLM's.
+                st.vllm |= vals.len() > 1;
                 st.values(flag, &vals, &mut out)?;
             }
             Take::Native => unreachable!("handled above"),
@@ -735,6 +741,8 @@ mod tests {
         // tpscope's own line: unknown flags are clap's to name.
         let t = run("bench --frobnicate").unwrap();
         assert_eq!(args(&t), "tpscope bench --frobnicate");
+        let t = run("bench --goodput ttft:1s --frobnicate").unwrap();
+        assert_eq!(args(&t), "tpscope bench --goodput ttft:1s --frobnicate");
     }
 
     #[test]
