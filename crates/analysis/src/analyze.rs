@@ -94,7 +94,9 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         warnings.push(w.clone());
     }
     let tokenizer = input.run.as_ref().and_then(|r| r.tokenizer.as_deref());
-    let count_check = input.count_tally.finish(tokenizer);
+    let count_check = input
+        .count_tally
+        .finish_in(tokenizer, crate::count_check::context_of(input));
     if let Some(w) = count_check.as_ref().and_then(|c| c.warning.as_ref()) {
         warnings.push(w.clone());
     }

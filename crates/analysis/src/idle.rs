@@ -85,7 +85,7 @@ pub(crate) fn idle(
     IdleFigures {
         gap_fraction,
         gap_fraction_sampled,
-        gap_fraction_of_backlog: ratio(integrals.gap_ns as f64, integrals.backlog_ns as f64),
+        gap_fraction_of_backlog: integrals.gap_share_of_backlog(win_ns as i64),
         utilization,
         mean_in_flight: ratio(integrals.in_flight_ns, win_ns),
         mean_queue_depth: ratio(integrals.queue_ns, win_ns),

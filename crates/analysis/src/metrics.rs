@@ -47,7 +47,9 @@ pub mod missing {
     pub const NOT_ADMITTED: &str = "not_admitted";
     /// No chunk carrying output arrived.
     pub const NO_FIRST_TOKEN: &str = "no_first_token";
-    /// First and last token arrived at the same instant (one chunk).
+    /// First and last token arrived at the same instant, or within the stamp
+    /// resolution ([`super::STAMP_RESOLUTION`]): one chunk or one read, no stream to
+    /// time.
     pub const ZERO_STREAM_TIME: &str = "zero_stream_time";
     /// Admission and release at the same instant.
     pub const ZERO_IN_FLIGHT_TIME: &str = "zero_in_flight_time";
@@ -117,6 +119,18 @@ impl std::fmt::Debug for SpanMetric {
     }
 }
 
+/// The finest difference between two stamps that measures time: a first and last
+/// token closer than this arrived together (one read, a buffering proxy), and a rate
+/// over their difference would be the clock's, not the stream's (5,000,000,000
+/// tok/s once led a report).
+pub const STAMP_RESOLUTION: Duration = Duration::from_micros(1);
+
+/// Whether a span of several tokens streamed them all at one instant (within
+/// [`STAMP_RESOLUTION`]): it has no stream TPS, TPOT or decode TPS.
+pub fn collapsed_stream(s: &SpanFacts) -> bool {
+    s.output_tokens > 1 && t_stream(s).is_some_and(|d| d < STAMP_RESOLUTION)
+}
+
 // The lifecycle as the metrics read it: an instant counts only when the one before
 // it exists (a first token without admission is none).
 fn admitted(s: &SpanFacts) -> Option<Timestamp> {
@@ -133,6 +147,10 @@ fn t_stream(s: &SpanFacts) -> Option<Duration> {
 }
 fn t_in_flight(s: &SpanFacts) -> Option<Duration> {
     admitted(s).and_then(|a| s.released_at.since(a))
+}
+/// The stream's time when it can divide tokens: at least [`STAMP_RESOLUTION`].
+fn t_stream_timed(s: &SpanFacts) -> Option<Duration> {
+    t_stream(s).filter(|d| *d >= STAMP_RESOLUTION)
 }
 fn secs(d: Option<Duration>) -> Option<f64> {
     d.map(|d| d.as_secs_f64())
@@ -229,7 +247,7 @@ pub const METRICS: [SpanMetric; 10] = [
         unit: MetricUnit::TokensPerSecond,
         better: Better::Higher,
         section: Section::Distributions,
-        value: |s| per_sec(s.output_tokens as f64, t_stream(s)),
+        value: |s| per_sec(s.output_tokens as f64, t_stream_timed(s)),
         missing: |s| unstreamed_or(s, missing::ZERO_STREAM_TIME),
         summary: |d, _| (&d.stream_tps).into(),
         store: |d, _, v| d.stream_tps = Summary::of(v),
@@ -253,8 +271,8 @@ pub const METRICS: [SpanMetric; 10] = [
         value: |s| {
             let n = s.output_tokens;
             secs(
-                t_stream(s)
-                    .filter(|d| n > 1 && !d.is_zero())
+                t_stream_timed(s)
+                    .filter(|_| n > 1)
                     .map(|d| d / (n - 1).min(u64::from(u32::MAX)) as u32),
             )
         },
@@ -271,7 +289,7 @@ pub const METRICS: [SpanMetric; 10] = [
         section: Section::Conventional,
         value: |s| {
             let n = s.output_tokens;
-            per_sec(n.saturating_sub(1) as f64, t_stream(s)).filter(|_| n > 1)
+            per_sec(n.saturating_sub(1) as f64, t_stream_timed(s)).filter(|_| n > 1)
         },
         missing: decode_missing,
         summary: |_, c| (&c.decode_tps).into(),

@@ -64,6 +64,10 @@ pub struct MeasurementQuality {
     pub connect_max_s: Option<Duration>,
     /// Connects of a second or more (a SYN retransmit: an accept queue overflowed).
     pub slow_connects: u64,
+    /// Spans of several tokens whose first and last token lie within the stamp
+    /// resolution (one read: a buffering proxy, a client that fell behind): they
+    /// have no stream TPS or TPOT.
+    pub collapsed_streams: u64,
     /// Whether the figures above say the run's timings are not to be trusted.
     pub poor: bool,
     /// `good`, `fair` (the client lagged, moving no reported figure by more
@@ -108,6 +112,7 @@ pub fn measurement_quality(
         q.resends += u64::from(c.resends);
         q.connect_max_s = q.connect_max_s.max(c.connect);
         q.slow_connects += u64::from(c.connect.is_some_and(|d| d >= SLOW_CONNECT));
+        q.collapsed_streams += u64::from(crate::metrics::collapsed_stream(s));
     }
     let share = |part: u64, all: u64| (all > 0).then(|| part as f64 / all as f64);
     q.first_tokens_exact = share(exact_first, q.first_tokens);

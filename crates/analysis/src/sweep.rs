@@ -298,7 +298,21 @@ impl Integrals {
     pub fn backlog(&self) -> Duration {
         Duration::from_nanos(self.backlog_ns.max(0) as u64)
     }
+
+    /// The share of the backlog that was gap, over a window of `window_ns`; `None`
+    /// when there was no backlog to speak of (under [`BACKLOG_SHARE_MIN`] of the
+    /// window): an open loop's requests wait microseconds each for the client to
+    /// admit them, and that read as "gap 100 % of backlog".
+    pub fn gap_share_of_backlog(&self, window_ns: i64) -> Option<f64> {
+        if (self.backlog_ns as f64) < BACKLOG_SHARE_MIN * window_ns as f64 {
+            return None;
+        }
+        crate::stats::ratio(self.gap_ns as f64, self.backlog_ns as f64)
+    }
 }
+
+/// The least backlog, as a share of the window, whose gap share is reported.
+pub const BACKLOG_SHARE_MIN: f64 = 0.01;
 
 /// Iterator over the [`Segment`]s of a [`Sweep`].
 pub struct Segments<'a> {

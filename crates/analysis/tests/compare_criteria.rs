@@ -746,3 +746,60 @@ fn goodput_is_a_fifth_criterion_only_when_goals_are_given() {
     let c = judge(&same, Some("e2e:5s"));
     assert_ne!(verdict(&c, Criterion::Goodput), Verdict::Fail);
 }
+
+/// Two identical runs were judged FAIL (exit 1) when the second ran during a CPU
+/// spike: a poorly measured run makes the verdict inconclusive.
+#[test]
+fn a_loss_measured_poorly_was_judged_fail_not_inconclusive() {
+    let base = synth(
+        "b",
+        Load {
+            refill_delay: 0.0,
+            ..Load::default()
+        },
+    );
+    let mut cand = synth(
+        "c",
+        Load {
+            stream_tps: 25.0,
+            refill_delay: 0.5,
+            seed: 2,
+            ..Load::default()
+        },
+    );
+    assert_eq!(run(&base, &cand).overall, Verdict::Fail);
+    // Its first tokens were stamped late: measurement quality is poor.
+    for s in &mut cand.spans {
+        s.client.first_token_exact = Some(false);
+    }
+    let c = run(&base, &cand);
+    assert_eq!(c.overall, Verdict::Inconclusive);
+    assert!(
+        c.warnings
+            .iter()
+            .any(|w| w.contains("inconclusive: the candidate was measured poorly")),
+        "{:?}",
+        c.warnings
+    );
+}
+
+/// Same seed, different workload: the server chose where replies end, and the
+/// comparison said nothing about it.
+#[test]
+fn runs_whose_output_tokens_differ_are_said_to_compare_different_workloads() {
+    let base = synth("b", Load::default());
+    let mut cand = synth("c", Load::default());
+    let c = run(&base, &cand);
+    assert!(!c.warnings.iter().any(|w| w.contains("workloads differ")));
+    for s in cand.spans.iter_mut().step_by(2) {
+        s.output_tokens += 40;
+    }
+    let c = run(&base, &cand);
+    assert!(
+        c.warnings
+            .iter()
+            .any(|w| w.starts_with("the workloads differ:") && w.contains("(EOS)")),
+        "{:?}",
+        c.warnings
+    );
+}

@@ -6,7 +6,6 @@
 use std::io::Write;
 use std::path::Path;
 
-use anyhow::Context;
 use tpscope_analysis::settings::parse_slo_percentile;
 use tpscope_analysis::{BadSetting, DEFAULT_SLO_SHARE, Goals, Settings, SettingsText};
 
@@ -93,6 +92,18 @@ impl GoodputFlags {
     pub fn texts(&self) -> Vec<&str> {
         self.goodput.iter().map(String::as_str).collect()
     }
+
+    /// The goals of every `--goodput` together (`None`: none given), checked as
+    /// the analysis settings check them.
+    pub fn goals(&self) -> anyhow::Result<Option<Goals>> {
+        let s = Settings::new(&SettingsText {
+            goodput: self.texts(),
+            slo_percentile: self.slo_percentile,
+            ..SettingsText::default()
+        })
+        .map_err(flag_error)?;
+        Ok(s.options.goals)
+    }
 }
 
 impl Default for AnalysisFlags {
@@ -141,34 +152,36 @@ impl AnalysisFlags {
     }
 }
 
-/// Writes rendered bytes to `path`, or to standard output without one; `flag`,
-/// when given, names the flag that chose the file in the error. A write error is a
-/// runtime failure (exit 1) when `runtime_failure` is set (`compare` leaves it
-/// unset: its exit 1 means a criterion failed), except a broken pipe on standard
-/// output, which `main` treats as success.
+/// Writes rendered bytes to `path` (named by `flag` in errors; never replacing a
+/// file without `overwrite`, see [`crate::out_file`]), or to standard output without
+/// one. A write error is a runtime failure (exit 1) when `runtime_failure` is set
+/// (`compare` leaves it unset: its exit 1 means a criterion failed), except a broken
+/// pipe on standard output, which `main` treats as success.
 pub fn write_out(
     bytes: &[u8],
     path: Option<&Path>,
-    flag: Option<&str>,
+    flag: &str,
+    overwrite: bool,
     runtime_failure: bool,
 ) -> anyhow::Result<()> {
-    let mark = |e: std::io::Error| -> anyhow::Error {
-        if runtime_failure && e.kind() != std::io::ErrorKind::BrokenPipe {
-            Err::<(), _>(e).failure().unwrap_err()
-        } else {
-            e.into()
-        }
-    };
     match path {
-        Some(path) => std::fs::write(path, bytes).map_err(mark).with_context(|| {
-            let flag = flag.map(|f| format!("{f}: ")).unwrap_or_default();
-            format!("{flag}writing {}", path.display())
-        }),
-        None => {
+        Some(path) if path != Path::new("-") => crate::out_file::write(
+            crate::out_file::Target { flag, path },
+            overwrite,
+            runtime_failure,
+            bytes,
+        ),
+        _ => {
             let mut out = std::io::stdout().lock();
             out.write_all(bytes)
                 .and_then(|()| out.flush())
-                .map_err(mark)
+                .map_err(|e| {
+                    if runtime_failure && e.kind() != std::io::ErrorKind::BrokenPipe {
+                        Err::<(), _>(e).failure().unwrap_err()
+                    } else {
+                        e.into()
+                    }
+                })
         }
     }
 }

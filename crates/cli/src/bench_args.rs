@@ -249,7 +249,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "DUR|none", value_parser = parse_limit, help_heading = "Retries and timeouts")]
     pub timeout_stall: Option<Limit>,
     /// Limit for a whole attempt (default: none).
-    #[arg(long, value_name = "DUR", value_parser = parse_duration_arg, help_heading = "Retries and timeouts")]
+    #[arg(long, value_name = "DUR", value_parser = parse_limit_above_zero, help_heading = "Retries and timeouts")]
     pub timeout_total: Option<Duration>,
 
     /// Span log to write (default: a new tpscope-run-<UTC time>-<salt>.jsonl
@@ -433,6 +433,18 @@ fn parse_duration_arg(s: &str) -> Result<Duration, String> {
     parse_duration(s).map_err(|e| e.to_string())
 }
 
+/// A time limit: 0 would end every request before it starts.
+fn parse_limit_above_zero(s: &str) -> Result<Duration, String> {
+    let d = parse_duration_arg(s)?;
+    if d.is_zero() {
+        return Err(format!(
+            "`{s}` leaves no time for a request (give a limit above 0, e.g. 60s, or leave it \
+             out for none)"
+        ));
+    }
+    Ok(d)
+}
+
 fn parse_sample_interval(s: &str) -> Result<Duration, String> {
     let d = parse_duration_arg(s)?;
     if d < Duration::from_millis(1) {
@@ -448,6 +460,11 @@ fn parse_rate(s: &str) -> Result<Option<f64>, String> {
     }
     match t.parse::<f64>() {
         Ok(r) if r.is_finite() && r > 0.0 && r <= 1e6 => Ok(Some(r)),
+        // A number, but more than one client can pace: say the bound it breaks.
+        Ok(r) if r > 1e6 => Err(format!(
+            "`{s}` requests per second is more than one client can pace (at most 1000000); \
+             for everything at once give inf"
+        )),
         _ => Err(format!(
             "`{s}` is not a rate (expected requests per second > 0, or inf)"
         )),

@@ -67,7 +67,10 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             .failure()
             .context("installing the signal handlers")?
     };
-    let _ = tpscope_sim::raise_nofile_limit();
+    if let Ok(limit) = tpscope_sim::raise_nofile_limit() {
+        let sim = matches!(cfg.target, TargetConfig::Sim(_));
+        crate::fd_limit::check(&cfg.spec, sim, limit)?;
+    }
     let log = bench_out::open(&cfg.spec)?;
     let (log_name, log_stdout) = (log.name.clone(), log.stdout);
     let created = bench_out::CreatedGuard(log.created.clone());
@@ -221,12 +224,14 @@ fn print_report(
         }
         to.write_all(&report_cmd::render(&r, set, report_cmd::Format::Text)?)?;
     }
-    to.write_all(next_steps(spec, names.1).as_bytes())?;
+    let run_ids: Vec<&str> = set.runs.iter().map(|r| r.input.run_id.as_str()).collect();
+    to.write_all(next_steps(spec, names.1, &run_ids).as_bytes())?;
     Ok(to.flush()?)
 }
 
-/// The one or two commands worth running next.
-fn next_steps(spec: &BenchSpec, file: &str) -> String {
+/// The one or two commands worth running next (`run_ids`: the runs written, for a
+/// sweep's compare: its file holds several runs).
+fn next_steps(spec: &BenchSpec, file: &str, run_ids: &[&str]) -> String {
     let mut steps = vec![(
         format!("tpscope report {file} --html report.html"),
         "charts: TPS over time, the request waterfall",
@@ -237,10 +242,17 @@ fn next_steps(spec: &BenchSpec, file: &str) -> String {
             "a sweep: where throughput stops growing",
         ));
     }
-    steps.push((
-        format!("tpscope compare {file} AFTER.jsonl"),
-        "after a change: did it improve",
-    ));
+    match run_ids {
+        // A sweep's file holds a run per level: `compare FILE AFTER` exited 2.
+        [first, .., last] => steps.push((
+            format!("tpscope compare {file} --baseline-run {first} --candidate-run {last}"),
+            "the lowest and highest level side by side",
+        )),
+        _ => steps.push((
+            format!("tpscope compare {file} AFTER.jsonl"),
+            "after a change: did it improve",
+        )),
+    }
     let w = steps.iter().map(|s| s.0.len()).max().unwrap_or(0);
     let mut o = String::from("\nnext:\n");
     for (cmd, why) in steps {
@@ -316,28 +328,40 @@ async fn bench(
     // The model's context, when known: the simulator's own, or what the server's
     // model list says (vLLM's max_model_len).
     let mut max_model_len = sim.as_ref().map(|s| s.model.max_model_len);
+    let mut model_root = None;
     if endpoint.model.is_empty() {
         let probe = Client::new(endpoint.clone(), spec.client.clone()).context("--url")?;
         let limit = spec.model_lookup_timeout();
-        let models = tokio::time::timeout(limit, probe.models())
-            .await
-            .map_err(|_| {
-                anyhow::anyhow!(
-                    "no answer within {} s: is it an OpenAI-compatible server, and up?",
+        let models = tokio::time::timeout(
+            limit,
+            crate::progress::said_after_2s(
+                probe.models(),
+                format!(
+                    "waiting for {shown_url}/models to name the model (up to {} s; give --model \
+                 to skip this)",
                     limit.as_secs_f64()
-                )
-            })
-            .and_then(|r| Ok(r?))
-            .failure()
-            .with_context(|| {
-                format!("asking {shown_url}/models for a model (give --model to skip this)")
-            })?;
+                ),
+            ),
+        )
+        .await
+        .map_err(|_| {
+            anyhow::anyhow!(
+                "no answer within {} s: is it an OpenAI-compatible server, and up?",
+                limit.as_secs_f64()
+            )
+        })
+        .and_then(|r| Ok(r?))
+        .failure()
+        .with_context(|| {
+            format!("asking {shown_url}/models for a model (give --model to skip this)")
+        })?;
         let first = models
             .into_iter()
             .next()
             .with_context(|| format!("{shown_url}/models lists no model: give --model"))?;
         endpoint.model = first.id;
         max_model_len = max_model_len.or(first.max_model_len);
+        model_root = first.root;
     }
     let context = match max_model_len {
         // Unmarked: lengths that cannot fit are bad input (exit 2).
@@ -411,6 +435,12 @@ async fn bench(
         let mut labels = spec.labels.clone();
         if let Some(l) = &level.label {
             labels.insert("sweep".into(), l.replace(' ', "="));
+        }
+        if let Some(root) = &model_root {
+            labels.insert(
+                tpscope_analysis::count_check::MODEL_ROOT_LABEL.into(),
+                root.clone(),
+            );
         }
         let mut load = spec.load_settings(i, sim.as_ref().map(simulator_settings));
         load.context_limit = context.limit;

@@ -61,6 +61,7 @@ impl BenchConfig {
     /// Validates the flags; every error names its flag. An `--out` file that
     /// exists is refused here, before anything runs.
     pub fn from_args(a: BenchArgs) -> anyhow::Result<BenchConfig> {
+        crate::bench_out::check_inputs(&a)?;
         let spec = BenchSpec::from_flags(a.flags())?;
         let target = match &spec.url {
             Some(u) => TargetConfig::Url(u.clone()),

@@ -32,6 +32,8 @@ pub enum CompareFormat {
 #[derive(clap::Args, Debug, Clone)]
 // Two shared flags read differently here: both runs are windowed, and both priced.
 #[command(
+    // Negative numbers reach the value checks, which name the flag and the bound.
+    allow_negative_numbers = true,
     mut_arg("window", |a| a.help("The window both runs' figures cover: full, steady, or FROM..TO in seconds from each run's start")),
     mut_arg("price_per_hour", |a| a.help("Price of the deployment per hour (cost per million output tokens and per completion, side by side)")),
     // Only a sweep's table reads it; compare judges two runs.
@@ -56,6 +58,9 @@ pub struct CompareArgs {
     /// Write the comparison to FILE instead of standard output.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Replace an existing -o or --html file (never one of the input files).
+    #[arg(long)]
+    pub overwrite: bool,
     /// Bootstrap resamples per run and criterion.
     #[arg(long, default_value_t = 2000, value_name = "N")]
     pub resamples: usize,
@@ -226,6 +231,12 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     // The bootstrap chooses each run's bucket.
     let settings = args.analysis.settings(None)?;
     let opts = settings.options;
+    report_cmd::check_outputs(
+        &args.files,
+        args.output.as_deref(),
+        args.html.as_deref(),
+        args.overwrite,
+    )?;
     let (base, cand) = load_sides(&args, &settings)?;
     let mut compared = compare(
         RunRef {
@@ -263,9 +274,9 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         // The charts' own analysis: one readable TPS bucket for both runs.
         let (db, dc) = compare_details(&base.run.input, &cand.run.input, &opts);
         let page = tpscope_render::html::compare(&compared, &db, &dc);
-        write_out(&page, Some(path), Some("--html"), false)?;
+        write_out(&page, Some(path), "--html", args.overwrite, false)?;
     }
-    write_out(&bytes, args.output.as_deref(), Some("--output"), false)?;
+    write_out(&bytes, args.output.as_deref(), "-o", args.overwrite, false)?;
     Ok(ExitCode::from(tpscope_render::compare::exit_code(
         c.overall,
     )))

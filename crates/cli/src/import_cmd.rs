@@ -2,12 +2,11 @@
 //! span log, and the on-the-fly import behind `report --from` and `compare --from`.
 //! The output file is never replaced unless `--overwrite` says so, as bench's `--out`.
 
-use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use tpscope_log::LogWriter;
 use tpscope_log::import::import_files;
 
@@ -40,27 +39,20 @@ fn open(path: &Path, overwrite: bool) -> anyhow::Result<Box<dyn Write>> {
     if path == Path::new("-") {
         return Ok(Box::new(io::stdout().lock()));
     }
-    let f = if overwrite {
-        File::create(path)
-    } else {
-        OpenOptions::new().write(true).create_new(true).open(path)
-    };
-    match f {
-        Ok(f) => Ok(Box::new(f)),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => bail!(
-            "-o: {} already exists; give another name, remove it, or add --overwrite to replace it",
-            path.display()
-        ),
-        Err(e) => Err(e)
-            .failure()
-            .with_context(|| format!("-o: creating {}", path.display())),
-    }
+    let t = crate::out_file::Target { flag: "-o", path };
+    Ok(Box::new(crate::out_file::create(t, overwrite, true)?))
 }
 
 /// Runs `tpscope import`.
 pub fn run(args: ImportArgs) -> anyhow::Result<ExitCode> {
     let from = tpscope_analysis::settings::import_format(&args.from)
         .map_err(crate::analysis_flags::flag_error)?;
+    let inputs: Vec<&Path> = args.files.iter().map(PathBuf::as_path).collect();
+    let target = crate::out_file::Target {
+        flag: "-o",
+        path: &args.output,
+    };
+    crate::out_file::check(&[target], &inputs, args.overwrite)?;
     let runs = import_files(from, &args.files, args.skip_invalid, args.keep_transient)?;
     let mut w = LogWriter::new(BufWriter::new(open(&args.output, args.overwrite)?));
     let mut stderr = io::stderr().lock();

@@ -11,18 +11,22 @@ mod bench_sim_flags;
 mod bench_sweep;
 mod compare_cmd;
 mod exit;
+mod fd_limit;
 mod import_cmd;
+mod out_file;
 mod progress;
 mod proxy_cmd;
 mod report_cmd;
 mod signals;
 mod sim_cmd;
 mod sim_flags;
+mod vllm_compat;
+mod vllm_result;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 #[derive(Parser)]
 #[command(
@@ -61,10 +65,43 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
+/// The long flags and aliases of `tpscope bench` (for the vLLM translation).
+fn bench_flags() -> Vec<String> {
+    let cmd = Cli::command();
+    let Some(bench) = cmd.find_subcommand("bench") else {
+        return Vec::new();
+    };
+    let mut names = vec!["help".to_string()];
+    for a in bench.get_arguments() {
+        names.extend(a.get_long().map(str::to_string));
+        names.extend(
+            a.get_all_aliases()
+                .into_iter()
+                .flatten()
+                .map(str::to_string),
+        );
+    }
+    names
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // A pasted `vllm bench serve` line: vLLM's flags into tpscope's.
+    let translated = match vllm_compat::translate(std::env::args_os().collect(), &bench_flags()) {
+        Ok(t) => t,
+        Err(e) => {
+            let _ = writeln!(io::stderr(), "error: {e:#}");
+            return ExitCode::from(exit::EXIT_BAD_INPUT);
+        }
+    };
+    let cli = Cli::parse_from(translated.args);
     let result = match cli.command {
-        Command::Bench(a) => bench_cmd::run(*a),
+        Command::Bench(a) => {
+            let goals = a.goodput.goals().ok().flatten();
+            bench_cmd::run(*a).and_then(|code| match &translated.result {
+                Some(settings) => vllm_result::save(settings, goals.as_ref()).map(|_| code),
+                None => Ok(code),
+            })
+        }
         Command::Report(a) => report_cmd::run(*a),
         Command::Compare(a) => compare_cmd::run(*a),
         Command::Sim(a) => sim_cmd::run(*a),
@@ -75,7 +112,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            let _ = writeln!(io::stderr(), "error: {e:#}");
+            let _ = writeln!(io::stderr(), "error: {}", exit::message(&e));
             ExitCode::from(exit::status_of(&e))
         }
     }

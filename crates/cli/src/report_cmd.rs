@@ -28,6 +28,8 @@ pub enum Format {
 
 /// Flags of `tpscope report`.
 #[derive(clap::Args, Debug, Clone)]
+// Negative numbers reach the value checks, which name the flag and the bound.
+#[command(allow_negative_numbers = true)]
 pub struct ReportArgs {
     /// Span log files (JSON Lines, format tpscope.spans/1; `-` reads standard input). Runs are grouped by run_id across files; a rotated log's files read as one run, and its base name (live.jsonl for live-0000.jsonl, …) reads them all.
     #[arg(required = true, value_name = "FILE")]
@@ -49,6 +51,9 @@ pub struct ReportArgs {
     /// Write the report to FILE instead of standard output.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Replace an existing -o or --html file (never one of the input files).
+    #[arg(long)]
+    pub overwrite: bool,
 }
 
 impl ReportArgs {
@@ -61,6 +66,7 @@ impl ReportArgs {
             bucket: "1s".into(),
             html: None,
             output: None,
+            overwrite: false,
         }
     }
 }
@@ -158,9 +164,33 @@ pub fn render(report: &Report, set: &LogSet, format: Format) -> Result<Vec<u8>, 
     }
 }
 
+/// Refuses, before reading anything, an `-o` or `--html` file that exists (without
+/// `overwrite`) or that is one of the `inputs` (even with it): `report run.jsonl -o
+/// run.jsonl` once replaced the span log with the text report. `compare` shares it.
+pub fn check_outputs(
+    inputs: &[PathBuf],
+    output: Option<&Path>,
+    html: Option<&Path>,
+    overwrite: bool,
+) -> anyhow::Result<()> {
+    use crate::out_file::{Target, check};
+    let targets: Vec<Target<'_>> = [("-o", output), ("--html", html)]
+        .into_iter()
+        .filter_map(|(flag, p)| p.map(|path| Target { flag, path }))
+        .collect();
+    let inputs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+    check(&targets, &inputs, overwrite)
+}
+
 /// Runs `tpscope report`.
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let cfg = ReportConfig::from_args(&args)?;
+    check_outputs(
+        &args.files,
+        args.output.as_deref(),
+        args.html.as_deref(),
+        args.overwrite,
+    )?;
     let set = load(&args.files, cfg.read, cfg.from)?;
     let report = build_report(&set, &cfg.analysis);
     let bytes = render(&report, &set, args.format).failure()?;
@@ -172,8 +202,8 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             .map(|(r, rep)| tpscope_analysis::detail::detail(&r.input, rep))
             .collect();
         let page = tpscope_render::html::report(&report, &details);
-        write_out(&page, Some(path), Some("--html"), true)?;
+        write_out(&page, Some(path), "--html", args.overwrite, true)?;
     }
-    write_out(&bytes, args.output.as_deref(), None, true)?;
+    write_out(&bytes, args.output.as_deref(), "-o", args.overwrite, true)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -53,6 +53,14 @@ pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
         None => SimOverrides::default(),
     };
     let cfg = file.merge(args.knobs.overrides).resolve()?;
+    if let Some(path) = cfg.truth_log.as_deref() {
+        let inputs: Vec<&std::path::Path> = args.config.as_deref().into_iter().collect();
+        let t = crate::out_file::Target {
+            flag: "--truth-log",
+            path,
+        };
+        crate::out_file::check(&[t], &inputs, false)?;
+    }
     let mut out = std::io::stdout().lock();
     if args.explain {
         write!(out, "{}", tpscope_sim::explain(&cfg, args.explain_context))?;

@@ -171,6 +171,10 @@ impl Client {
         if !res.status().is_success() {
             return error_status(res, &mut w, rec).await;
         }
+        rec.body.content_type = res
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
         let live = inner.live.as_deref();
         let body = Body {
             body: res.into_body(),
@@ -398,6 +402,7 @@ impl Body<'_, '_, '_> {
                     }
                     let now = fs.at;
                     self.rec.bytes_received += data.len() as u64;
+                    self.rec.body.keep(data);
                     let had_first = self.rec.stream.first_token.is_some();
                     let chunks_before = self.rec.stream.content_chunks;
                     self.rec.stream.push(&mut parser, data, now);

@@ -394,6 +394,38 @@ pub(crate) fn closed_before_reply(e: &hyper_util::client::legacy::Error) -> bool
 
 /// The cause and message of a request that got no response head.
 pub(crate) fn transport_failure(e: &hyper_util::client::legacy::Error) -> (Cause, String) {
+    let (cause, message) = transport_cause(e);
+    match out_of_files(e) {
+        Some(what) => (cause, format!("{what}: {message}")),
+        None => (cause, message),
+    }
+}
+
+/// The client's own open-file limit, when an error in `e`'s chain is EMFILE or
+/// ENFILE: said first, so the failure is not read as the server's.
+fn out_of_files(e: &(dyn std::error::Error + 'static)) -> Option<&'static str> {
+    let mut src = Some(e);
+    while let Some(s) = src {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            match io.raw_os_error() {
+                Some(libc::EMFILE) => {
+                    return Some(
+                        "the client ran out of open files (its own limit, ulimit -n; not the \
+                         server's)",
+                    );
+                }
+                Some(libc::ENFILE) => {
+                    return Some("the client's host ran out of open files (not the server's)");
+                }
+                _ => {}
+            }
+        }
+        src = s.source();
+    }
+    None
+}
+
+fn transport_cause(e: &hyper_util::client::legacy::Error) -> (Cause, String) {
     let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(s) = src {
         if let Some(ce) = s.downcast_ref::<ConnectError>() {
@@ -456,6 +488,10 @@ pub struct ModelInfo {
     /// taken as unknown).
     #[serde(default, deserialize_with = "positive_or_none")]
     pub max_model_len: Option<u32>,
+    /// Where the server loaded the model from, when it says (vLLM's `root`): the
+    /// count check knows a tokenizer from that directory is the model's.
+    #[serde(default)]
+    pub root: Option<String>,
 }
 
 fn positive_or_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
@@ -518,5 +554,28 @@ mod tests {
             "{s}"
         );
         assert!(s.contains("x-api-key"));
+    }
+
+    /// 5,000 streams under `ulimit -n 2048` failed as "connect: Too many open
+    /// files", read as the server's failures.
+    #[test]
+    fn too_many_open_files_is_named_the_clients_own_limit() {
+        #[derive(Debug)]
+        struct Wrap(std::io::Error);
+        impl std::fmt::Display for Wrap {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("connect")
+            }
+        }
+        impl std::error::Error for Wrap {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.0)
+            }
+        }
+        let e = Wrap(std::io::Error::from_raw_os_error(libc::EMFILE));
+        let what = out_of_files(&e).unwrap();
+        assert!(what.contains("client ran out of open files") && what.contains("not the server's"));
+        let other = Wrap(std::io::Error::from_raw_os_error(libc::ECONNREFUSED));
+        assert_eq!(out_of_files(&other), None);
     }
 }

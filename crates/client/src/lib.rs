@@ -4,6 +4,7 @@
 //! `tpscope-stream` crate (DESIGN.md §2, §4, §7, §9).
 
 mod attempt;
+mod body_head;
 mod client;
 pub mod config;
 mod connector;

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use hyper::StatusCode;
 use tpscope_model::{Attempt, AttemptOutcome, Cause, RunClock};
-use tpscope_stream::{AnyStream, Dialect, stream_end};
+use tpscope_stream::{AnyStream, Dialect, StreamEnd, stream_end};
 
 use crate::config::ClientConfig;
 use crate::connector::ConnInfo;
@@ -24,6 +24,8 @@ pub(crate) struct AttemptRecord<'c> {
     pub first_token_lag: Option<Duration>,
     /// How the reads of this attempt were stamped (kernel stamps only).
     pub rx: RxTally,
+    /// The body's content type and first bytes (named when it is no event stream).
+    pub body: crate::body_head::BodyHead,
 }
 
 /// The attempt's account of its own stamps: what `attempt_fields!` calls
@@ -76,6 +78,7 @@ impl<'c> AttemptRecord<'c> {
             connection_id: None,
             first_token_lag: None,
             rx: RxTally::default(),
+            body: Default::default(),
         }
     }
 
@@ -114,6 +117,17 @@ impl<'c> AttemptRecord<'c> {
     /// Ends the attempt as the stream's end says (`ended` is when the failure was
     /// seen; a `[DONE]` carries its own instant).
     pub fn finish_stream(mut self, ended: Instant) -> AttemptOutcome {
+        // Bytes but not one event: the body is something else (an HTML page, text).
+        let wrong_body = match &self.stream.end {
+            None | Some(StreamEnd::Failed { .. }) if self.stream.events == 0 => {
+                let status = self.attempt.http_status.unwrap_or(200);
+                self.body.not_a_stream(status)
+            }
+            _ => None,
+        };
+        if let Some(message) = wrong_body {
+            return self.finish(Some(Cause::Malformed), ended, Some(message));
+        }
         match stream_end(&mut self.stream, "the stream ended without data: [DONE]") {
             Ok(at) => self.finish(None, at, None),
             Err((cause, message)) => self.finish(Some(cause), ended, Some(message)),

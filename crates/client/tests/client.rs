@@ -631,3 +631,37 @@ async fn list_models_reads_the_openai_model_list() {
     );
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_200_with_an_html_page_was_called_a_stream_without_done() {
+    let server = ScriptServer::start(vec![
+        Reply::body(
+            200,
+            "text/html; charset=utf-8",
+            b"<!DOCTYPE html><html><body>Sign in</body></html>",
+        ),
+        Reply::body(200, "text/plain", b"hello there"),
+        Reply::body(200, "application/octet-stream", &[0xff, 0xfe, 0x00, 0x01]),
+    ])
+    .await;
+    let client = client_for(&server, ClientConfig::default());
+    for (ct, start) in [
+        ("text/html; charset=utf-8", "<!DOCTYPE html><html>"),
+        ("text/plain", "hello there"),
+        ("application/octet-stream", "\u{fffd}"),
+    ] {
+        let o = run(&client).await;
+        assert_eq!(o.cause(), Some(Cause::Malformed), "{o:?}");
+        let msg = o.error_message.unwrap();
+        assert!(
+            msg.contains(&format!("HTTP 200 with content type {ct} ")),
+            "{msg}"
+        );
+        assert!(
+            msg.contains(&format!("the body starts: \"{start}")),
+            "{msg}"
+        );
+        assert!(!msg.contains("[DONE]"), "{msg}");
+    }
+    server.shutdown().await;
+}

@@ -203,19 +203,46 @@ pub(crate) fn as_f64(field: &str, v: &Scalar<'_>) -> FieldResult<f64> {
     }
 }
 
+/// The unit that puts a number of time since the Unix epoch in this century, as
+/// a hint (`; as ms it is 2026-01-01T00:00:00Z: give --time-unit ms`): a number
+/// read in the wrong unit lands in 1970 or past the year 2262.
+fn unit_hint(n: f64) -> Option<String> {
+    const Y2000_S: f64 = 946_684_800.0;
+    const Y2100_S: f64 = 4_102_444_800.0;
+    [
+        (TimeUnit::S, "s"),
+        (TimeUnit::Ms, "ms"),
+        (TimeUnit::Us, "us"),
+        (TimeUnit::Ns, "ns"),
+    ]
+    .into_iter()
+    .find(|(u, _)| (Y2000_S..Y2100_S).contains(&(n * u.nanos() as f64 / 1e9)))
+    .map(|(u, name)| {
+        let at = Timestamp::from_unix_nanos((n * u.nanos() as f64) as i64);
+        format!("; as {name} it is {at}: give --time-unit {name}")
+    })
+}
+
 /// A timestamp: an RFC 3339 string, or a number in `unit` since the Unix epoch.
 pub(crate) fn as_time(
     field: &str,
     v: &Scalar<'_>,
     unit: Option<TimeUnit>,
 ) -> FieldResult<Timestamp> {
+    let number = match v {
+        Scalar::U(n) => Some(*n as f64),
+        Scalar::I(n) => Some(*n as f64),
+        Scalar::F(f) => Some(*f),
+        _ => None,
+    };
+    let hint = number.and_then(unit_hint).unwrap_or_default();
     let numeric = |unit: Option<TimeUnit>| {
         unit.ok_or_else(|| {
             problem(
                 field,
                 "wrong_type",
                 format!(
-                    "{} is a number, but no --time-unit was given (s, ms, us or ns)",
+                    "{} is a number, but no --time-unit was given (s, ms, us or ns){hint}",
                     v.describe()
                 ),
             )
@@ -225,7 +252,7 @@ pub(crate) fn as_time(
         problem(
             field,
             "implausible",
-            format!("{} is out of range", v.describe()),
+            format!("{} is out of range{hint}", v.describe()),
         )
     };
     match v {

@@ -55,6 +55,12 @@ fn quality_lines(r: &RunReport) -> Vec<String> {
             q.resends
         ));
     }
+    if q.collapsed_streams > 0 {
+        v.push(format!(
+            "streams with every token at one instant: {} (no stream TPS or TPOT)",
+            q.collapsed_streams
+        ));
+    }
     if !v.is_empty() {
         let verdict = if q.poor { "POOR" } else { q.verdict };
         v.push(match &q.note {

@@ -229,7 +229,6 @@ pub fn headline_rows(r: &RunReport) -> Vec<(&'static str, String, &'static str)>
         ));
     }
     if let Some(c) = &r.cost {
-        let money = |v: f64| format!("{v:.4}");
         if c.price_per_hour.is_some() {
             rows.push((
                 "cost_per_million_output_tokens",
@@ -324,5 +323,27 @@ pub fn length_label(min: u64, max: Option<u64>) -> String {
     match max {
         Some(m) => format!("{min}–{m}"),
         None => format!("{min}+"),
+    }
+}
+
+/// A money figure: four decimals, or three significant digits below 0.01 (a
+/// completion's cost printed as `0.0000`).
+fn money(v: f64) -> String {
+    if v != 0.0 && v.abs() < 0.01 {
+        let digits = (2 - v.abs().log10().floor() as i32).clamp(0, 12) as usize;
+        format!("{v:.digits$}")
+    } else {
+        format!("{v:.4}")
+    }
+}
+
+#[cfg(test)]
+mod money_tests {
+    #[test]
+    fn cost_per_completion_printed_as_zero() {
+        assert_eq!(super::money(0.0000312), "0.0000312");
+        assert_eq!(super::money(0.00451), "0.00451");
+        assert_eq!(super::money(1.5), "1.5000");
+        assert_eq!(super::money(0.0), "0.0000");
     }
 }

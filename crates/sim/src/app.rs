@@ -46,6 +46,10 @@ pub(crate) struct App {
     pub clock: RunClock,
     pub created: u64,
     pub next_index: AtomicU64,
+    /// Requests seen per (prompt tokens, max_tokens): the key of each one's EOS
+    /// draw, so the same seed and workload give the same lengths whatever order
+    /// the requests arrive in (see [`crate::draws::eos_key`]).
+    pub eos_seen: Mutex<std::collections::HashMap<(u32, Option<u32>), u64>>,
     pub engine: Mutex<Option<Sender<Cmd>>>,
     pub metrics: Arc<Mutex<Metrics>>,
     pub truth: Mutex<Option<Sender<TruthRecord>>>,

@@ -101,6 +101,7 @@ pub async fn start(config: SimConfig, addr: SocketAddr) -> Result<SimHandle, Sim
         clock,
         created,
         next_index: AtomicU64::new(0),
+        eos_seen: Default::default(),
         engine: Mutex::new(Some(tx)),
         metrics,
         truth: Mutex::new(truth.as_ref().map(TruthLog::sender)),

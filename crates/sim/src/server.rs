@@ -240,7 +240,14 @@ async fn completion(app: Arc<App>, endpoint: Endpoint, req: Request) -> Response
     let target = if p.ignore_eos {
         max_tokens
     } else {
-        draws::output_len(&app.config.output_len, seed, index).min(max_tokens)
+        let nth = {
+            let mut seen = lock(&app.eos_seen);
+            let n = seen.entry((p.prompt_tokens, p.max_tokens)).or_default();
+            *n += 1;
+            *n - 1
+        };
+        let key = draws::eos_key(p.prompt_tokens, p.max_tokens, nth);
+        draws::output_len(&app.config.output_len, seed, key).min(max_tokens)
     };
     let shared = Arc::new(SeqShared::default());
     let word_seed = draws::text_seed(seed, index);

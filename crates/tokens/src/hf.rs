@@ -60,6 +60,23 @@ impl std::fmt::Debug for HfTokenizer {
 
 impl HfTokenizer {
     /// Tokens in `text`, without the special tokens a post-processor would add.
+    /// Special tokens the tokenizer adds to one sequence (a BOS: Llama 3's 1,
+    /// Qwen 2's 0), as `num_special_tokens_to_add()` says in Python.
+    #[cfg(not(feature = "hf"))]
+    pub(crate) fn added_special_tokens(&self) -> usize {
+        match self.inner {}
+    }
+
+    /// Special tokens the tokenizer adds to one sequence (a BOS: Llama 3's 1,
+    /// Qwen 2's 0), as `num_special_tokens_to_add()` says in Python.
+    #[cfg(feature = "hf")]
+    pub(crate) fn added_special_tokens(&self) -> usize {
+        use tokenizers::PostProcessor;
+        self.inner
+            .get_post_processor()
+            .map_or(0, |p| p.added_tokens(false))
+    }
+
     #[cfg(not(feature = "hf"))]
     pub(crate) fn count(&self, _: &str) -> usize {
         match self.inner {}

@@ -196,6 +196,15 @@ impl Tokenizer {
         }
     }
 
+    /// Special tokens the model's server adds to a prompt (a BOS token): the
+    /// tokenizer file's post-processor says; none for the built-in tokenizers.
+    pub fn added_special_tokens(self) -> usize {
+        match self {
+            Tokenizer::Hf(h) => h.added_special_tokens(),
+            _ => 0,
+        }
+    }
+
     /// Token ids of `text`, as [`Tokenizer::count`] counts them.
     pub fn encode(self, text: &str) -> Vec<u32> {
         match self {

@@ -111,3 +111,12 @@ fn a_missing_file_or_directory_names_the_path() {
         TokenizerError::Unknown(_)
     ));
 }
+
+/// vLLM's random prompts leave room for the BOS token the server adds
+/// (`num_special_tokens_to_add()`); tpscope's were one token longer.
+#[test]
+fn special_tokens_the_server_adds_are_known() {
+    assert_eq!(hf("llama3").added_special_tokens(), 1);
+    assert_eq!(hf("qwen2").added_special_tokens(), 0);
+    assert_eq!(Tokenizer::O200kBase.added_special_tokens(), 0);
+}

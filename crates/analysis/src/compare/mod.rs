@@ -27,6 +27,7 @@ use crate::metrics::{Better, MetricUnit};
 use crate::report::RunReport;
 use crate::stats::bootstrap::{BootstrapConfig, Interval};
 
+mod caveats;
 mod criteria;
 mod headline;
 mod identity;
@@ -395,7 +396,13 @@ pub fn compare(
         .filter(|def| (def.applies)(&b.report, &c.report))
         .map(|def| criteria::judge(def, &b, &c, &t, bs, &mut warnings))
         .collect();
-    let overall = if criteria.iter().any(|r| r.verdict == Verdict::Fail) {
+    warnings.extend(caveats::workload_differs(&b.report, &c.report));
+    let poor = caveats::poor_quality(&b.report, &c.report);
+    let overall = if let Some(w) = poor {
+        // Two identical runs once failed because the second ran in a CPU spike.
+        warnings.push(w);
+        Verdict::Inconclusive
+    } else if criteria.iter().any(|r| r.verdict == Verdict::Fail) {
         Verdict::Fail
     } else if criteria.iter().any(|r| r.verdict == Verdict::Inconclusive) {
         Verdict::Inconclusive

@@ -24,6 +24,23 @@ pub fn resolve_target(
     api: Option<Api>,
     notes: &mut Vec<String>,
 ) -> Result<ResolvedTarget, SpecError> {
+    // A URL pasted with the API's own path (…/v1/chat/completions) is the base
+    // URL and that endpoint: it once sent requests to …/chat/completions/chat/completions.
+    if let (None, Some(u)) = (endpoint, url) {
+        let t = u.trim_end_matches('/');
+        for suffix in ["/chat/completions", "/completions", "/messages"] {
+            if let Some(base) = t.strip_suffix(suffix)
+                && base
+                    .split_once("://")
+                    .is_some_and(|(_, host)| !host.is_empty())
+            {
+                notes.push(format!(
+                    "--url {u} ends with the API's path: read as --url {base} --endpoint {suffix}"
+                ));
+                return resolve_target(Some(base), Some(suffix), api, notes);
+            }
+        }
+    }
     let by_endpoint = endpoint.map(split_endpoint).transpose()?;
     let api = match (api, &by_endpoint) {
         (Some(a), Some((_, b))) if a != *b => {
@@ -95,6 +112,40 @@ fn split_endpoint(e: &str) -> Result<(String, Api), SpecError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_url_ending_in_chat_completions_was_not_understood() {
+        for (url, base, api) in [
+            (
+                "http://h:8000/v1/chat/completions",
+                "http://h:8000/v1",
+                Api::Chat,
+            ),
+            (
+                "http://h:8000/v1/completions/",
+                "http://h:8000/v1",
+                Api::Completions,
+            ),
+            (
+                "https://api.example/v1/messages",
+                "https://api.example/v1",
+                Api::Anthropic,
+            ),
+        ] {
+            let mut notes = vec![];
+            let t = resolve_target(Some(url), None, None, &mut notes).unwrap();
+            assert_eq!((t.url.as_deref(), t.api), (Some(base), api), "{url}");
+            assert!(notes[0].contains("ends with the API's path"), "{notes:?}");
+        }
+        let mut notes = vec![];
+        let e = resolve_target(
+            Some("http://h/v1/chat/completions"),
+            None,
+            Some(Api::Completions),
+            &mut notes,
+        );
+        assert!(e.is_err());
+    }
 
     fn resolve(url: &str, endpoint: Option<&str>) -> (String, Api, usize) {
         let mut notes = vec![];

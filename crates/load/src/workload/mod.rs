@@ -314,10 +314,15 @@ pub enum WorkloadSettings<'a> {
     },
 }
 
+/// A synthetic request of `n_in` prompt tokens as the server counts them: as
+/// vLLM's random dataset does, the text leaves room for the special tokens (a BOS)
+/// the server adds, so the server's prompt is `n_in` tokens, not `n_in + 1`.
 fn synthetic(n_in: u32, n_out: u32, seed: u64, tokenizer: Tokenizer) -> Request {
+    let added = u32::try_from(tokenizer.added_special_tokens()).unwrap_or(0);
+    let text_len = n_in.saturating_sub(added).max(1);
     Request {
         spec: RequestSpec {
-            prompt: Prompt::Text(tokenizer.text_with_tokens(n_in as usize, seed)),
+            prompt: Prompt::Text(tokenizer.text_with_tokens(text_len as usize, seed)),
             max_tokens: Some(n_out.max(1)),
         },
         input_tokens: Some(u64::from(n_in)),
@@ -327,6 +332,29 @@ fn synthetic(n_in: u32, n_out: u32, seed: u64, tokenizer: Tokenizer) -> Request 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Random prompts were one token longer than vLLM's under a tokenizer whose
+    /// server adds a BOS: the text now leaves room for it, as vLLM's does.
+    #[test]
+    fn random_prompts_were_one_token_longer_than_vllms() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tokens/tests/data/llama3/tokenizer.json"
+        );
+        let tk: Tokenizer = format!("hf:{path}").parse().unwrap();
+        assert_eq!(tk.added_special_tokens(), 1);
+        let w = Workload::Synthetic {
+            input: LengthDist::Fixed(100),
+            output: LengthDist::Fixed(10),
+        };
+        let r = w.request(1, 7, 0, tk, None);
+        let Prompt::Text(t) = &r.spec.prompt else {
+            panic!("text expected")
+        };
+        // 99 tokens of text, 100 with the BOS the server adds.
+        assert_eq!(tk.count(t), 99);
+        assert_eq!(r.input_tokens, Some(100));
+    }
 
     #[test]
     fn synthetic_prompts_have_the_exact_input_length_and_are_reproducible() {

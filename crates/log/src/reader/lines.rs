@@ -18,6 +18,8 @@ pub(super) struct FileState {
     pub(super) lines: u64,
     /// Records accepted.
     pub(super) records: u64,
+    /// Lines that were not blank.
+    pub(super) filled: u64,
     /// Bytes of the lines seen.
     pub(super) bytes: u64,
     /// The file's size, when known.
@@ -112,6 +114,7 @@ impl FileState {
         skip_invalid: bool,
         tally: Tally<'_>,
     ) -> Result<Option<T>, LogError> {
+        self.filled += 1;
         match result {
             Ok(v) => {
                 self.records += 1;
@@ -122,20 +125,23 @@ impl FileState {
         }
     }
 
-    /// The check at the end of a file: one without records is an error, unless
-    /// it had lines that were skipped or warned about.
-    pub(super) fn end(
-        &self,
-        name: &Path,
-        skip_invalid: bool,
-        warned: bool,
-    ) -> Result<(), LogError> {
-        if self.records == 0 && (self.lines == 0 || (!skip_invalid && !warned)) {
-            return Err(LogError::Empty {
-                file: name.to_path_buf(),
-            });
+    /// The check at the end of a file: one without a single record is bad input
+    /// (a JSON array, plain text, a lone line cut off), unless its lines were
+    /// skipped as invalid on request.
+    pub(super) fn end(&self, name: &Path, skip_invalid: bool) -> Result<(), LogError> {
+        if self.records > 0 || (skip_invalid && self.filled > 0) {
+            return Ok(());
         }
-        Ok(())
+        Err(if self.filled == 0 {
+            LogError::Empty {
+                file: name.to_path_buf(),
+            }
+        } else {
+            LogError::NoRecords {
+                file: name.to_path_buf(),
+                lines: self.filled,
+            }
+        })
     }
 }
 

@@ -107,7 +107,7 @@ impl Reader {
             r.read_until(b'\n', &mut spill).map_err(io)?;
             self.line(name, &mut file, &spill)?;
         }
-        file.end(name, self.opts.skip_invalid, !self.set.warnings.is_empty())
+        file.end(name, self.opts.skip_invalid)
     }
 
     /// Handles one line (with its `\n`, unless it is a last line cut off).

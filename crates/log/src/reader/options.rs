@@ -48,6 +48,19 @@ pub enum LogError {
         /// The file.
         file: PathBuf,
     },
+    /// The file has lines but not one whole record (a JSON array, plain text, a
+    /// lone line cut off).
+    #[error(
+        "{file}: not one record in its {lines} line(s) (expected a span log: JSON Lines, \
+         one record per line, starting with a run record; another tool's results are read \
+         with --from)"
+    )]
+    NoRecords {
+        /// The file.
+        file: PathBuf,
+        /// Its lines.
+        lines: u64,
+    },
     /// The file is not text.
     #[error("{file}:{line}: {what} — this does not look like a span log (JSON Lines text)")]
     Binary {

@@ -161,8 +161,7 @@ impl<R: BufRead> RecordReader<R> {
                     source,
                 })?;
             if n == 0 {
-                let warned = !self.warnings.is_empty();
-                let end = cur.file.end(&cur.name, self.opts.skip_invalid, warned);
+                let end = cur.file.end(&cur.name, self.opts.skip_invalid);
                 self.current = None;
                 end?;
                 continue;
