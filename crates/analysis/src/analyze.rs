@@ -1,6 +1,6 @@
 //! From a run's facts to its [`RunReport`]: the options, the window, counts, rates,
 //! idle time, the sampled gap estimate, cost and the run's warnings. Distributions
-//! are collected by [`crate::collect`], the time series by [`crate::series`].
+//! are collected by the `collect` module, the time series by [`crate::series`].
 
 use std::time::Duration;
 

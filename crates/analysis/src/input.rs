@@ -238,7 +238,7 @@ impl From<&SampleRecord> for SampleFacts {
     }
 }
 
-/// Everything known about one run, ready for [`crate::analyze`].
+/// Everything known about one run, ready for [`crate::analyze()`].
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct RunInput {
     /// The run's id.

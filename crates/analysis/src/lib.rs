@@ -10,6 +10,7 @@
 //! println!("{:?}", report.system_tps);
 //! # }
 //! ```
+#![warn(missing_docs)]
 
 pub mod analyze;
 mod collect;

@@ -2,6 +2,7 @@
 //! OpenAI-compatible server over pooled connections, with timeouts and kernel
 //! receive timestamps, and accounts the response through the sans-I/O
 //! `tpscope-stream` crate (DESIGN.md §2, §4, §7, §9).
+#![warn(missing_docs)]
 
 mod attempt;
 mod client;

@@ -4,6 +4,7 @@
 //! whole records with their line ([`RecordReader`]), checked the same way; the
 //! files of a rotated log found by its base name ([`expand_rotations`]); a writer
 //! ([`LogWriter`]); importers of other tools' outputs ([`import`]).
+#![warn(missing_docs)]
 
 mod fast;
 pub mod import;

@@ -10,6 +10,7 @@
 //!
 //! [`start`] binds and serves; the [`ProxyHandle`] stops it (drain, then the
 //! `end` record and flush).
+#![warn(missing_docs)]
 
 mod gate;
 mod headers;

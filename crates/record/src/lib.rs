@@ -32,6 +32,7 @@
 //! # Ok(())
 //! # }
 //! ```
+#![warn(missing_docs)]
 
 pub mod admission;
 pub mod assemble;

@@ -1,6 +1,6 @@
 //! Scraping the server's own metrics while a run measures it (DESIGN.md §8
 //! `server_sample`, §14): a Prometheus text parser ([`text`]) and the
-//! normalisation of each server's names into one vocabulary ([`normalize`]), both
+//! normalisation of each server's names into one vocabulary ([`normalize`](mod@normalize)), both
 //! pure; and the scraper task ([`scraper`]) that fetches the page on a cadence off
 //! the hot path and writes `server_sample` records, for `bench` and the proxy alike.
 //!
@@ -11,6 +11,7 @@
 //! small (names, `{label="value"}` with three escapes, a float with `NaN`/`±Inf`,
 //! an optional timestamp), and a page from a server must never stop a benchmark:
 //! a bad line is a warning, the rest is used.
+#![warn(missing_docs)]
 
 pub mod normalize;
 pub mod scraper;

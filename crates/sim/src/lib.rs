@@ -4,6 +4,7 @@
 //!
 //! The engine ([`engine`]) and the step-time model ([`roofline`]) are pure; the
 //! HTTP layer and the engine thread are the only parts that do I/O.
+#![warn(missing_docs)]
 
 mod api_error;
 mod app;

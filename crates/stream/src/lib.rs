@@ -4,6 +4,7 @@
 //! [`Decoder`]; [`Dialect`] picks one at run time) turns events into
 //! facts for the neutral [`StreamAccount`] (first/last token, tokens, usage, finish, error).
 //! No clock, no I/O, no async: the caller passes the instant of each read.
+#![warn(missing_docs)]
 
 pub mod account;
 pub mod anthropic;

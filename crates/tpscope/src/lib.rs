@@ -13,6 +13,7 @@
 //! }
 //! # Ok::<(), tpscope::log::LogError>(())
 //! ```
+#![warn(missing_docs)]
 
 pub use tpscope_analysis as analysis;
 pub use tpscope_client as client;

@@ -315,6 +315,7 @@ impl Comparison {
     }
 }
 
+/// One side of a comparison: a run's input and where it was read from.
 #[derive(Clone, Copy, Debug)]
 pub struct RunRef<'a> {
     /// The run.
