@@ -66,7 +66,7 @@ pub struct Options {
     pub prices: Prices,
     /// Warn when the exact and sampled gap fractions differ by more than this.
     pub gap_disagreement: f64,
-    /// Latency goals for goodput (DESIGN.md §15); `None`: no goodput section.
+    /// Latency goals for goodput (docs/design.md §15); `None`: no goodput section.
     pub goals: Option<Goals>,
     /// A sweep level meets the goals when at least this share of its requests
     /// met them (`--slo-percentile 90` is 0.9).
@@ -454,7 +454,7 @@ fn queue_unmeasured(input: &RunInput) -> bool {
 }
 
 /// Without queue times, queue time, the user's TTFT and the gap figures cannot be
-/// known: absent, never 0 (DESIGN.md §3).
+/// known: absent, never 0 (docs/design.md §3).
 fn forget_queue(r: &mut RunReport) {
     r.gap_fraction = None;
     r.gap_fraction_sampled = None;
@@ -475,7 +475,7 @@ fn forget_queue(r: &mut RunReport) {
 
 /// A run of the built-in simulator at another speed than real time (the run
 /// record's `load.simulator.speed`) has scaled times: said, so its figures are
-/// not read as a GPU's (issue 16).
+/// not read as a GPU's.
 fn scaled_time_warning(input: &RunInput) -> Option<String> {
     let speed = input
         .run

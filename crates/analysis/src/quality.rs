@@ -1,4 +1,4 @@
-//! Measurement quality (DESIGN §13): how far a run's own stamps can be trusted —
+//! Measurement quality (docs/design.md §13): how far a run's own stamps can be trusted —
 //! the share of first tokens and chunks stamped with their own bytes' kernel
 //! arrival, the client's lag, its lateness at release, the sampler's missed
 //! ticks — and the warning, with its remedy, when they are poor.

@@ -157,7 +157,7 @@ impl Serialize for CauseCounts {
     }
 }
 
-/// Idle time (DESIGN.md §3) over the window.
+/// Idle time (docs/design.md §3) over the window.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Idle {
     /// Time when queue depth > 0 and in-flight < cap (absent when the producer
@@ -171,7 +171,7 @@ pub struct Idle {
     pub samples: u64,
 }
 
-/// The derived-metric distributions (DESIGN.md §3), over ok spans released in the window.
+/// The derived-metric distributions (docs/design.md §3), over ok spans released in the window.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Distributions {
     /// admitted_at − queued_at.
@@ -215,7 +215,7 @@ pub struct LengthBucket {
     pub stream_tps: Summary<TokensPerSecond>,
 }
 
-/// Cost of the window's output (DESIGN.md §6), in the currency of the prices given.
+/// Cost of the window's output (docs/design.md §6), in the currency of the prices given.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Cost {
     /// The deployment's price per hour, as given.
@@ -347,7 +347,7 @@ pub struct RunReport {
     pub conventional: Conventional,
     /// For each metric, how many ok spans lacked it, by reason.
     pub missing: BTreeMap<&'static str, BTreeMap<&'static str, u64>>,
-    /// How far the client's own stamps can be trusted (DESIGN §13).
+    /// How far the client's own stamps can be trusted (docs/design.md §13).
     pub measurement_quality: crate::MeasurementQuality,
     /// Output length distribution of ok spans.
     pub output_length: Summary<Tokens>,
@@ -355,7 +355,7 @@ pub struct RunReport {
     pub stream_tps_by_output_length: Vec<LengthBucket>,
     /// Cost, when prices were given.
     pub cost: Option<Cost>,
-    /// Goodput, when goals were given (DESIGN.md §15).
+    /// Goodput, when goals were given (docs/design.md §15).
     pub goodput: Option<Goodput>,
     /// Whether every request was ready at the start (a closed loop): `t_queue` and
     /// `ttft_user` are then the client's own backlog, not what the server did.

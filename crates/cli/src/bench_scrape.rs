@@ -1,4 +1,4 @@
-//! `bench`'s scraping of the server's own metrics (DESIGN.md §8 `server_sample`):
+//! `bench`'s scraping of the server's own metrics (docs/design.md §8 `server_sample`):
 //! the `--server-metrics` and `--server-metrics-interval` flags, where the page is
 //! (the target root's `/metrics` unless told), and one scraper per run, started
 //! before its first request and stopped after its last.

@@ -1,5 +1,5 @@
 //! tpscope's one recording seam, used by every producer of span logs (the bench's
-//! executor and the public recording API of DESIGN.md §17 today; the proxy and
+//! executor and the public recording API of docs/design.md §17 today; the proxy and
 //! importers next): span assembly from attempts, admission (the cap and its FIFO queue), the
 //! sampler, the writer thread (through `tpscope_log`'s writer), live counters and
 //! the run record's metadata. No async runtime, no network, no randomness.
@@ -11,7 +11,7 @@
 //! in [`LiveStats`] and send it with its [`ToCount`]; end the run with an `end`
 //! record.
 //!
-//! A program recording its own requests uses the [`Recorder`] (DESIGN.md §17),
+//! A program recording its own requests uses the [`Recorder`] (docs/design.md §17),
 //! which does all of that on its behalf (with no admission of its own: the program
 //! says when work was queued and admitted):
 //!

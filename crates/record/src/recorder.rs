@@ -1,4 +1,4 @@
-//! The public recording API (DESIGN.md §17): a [`Recorder`] that any program uses to
+//! The public recording API (docs/design.md §17): a [`Recorder`] that any program uses to
 //! write a span log of its own requests. It is the bench's machinery, reused: the
 //! [`Writer`] thread (assembly, counting and writing happen there), the [`Sampler`]
 //! (reading the recorder's own in-flight and queue counts on the cadence) and
@@ -20,7 +20,7 @@ use crate::run::{RunInfo, new_run_id};
 use crate::sampler::Sampler;
 use crate::writer::{RunCounts, Writer, WriterTx};
 
-/// The sampling cadence when the [`RunInfo`] names none (DESIGN.md §8).
+/// The sampling cadence when the [`RunInfo`] names none (docs/design.md §8).
 pub const DEFAULT_SAMPLE_INTERVAL: Duration = Duration::from_millis(10);
 
 /// How [`Recorder::open`] treats a file that already exists.
@@ -185,7 +185,7 @@ impl Recorder {
     }
 
     /// Changes the in-flight cap from now on: written at once as a sample stating the
-    /// new cap, which the analysis uses from that instant (DESIGN.md §3).
+    /// new cap, which the analysis uses from that instant (docs/design.md §3).
     pub fn set_cap(&self, cap: u32) {
         let s = &self.shared;
         s.cap.store(cap, Relaxed);

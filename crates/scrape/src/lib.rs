@@ -1,4 +1,4 @@
-//! Scraping the server's own metrics while a run measures it (DESIGN.md §8
+//! Scraping the server's own metrics while a run measures it (docs/design.md §8
 //! `server_sample`, §14): a Prometheus text parser ([`text`]) and the
 //! normalisation of each server's names into one vocabulary ([`normalize`](mod@normalize)), both
 //! pure; and the scraper task ([`scraper`]) that fetches the page on a cadence off

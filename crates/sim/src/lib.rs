@@ -1,5 +1,5 @@
 //! `tpscope-sim`: a simulated continuous-batching inference server with an
-//! OpenAI-compatible API (DESIGN.md §10). [`start`] serves it on a socket and
+//! OpenAI-compatible API (docs/design.md §10). [`start`] serves it on a socket and
 //! returns a [`SimHandle`]; [`SimConfig`] holds every knob.
 //!
 //! The engine ([`engine`]) and the step-time model ([`roofline`]) are pure; the

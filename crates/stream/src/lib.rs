@@ -1,4 +1,4 @@
-//! tpscope's sans-I/O response-stream layer (DESIGN.md §9, layer 4): bytes in,
+//! tpscope's sans-I/O response-stream layer (docs/design.md §9): bytes in,
 //! events out. [`sse`] frames a byte stream into events; one decoder per API
 //! dialect ([`openai`] for chat/completions, [`anthropic`] for Messages, each a
 //! [`Decoder`]; [`Dialect`] picks one at run time) turns events into

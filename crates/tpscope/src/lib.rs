@@ -1,5 +1,5 @@
 //! tpscope as a library: one dependency that re-exports the public API of every
-//! layer (DESIGN.md §9), so a Rust program can record, read, analyse and render
+//! layer (docs/design.md §9), so a Rust program can record, read, analyse and render
 //! span logs exactly as the `tpscope` binary does.
 //!
 //! ```no_run

@@ -1,4 +1,4 @@
-//! The diagnosis (DESIGN.md §14): whose capacity was idle. A sweep over the
+//! The diagnosis (docs/design.md §14): whose capacity was idle. A sweep over the
 //! client's occupancy (the gap sweep's segments), the server's samples (step
 //! functions: each scrape holds until the next) and the intervals when the
 //! measuring client lagged partitions the window into states, by precedence:
