@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The proxy's memory under abuse (issue 10, "stay safe"), as the README states it:
+# The proxy's memory under abuse ("stays safe" in docs/proxy.md), as docs/performance.md states it:
 # `tpscope proxy` (release build) in front of `tpscope sim`, then
 # scripts/proxy_abuse_load.py opens 10,000 idle connections, runs 100 concurrent
 # streams of 200, 2,000 and 20,000 tokens while they stay open, sends a 100 MiB

@@ -2,8 +2,8 @@
 # Builds and tests the `tpscope` Python package (python/) the way a user installs it:
 # a fresh venv at .venv-py, `pip install ./python` (maturin builds the Rust module,
 # release profile), the openai and anthropic SDKs and pytest; then the pytest suite
-# against the `tpscope` binary (for `tpscope sim` and `tpscope report`), the README's
-# example, and the events/s benchmark with a short count (a smoke run, not a figure).
+# against the `tpscope` binary (for `tpscope sim` and `tpscope report`), the recording guide's
+# example (docs/recording.md), and the events/s benchmark with a short count (a smoke run, not a figure).
 #   scripts/python-test.sh [pytest args...]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -29,7 +29,7 @@ echo "== pytest python/tests"
 # From python/tests, so `import tpscope` is the installed package, not the source tree.
 (cd python/tests && "$py" -m pytest -q -p no:cacheprovider "$@" .)
 
-echo "== the README's Python example, read back by tpscope report"
+echo "== the Python example of docs/recording.md, read back by tpscope report"
 example_dir=$(mktemp -d)
 "$py" python/examples/pipeline.py "$example_dir/pipeline.jsonl"
 "$TPSCOPE_BIN" report "$example_dir/pipeline.jsonl" >/dev/null

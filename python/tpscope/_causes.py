@@ -1,4 +1,4 @@
-"""Exceptions to failure causes (DESIGN.md §7's closed list, `tpscope.CAUSES`).
+"""Exceptions to failure causes (docs/design.md §7's closed list, `tpscope.CAUSES`).
 
 Matched by class name along the exception's MRO (and `status_code` for HTTP
 errors), so the openai and anthropic SDKs (same class names), httpx and asyncio

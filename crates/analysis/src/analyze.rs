@@ -199,7 +199,7 @@ fn queue_unmeasured(input: &RunInput) -> bool {
 }
 
 /// Without queue times, queue time, the user's TTFT and the gap figures cannot be
-/// known: absent, never 0 (DESIGN.md §3).
+/// known: absent, never 0 (docs/design.md §3).
 fn forget_queue(r: &mut RunReport) {
     r.gap_fraction = None;
     r.gap_fraction_sampled = None;
@@ -220,7 +220,7 @@ fn forget_queue(r: &mut RunReport) {
 
 /// A run of the built-in simulator at another speed than real time (the run
 /// record's `load.simulator.speed`) has scaled times: said, so its figures are
-/// not read as a GPU's (issue 16).
+/// not read as a GPU's.
 fn scaled_time_warning(input: &RunInput) -> Option<String> {
     let speed = input
         .run

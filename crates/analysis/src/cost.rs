@@ -27,7 +27,7 @@ impl Prices {
     }
 }
 
-/// Cost of the window's output (DESIGN.md §6), in the currency of the prices given.
+/// Cost of the window's output (docs/design.md §6), in the currency of the prices given.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Cost {
     /// The deployment's price per hour, as given.

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::stats::{Summary, TokensPerSecond};
 
-/// The derived-metric distributions (DESIGN.md §3), over ok spans released in the window.
+/// The derived-metric distributions (docs/design.md §3), over ok spans released in the window.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Distributions {
     /// admitted_at − queued_at.

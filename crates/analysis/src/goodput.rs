@@ -1,4 +1,4 @@
-//! Goodput (DESIGN.md §15): latency goals, the one grammar they are written in,
+//! Goodput (docs/design.md §15): latency goals, the one grammar they are written in,
 //! whether a request met them, and the report's goodput section.
 //!
 //! A goal bounds one per-span metric of [`crate::METRICS`]: `ttft` bounds
@@ -116,7 +116,7 @@ impl Goals {
         Ok(self)
     }
 
-    /// Whether one span met every goal (DESIGN.md §15): it succeeded, and each
+    /// Whether one span met every goal (docs/design.md §15): it succeeded, and each
     /// bounded metric is at or under its bound. A span without a per-token time
     /// (one output token, or every token in one instant) cannot break a `tpot`
     /// goal, as in vLLM; any other missing metric (no first token) misses it.

@@ -14,7 +14,7 @@ use crate::stats::ratio;
 use crate::sweep::Integrals;
 use crate::window::Window;
 
-/// Idle time (DESIGN.md §3) over the window.
+/// Idle time (docs/design.md §3) over the window.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Idle {
     /// Time when queue depth > 0 and in-flight < cap (absent when the producer

@@ -1,4 +1,4 @@
-//! The gap a pipeline holds back when it does not say (issue 24): from
+//! The gap a pipeline holds back when it does not say: from
 //! admissions and releases alone, the pipeline's width (most in flight, or as
 //! stated), whether new requests follow releases one by one (work-conserving)
 //! or come in bursts after the in-flight count drained (waves), and the slot

@@ -51,7 +51,7 @@ pub struct SpanFacts {
 
 /// How well the client measured one span, from its attempts' `end_at`,
 /// `client_lag_s`, `reads`, `traced_chunks`, `inexact_chunks`,
-/// `first_token_exact`, `resends` and `connect_s` (DESIGN §13); empty for spans
+/// `first_token_exact`, `resends` and `connect_s` (docs/design.md §13); empty for spans
 /// whose producer did not say.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ClientFacts {
@@ -60,7 +60,7 @@ pub struct ClientFacts {
     /// Whether the last attempt's first token was stamped exactly.
     pub first_token_exact: Option<bool>,
     /// Content chunks whose reads were traced (u32, saturating: the facts of a
-    /// million spans stay under DESIGN §12's 300 bytes each).
+    /// million spans stay under docs/design.md §12's 300 bytes each).
     pub traced_chunks: u32,
     /// Of which stamped only as an upper bound.
     pub inexact_chunks: u32,
@@ -274,7 +274,7 @@ pub struct RunInput {
     /// none (they use the run's default, see [`RunInput::effective_token_sources`]).
     pub token_sources: Vec<(Option<TokenSource>, u64)>,
     /// Token sources named by spans that did not succeed but received tokens: they
-    /// decide the run's source only when no span succeeded (DESIGN.md §4).
+    /// decide the run's source only when no span succeeded (docs/design.md §4).
     pub failed_token_sources: Vec<(Option<TokenSource>, u64)>,
     /// The samples, in log order.
     pub samples: Vec<SampleFacts>,
@@ -332,7 +332,7 @@ impl RunInput {
     /// Adds a span, counting the token source it names. The run's source is decided
     /// by its ok spans; a failed or cancelled span counts only if it received tokens,
     /// and only towards [`RunInput::failed_token_sources`], so that a failure does
-    /// not make a run mixed (DESIGN.md §4).
+    /// not make a run mixed (docs/design.md §4).
     pub fn push_span(&mut self, facts: SpanFacts, source: Option<&TokenSource>) {
         let received = facts.output_tokens > 0 || facts.first_token_at.is_some();
         let tally = match facts.status {
@@ -452,7 +452,7 @@ mod tests {
 
 #[cfg(test)]
 mod size {
-    /// DESIGN §12's 300 bytes per span (reader peak) went to 313 when the session
+    /// docs/design.md §12's 300 bytes per span (reader peak) went to 313 when the session
     /// fields came; the facts are the bulk of it, so their size is held here.
     #[test]
     fn span_facts_stay_small_enough_for_300_bytes_per_span() {

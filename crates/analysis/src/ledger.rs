@@ -1,4 +1,4 @@
-//! The capacity ledger (issue 23): where every slot-second of the window went.
+//! The capacity ledger: where every slot-second of the window went.
 //! Slot-time ∫ cap(t) dt is partitioned, exactly, by what each slot was doing:
 //! an occupied slot by its span's phase, a free one by whether work waited and
 //! how soon the slot was refilled. One pass over the spans and one over the

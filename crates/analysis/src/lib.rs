@@ -1,4 +1,4 @@
-//! tpscope's analysis: from span facts and samples to every derived metric (DESIGN.md
+//! tpscope's analysis: from span facts and samples to every derived metric (docs/design.md
 //! §3, §6, §7) — windows, the exact gap sweep, distributions, time series, cost and
 //! comparison. Pure: no I/O, no async. Nothing else in tpscope computes these numbers.
 //!
@@ -10,6 +10,7 @@
 //! println!("{:?}", report.system_tps);
 //! # }
 //! ```
+#![warn(missing_docs)]
 
 pub mod analyze;
 mod collect;

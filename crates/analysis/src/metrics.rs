@@ -1,4 +1,4 @@
-//! The per-span derived metrics (DESIGN.md §3) as one table: each row names a
+//! The per-span derived metrics (docs/design.md §3) as one table: each row names a
 //! metric, computes it from a span's facts, gives its unit and direction, names why
 //! a span lacks it, and says where its distribution sits in the report. Analysis,
 //! the per-span export, the charts and the renderers all read these rows, so a new
@@ -62,7 +62,7 @@ pub mod missing {
 /// Where a metric's distribution is reported.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Section {
-    /// [`Distributions`]: the metrics of DESIGN.md §3.
+    /// [`Distributions`]: the metrics of docs/design.md §3.
     Distributions,
     /// [`Conventional`]: the forms other tools print.
     Conventional,
@@ -92,7 +92,7 @@ impl<'a> From<&'a Summary<TokensPerSecond>> for SummaryRef<'a> {
 /// One per-span metric.
 #[derive(Clone, Copy)]
 pub struct SpanMetric {
-    /// The name in DESIGN.md, the JSON report and the CSV header.
+    /// The name in docs/design.md, the JSON report and the CSV header.
     pub name: &'static str,
     /// [`MetricUnit::Seconds`] or [`MetricUnit::TokensPerSecond`].
     pub unit: MetricUnit,

@@ -1,8 +1,8 @@
-//! Measurement quality (DESIGN §13): how far a run's own stamps can be trusted —
+//! Measurement quality (docs/design.md §13): how far a run's own stamps can be trusted —
 //! the share of first tokens and chunks stamped with their own bytes' kernel
 //! arrival, the client's lag, its lateness at release, the sampler's missed
 //! ticks — and the verdict: *poor* only when the client's lag changes a
-//! reported figure (issue 23), *fair* when it lagged without doing so, with
+//! reported figure, *fair* when it lagged without doing so, with
 //! what it does not touch, else *good*.
 
 use std::time::Duration;

@@ -76,7 +76,7 @@ pub struct RunReport {
     pub gap_fraction_sampled: Option<f64>,
     /// The gap inferred from the pipeline's shape when its queue times were not
     /// stated (imports without them, a proxy no request told of its queue);
-    /// `None` when the exact figure stands (issue 24).
+    /// `None` when the exact figure stands.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gap_fraction_inferred: Option<crate::infer::InferredGap>,
     /// gap_time / backlog_time (`None` when there was no backlog).
@@ -97,7 +97,7 @@ pub struct RunReport {
     pub conventional: Conventional,
     /// For each metric, how many ok spans lacked it, by reason.
     pub missing: BTreeMap<&'static str, BTreeMap<&'static str, u64>>,
-    /// How far the client's own stamps can be trusted (DESIGN §13).
+    /// How far the client's own stamps can be trusted (docs/design.md §13).
     pub measurement_quality: crate::MeasurementQuality,
     /// Output length distribution of ok spans.
     pub output_length: Summary<Tokens>,
@@ -105,7 +105,7 @@ pub struct RunReport {
     pub stream_tps_by_output_length: Vec<LengthBucket>,
     /// Cost, when prices were given.
     pub cost: Option<Cost>,
-    /// Goodput, when goals were given (DESIGN.md §15).
+    /// Goodput, when goals were given (docs/design.md §15).
     pub goodput: Option<Goodput>,
     /// Whether every request was ready at the start (a closed loop): `t_queue` and
     /// `ttft_user` are then the client's own backlog, not what the server did.

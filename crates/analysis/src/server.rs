@@ -1,4 +1,4 @@
-//! The server's side beside the client's (DESIGN.md §14): the server's samples as
+//! The server's side beside the client's (docs/design.md §14): the server's samples as
 //! step functions (each scrape's values hold until the next scrape; nothing is
 //! known before the first), its token counters' deltas against the client's
 //! totals, and its own TTFT and queue-time means (Δsum / Δcount of its histograms)

@@ -29,7 +29,7 @@ pub struct Options {
     pub prices: Prices,
     /// Warn when the exact and sampled gap fractions differ by more than this.
     pub gap_disagreement: f64,
-    /// Latency goals for goodput (DESIGN.md §15); `None`: no goodput section.
+    /// Latency goals for goodput (docs/design.md §15); `None`: no goodput section.
     pub goals: Option<Goals>,
     /// A sweep level meets the goals when at least this share of its requests
     /// met them (`--slo-percentile 90` is 0.9).

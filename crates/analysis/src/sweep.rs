@@ -1,6 +1,6 @@
 //! The exact sweep over span edges: queue depth, in-flight and cap as step functions
 //! of time, and their integrals over a window (gap time, backlog time, utilization)
-//! — DESIGN.md §3 "Idle time". O(n log n) in spans.
+//! — docs/design.md §3 "Idle time". O(n log n) in spans.
 
 use std::time::Duration;
 

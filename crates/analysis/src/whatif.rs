@@ -1,4 +1,4 @@
-//! What fixing the gap gains (issue 23): the run's requests replayed
+//! What fixing the gap gains: the run's requests replayed
 //! work-conserving at its cap — each taking the slot time it took, arriving
 //! when it was queued, admitted first in first out the moment a slot frees —
 //! and the window, system TPS and cost that replay would have given.

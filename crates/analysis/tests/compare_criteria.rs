@@ -546,7 +546,7 @@ fn bucket_tracks_the_run_extent() {
 
 #[test]
 fn gap_rise_from_a_baseline_of_zero_fails() {
-    // Issue 15: a baseline that refills instantly has a backlog but no gap; a
+    // What broke: a baseline that refills instantly has a backlog but no gap; a
     // candidate that leaves slots idle half the time was skipped ("nothing to
     // drop") and so could never fail. A rise from 0 is a failure.
     let base = synth("b", Load::default());
@@ -605,10 +605,10 @@ fn gap_rise_from_a_baseline_of_zero_fails() {
 
 #[test]
 fn failures_without_tokens_do_not_make_a_run_mixed_or_refused() {
-    // Issue 15: failed spans were logged with token source `chunks` and cancelled
+    // What broke: failed spans were logged with token source `chunks` and cancelled
     // ones with `usage`, so any run with failures warned "different sources" and
     // `compare` refused it against a clean run ("token source differs"). The run's
-    // source is decided by its ok spans (DESIGN.md §4).
+    // source is decided by its ok spans (docs/design.md §4).
     let base = synth("b", Load::default());
     let mut cand = synth(
         "c",
@@ -684,7 +684,7 @@ fn failures_without_tokens_do_not_make_a_run_mixed_or_refused() {
 
 #[test]
 fn comparing_a_run_with_itself_warns() {
-    // Issue 16: `compare run.jsonl run.jsonl` judged resampling noise without a word.
+    // What broke: `compare run.jsonl run.jsonl` judged resampling noise without a word.
     let base = synth("b", Load::default());
     let c = run(&base, &base.clone());
     assert!(

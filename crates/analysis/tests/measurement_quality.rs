@@ -1,4 +1,4 @@
-//! Measurement quality (issue 15): the shares of exact stamps, the client's lag
+//! Measurement quality: the shares of exact stamps, the client's lag
 //! and lateness, the sampler's missed ticks, and the verdict with its remedy;
 //! `t_post` ends at the end marker's arrival, not at the client's late release.
 

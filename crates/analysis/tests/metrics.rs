@@ -106,7 +106,7 @@ fn never_admitted_span_waits_in_the_queue_until_released() {
     assert_eq!(r.idle.gap_time, Some(Duration::from_secs(1)));
     assert!(close(r.gap_fraction.unwrap(), 0.5));
     assert_eq!(r.counts.cancelled, 1);
-    // Never admitted: the backlog left at the end, not a failure (issue 16).
+    // Never admitted: the backlog left at the end, not a failure.
     assert_eq!(r.counts.backlog_left, 1);
     assert_eq!(r.counts.errors_by_cause.get(Cause::Cancelled), 0);
     // cancelled spans are apart from the success rate.
@@ -342,7 +342,7 @@ fn a_run_with_no_spans_has_no_window_and_no_rates() {
 
 #[test]
 fn tpot_of_a_collapsed_stream_is_absent_not_zero() {
-    // Issue 15: a stream whose tokens all arrived at one instant (t_stream 0, several
+    // What broke: a stream whose tokens all arrived at one instant (t_stream 0, several
     // tokens) counted as tpot 0 ms while stream_tps dropped it.
     let collapsed = ok(0, 0, 10, 10, 20, 12);
     let normal = ok(0, 0, 10, 1010, 1020, 11);
@@ -359,7 +359,7 @@ fn tpot_of_a_collapsed_stream_is_absent_not_zero() {
 
 #[test]
 fn request_and_total_token_throughput_as_vllm_prints_them() {
-    // Issue 16: the summary had output TPS only; vLLM users read request throughput
+    // What broke: the summary had output TPS only; vLLM users read request throughput
     // and total (input + output) token throughput beside it.
     let a = ok(0, 0, 500, 1500, 2000, 30);
     let b = ok(0, 0, 1000, 1900, 2000, 50);
@@ -384,7 +384,7 @@ fn request_and_total_token_throughput_as_vllm_prints_them() {
 
 #[test]
 fn window_outside_the_run_warns_that_it_is_empty() {
-    // Issue 16: `--window 50..60` on a 2 s run printed all dashes without a word.
+    // What broke: `--window 50..60` on a 2 s run printed all dashes without a word.
     let inp = input(Some(1), vec![ok(0, 0, 500, 1500, 2000, 30)]);
     let r = analyze(
         &inp,
@@ -424,7 +424,7 @@ fn window_outside_the_run_warns_that_it_is_empty() {
 
 #[test]
 fn in_flight_above_the_cap_warns_instead_of_a_utilization_above_100_percent() {
-    // Issue 16: a merged or corrupt log (more in flight than the cap) printed
+    // What broke: a merged or corrupt log (more in flight than the cap) printed
     // utilization 444,559 %.
     let spans = (0..4).map(|_| ok(0, 0, 500, 1500, 2000, 30)).collect();
     let r = analyze(&input(Some(1), spans), &Options::default());

@@ -51,7 +51,7 @@ pub struct AnalysisFlags {
     pub from: Option<String>,
 }
 
-/// The goodput flags of `report`, `compare` and `bench` (DESIGN.md §15).
+/// The goodput flags of `report`, `compare` and `bench` (docs/design.md §15).
 #[derive(clap::Args, Debug, Clone)]
 pub struct GoodputFlags {
     /// Latency goals for goodput, e.g. ttft:500ms,tpot:50ms,e2e:10s (TTFT from

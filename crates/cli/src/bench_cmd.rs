@@ -185,7 +185,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     }
     let reasons = failure_reasons(&summaries);
     if total.error > 0 && total.ok > 0 {
-        // The server's own words (issue 15: "--model nope" said only "no request
+        // The server's own words (what broke: "--model nope" said only "no request
         // succeeded"; the reason was in the log).
         eprintln!("most frequent failures: {}", reasons.join("; "));
     }
@@ -217,7 +217,7 @@ fn print_report(
     if spec.levels.len() > 1 {
         print_sweep_table(&r, names, to)?;
     } else {
-        // What the server did first (issue 16: the default run's latency lines
+        // What the server did first (what broke: the default run's latency lines
         // were mostly the client's own backlog), then the whole report.
         if let Some(run) = r.runs.first() {
             writeln!(to, "{}", tpscope_render::lead::text(run))?;

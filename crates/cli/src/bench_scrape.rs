@@ -1,4 +1,4 @@
-//! `bench`'s and the proxy's scraping of the server's own metrics (DESIGN.md §8
+//! `bench`'s and the proxy's scraping of the server's own metrics (docs/design.md §8
 //! `server_sample`) and of GPU telemetry: the `--server-metrics`,
 //! `--server-metrics-interval` and `--gpu-metrics` flags, where the server's page
 //! is (the target root's `/metrics` unless told), and one scraper per page and

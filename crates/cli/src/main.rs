@@ -10,6 +10,7 @@ mod bench_scrape;
 mod bench_sim_flags;
 mod bench_sweep;
 mod compare_cmd;
+mod docs_flags;
 mod exit;
 mod fd_limit;
 mod import_cmd;

@@ -183,7 +183,7 @@ mod tests {
             render(&f),
             "concurrency 8  10/40 done  4s  500 tok/s  in flight 8/8  queue 22  gap 0.4%  errors 1"
         );
-        // issue 15: tokens of streams still running count, and silence is flagged.
+        // Tokens of streams still running count, and silence is flagged.
         f.streamed_tokens = Some(3000);
         f.silent_for = Duration::from_secs(12);
         assert_eq!(

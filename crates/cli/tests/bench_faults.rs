@@ -181,7 +181,7 @@ fn a_refused_connection_is_connect_for_every_request_and_still_reported() {
 
 #[test]
 fn the_servers_message_reaches_the_no_request_succeeded_error() {
-    // issue 15: `--model nope` against vLLM said "no request succeeded", and the
+    // What broke: `--model nope` against vLLM said "no request succeeded", and the
     // server's reason was only in the log.
     let dir = tempfile::tempdir().unwrap();
     let run = bench(

@@ -1,4 +1,4 @@
-//! A starved client (issue 15): `tpscope bench` stopped and continued every
+//! A starved client: `tpscope bench` stopped and continued every
 //! 250 ms (`kill -STOP`/`-CONT`) while the simulator streams a token every
 //! 6.5 ms. The report must flag the measurement quality as poor, and the
 //! first tokens it calls exactly stamped must agree with the simulator's own

@@ -1,4 +1,4 @@
-//! End to end, what a new user meets (issues 15 and 16): the model's context is
+//! End to end, what a new user meets: the model's context is
 //! respected, scaled simulator time is said, and the run's report points onwards.
 
 mod bench_support;
@@ -8,7 +8,7 @@ use tpscope_model::Status;
 
 #[test]
 fn the_default_workload_fits_the_models_context_and_says_so() {
-    // issue 15: the default lengths against a 4k-context vLLM drew 31 of 320
+    // What broke: the default lengths against a 4k-context vLLM drew 31 of 320
     // requests longer than max_model_len (HTTP 400).
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("sim.toml");
@@ -69,7 +69,7 @@ fn the_default_workload_fits_the_models_context_and_says_so() {
 
 #[test]
 fn a_scaled_simulator_run_says_so_and_the_report_leads_with_the_server_and_points_onwards() {
-    // issue 16: a --sim-speed run did not say its times were scaled; the default
+    // What broke: a --sim-speed run did not say its times were scaled; the default
     // report led with the client's backlog and suggested nothing.
     let dir = tempfile::tempdir().unwrap();
     let run = bench(
@@ -126,7 +126,7 @@ fn a_scaled_simulator_run_says_so_and_the_report_leads_with_the_server_and_point
 
 #[test]
 fn sim_fault_connection_close_makes_every_request_connect_and_sim_flags_are_refused_with_url() {
-    // issue 16: `tpscope sim --connection-close` had no `bench --sim-fault` form.
+    // What broke: `tpscope sim --connection-close` had no `bench --sim-fault` form.
     let dir = tempfile::tempdir().unwrap();
     let run = bench(
         dir.path(),
@@ -170,7 +170,7 @@ fn sim_fault_connection_close_makes_every_request_connect_and_sim_flags_are_refu
 
 #[test]
 fn ctrl_c_during_the_warm_up_says_nothing_was_measured() {
-    // issue 16: a run stopped while warming up printed an empty report.
+    // What broke: a run stopped while warming up printed an empty report.
     let dir = tempfile::tempdir().unwrap();
     let (child, out) = bench_support::spawn(
         dir.path(),
@@ -198,7 +198,7 @@ fn ctrl_c_during_the_warm_up_says_nothing_was_measured() {
 
 #[test]
 fn closed_loop_duration_leftovers_are_backlog_left_at_the_end_not_failures() {
-    // issue 16: requests still queued when --duration ended were reported as
+    // What broke: requests still queued when --duration ended were reported as
     // "failures by cause: cancelled N".
     let dir = tempfile::tempdir().unwrap();
     let run = bench(

@@ -1,6 +1,6 @@
 //! A pasted `vllm bench serve` command line runs against the built-in simulator,
 //! writes vLLM's result JSON, and `tpscope import --from vllm` reads it back to the
-//! same figures (issue 26.7: such lines failed on --save-result, --backend, --host,
+//! same figures (such lines failed on --save-result, --backend, --host,
 //! --random-range-ratio, the unquoted --goodput and more).
 
 use std::path::Path;

@@ -1,5 +1,5 @@
 //! `tpscope import`, `report --from` and `compare --from` on what people publish
-//! (issue 25): files of one fixed name, files that import nothing, GuideLLM's
+//!: files of one fixed name, files that import nothing, GuideLLM's
 //! warm-up.
 
 use std::path::{Path, PathBuf};

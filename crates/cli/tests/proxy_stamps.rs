@@ -1,4 +1,4 @@
-//! The proxy's stamps stay exact when the proxy itself is held up (issue 24):
+//! The proxy's stamps stay exact when the proxy itself is held up:
 //! `tpscope proxy` is stopped and continued (`kill -STOP/-CONT`) again and again
 //! while streams pass through it. Its upstream reads carry the kernel's receive
 //! timestamps, so first and last tokens stay within 1 ms (median) of the

@@ -1,4 +1,4 @@
-//! `tpscope proxy` loses nothing on stop and says where it records (issue 24):
+//! `tpscope proxy` loses nothing on stop and says where it records:
 //! without `--out` it writes a new file named as bench names its runs and
 //! prints it; `--out none` records nothing; a second SIGTERM ends a long drain
 //! at once and the open stream is still written, as cancelled, and counted in

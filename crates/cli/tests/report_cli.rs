@@ -94,7 +94,7 @@ fn csv_has_one_row_per_span() {
 
 #[test]
 fn csv_carries_request_id_error_message_and_token_source() {
-    // issue 15: the CSV lacked request_id, the error message and the token source.
+    // What broke: the CSV lacked request_id, the error message and the token source.
     let log =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../log/tests/fixtures/bench_sim_faults.jsonl");
     let out = tpscope(&["report", log.to_str().unwrap(), "--format", "csv"]);
@@ -223,7 +223,7 @@ fn help_lists_bucket_between_window_and_time_unit() {
 
 #[test]
 fn summary_shows_request_and_total_token_throughput_in_every_format() {
-    // Issue 16: only output TPS was shown; vLLM prints request throughput and total
+    // What broke: only output TPS was shown; vLLM prints request throughput and total
     // token throughput beside it. 2 ok spans, 200 + 15 tokens, over 6.5 s.
     let g = golden();
     let g = g.to_str().unwrap();
@@ -246,7 +246,7 @@ fn summary_shows_request_and_total_token_throughput_in_every_format() {
 
 #[test]
 fn report_dash_reads_the_log_from_stdin() {
-    // Issue 16: `report -` was taken for a file named `-`.
+    // What broke: `report -` was taken for a file named `-`.
     use std::io::Write;
     use std::process::Stdio;
     let log = std::fs::read(golden()).unwrap();

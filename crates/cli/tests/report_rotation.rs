@@ -115,7 +115,7 @@ fn a_rotated_file_whose_run_record_differs_exits_2_naming_file_line_and_field() 
     );
 }
 
-/// DESIGN §8: readers ignore record kinds they do not know; `report` stopped at
+/// docs/design.md §8: readers ignore record kinds they do not know; `report` stopped at
 /// the first. Now it reads the rest and warns once per kind on stderr.
 #[test]
 fn unknown_record_kinds_stopped_the_report_instead_of_one_warning_per_kind() {

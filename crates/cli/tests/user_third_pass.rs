@@ -1,4 +1,4 @@
-//! A user's third pass (issue 26), end to end: no writer replaces a file unless
+//! A user's third pass, end to end: no writer replaces a file unless
 //! asked, and never one of its own inputs.
 
 use std::path::{Path, PathBuf};

@@ -61,7 +61,7 @@ pub enum ClientError {
 
 /// hyper's largest read buffer per connection: without a cap it grows to
 /// ~400 KB on a connection whose reader falls behind (4 GB at 10,000 streams);
-/// SSE bodies stream through it, so 64 KB (DESIGN §12) costs nothing.
+/// SSE bodies stream through it, so 64 KB (docs/design.md §12) costs nothing.
 pub(crate) const MAX_READ_BUF: usize = 64 << 10;
 
 pub(crate) struct Inner {

@@ -1,7 +1,8 @@
 //! tpscope's HTTP client ([`Client`]): sends one streaming request attempt to an
 //! OpenAI-compatible server over pooled connections, with timeouts and kernel
 //! receive timestamps, and accounts the response through the sans-I/O
-//! `tpscope-stream` crate (DESIGN.md §2, §4, §7, §9).
+//! `tpscope-stream` crate (docs/design.md §2, §4, §7, §9).
+#![warn(missing_docs)]
 
 mod attempt;
 mod body_head;

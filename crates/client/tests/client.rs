@@ -432,7 +432,7 @@ async fn malformed_chunk_and_mid_stream_error() {
 
 #[tokio::test]
 async fn a_200_that_is_not_a_completion_is_malformed_not_ok() {
-    // issue 16: both counted as ok with 0 tokens and 100 % success.
+    // What broke: both counted as ok with 0 tokens and 100 % success.
     let server = ScriptServer::start(vec![
         Reply::body(
             200,
@@ -462,7 +462,7 @@ async fn a_200_that_is_not_a_completion_is_malformed_not_ok() {
 
 #[tokio::test]
 async fn live_tokens_count_while_the_stream_runs() {
-    // issue 15: the progress line counted finished requests' tokens only.
+    // What broke: the progress line counted finished requests' tokens only.
     let mut parts = vec![Part::Bytes(events(&[ROLE, &content("a"), &content("b")]))];
     parts.push(Part::Delay(Duration::from_millis(300)));
     parts.push(Part::Bytes(ok_stream(true)));
@@ -613,7 +613,7 @@ async fn list_models_reads_the_openai_model_list() {
     ])
     .await;
     let client = client_for(&server, ClientConfig::default());
-    // vLLM's max_model_len per model (issue 15: the default workload ignored it).
+    // vLLM's max_model_len per model (what broke: the default workload ignored it).
     let models = client.models().await.unwrap();
     assert_eq!(models[0].max_model_len, Some(4096));
     assert_eq!(models[1].max_model_len, None);

@@ -1,4 +1,4 @@
-//! Connection storms at the start of a run (issue 15): 256 streams against a
+//! Connection storms at the start of a run: 256 streams against a
 //! server whose accept queue holds 128. Opened all at once, the kernel drops the
 //! overflow and those requests wait a second for a SYN retransmit; paced, no
 //! connect waits that long. Judged on the recorded connect times.

@@ -1,7 +1,7 @@
 //! Connection reuse against a server that closes after every streamed response
 //! while announcing keep-alive (llama.cpp's `llama-server` does): requests lost
 //! to that race are resent at once on a new connection, counted apart, and never
-//! fail (issue 15).
+//! fail.
 
 mod support;
 

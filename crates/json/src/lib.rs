@@ -4,6 +4,7 @@
 //! syntax, `\u` escapes and unescaping. Each scanner keeps its own walk over
 //! objects and arrays and its own error wording; the bytes-level rules live here
 //! once. Pure: bytes in, positions out.
+#![warn(missing_docs)]
 
 mod number;
 mod string;

@@ -1,5 +1,5 @@
 //! Benchmarks of the load engine with the real HTTP client against the built-in
-//! simulator, at 1,000 concurrent streams (DESIGN.md §12):
+//! simulator, at 1,000 concurrent streams (docs/design.md §12):
 //!
 //! 1. streamed tokens per second of *client* CPU time, simulator at `--speed max`;
 //! 2. first-token time error against the simulator's truth log (real time).

@@ -2,6 +2,7 @@
 //! spec of a benchmark, and the one executor every mode of `tpscope bench` runs on.
 //! What it records goes through `tpscope_record` (admission, sampler, span
 //! assembly, the writer thread).
+#![warn(missing_docs)]
 
 mod azure;
 pub mod dist;

@@ -1,6 +1,6 @@
 //! Retries: which failure causes are retried, and the back-off before the next
 //! attempt (exponential with jitter, `Retry-After` honoured). The request keeps its
-//! slot while it backs off (DESIGN.md §2).
+//! slot while it backs off (docs/design.md §2).
 
 use std::time::Duration;
 
@@ -100,7 +100,7 @@ mod tests {
 
     #[test]
     fn retry_after_gets_jitter_on_top_so_429s_do_not_retry_in_lockstep() {
-        // issue 16: every 429 retry waited exactly the 1.000 s Retry-After.
+        // What broke: every 429 retry waited exactly the 1.000 s Retry-After.
         let p = RetryPolicy {
             max_retries: 3,
             base: Duration::from_millis(100),

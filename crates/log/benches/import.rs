@@ -1,4 +1,4 @@
-//! Benchmark of the importers (issue 12): a 1,000,000-request file of a tool's output
+//! Benchmark of the importers: a 1,000,000-request file of a tool's output
 //! turned into spans on one core. Prints records per second of CPU time for each
 //! format measured.
 //!

@@ -1,4 +1,4 @@
-//! Benchmark of DESIGN.md §12 "analysis": a generated 1,000,000-span log (with
+//! Benchmark of docs/design.md §12 "analysis": a generated 1,000,000-span log (with
 //! samples every 10 ms) read from JSONL and fully analysed on one core.
 //! Prints spans per second of CPU time and peak memory per span.
 //!

@@ -1,9 +1,10 @@
-//! Span logs on disk (format `tpscope.spans/1`, DESIGN.md §8): a streaming reader
+//! Span logs on disk (format `tpscope.spans/1`, docs/design.md §8): a streaming reader
 //! that turns JSON Lines into per-run analysis inputs with errors naming the file,
 //! line and field ([`Reader`], [`read_paths`]); a record-level reader that gives
 //! whole records with their line ([`RecordReader`]), checked the same way; the
 //! files of a rotated log found by its base name ([`expand_rotations`]); a writer
 //! ([`LogWriter`]); importers of other tools' outputs ([`import`]).
+#![warn(missing_docs)]
 
 mod fast;
 pub mod import;

@@ -128,7 +128,7 @@ fn negative_and_absurd_values_are_rejected() {
     );
 }
 
-/// DESIGN §8: readers ignore record kinds they do not know (a newer writer's), but
+/// docs/design.md §8: readers ignore record kinds they do not know (a newer writer's), but
 /// the reader stopped at the first with "unknown record kind". Both readers now
 /// skip them unchecked (a newer kind need not have a `run_id`) and count them by
 /// kind; the spans around them are read.
@@ -214,7 +214,7 @@ fn empty_and_binary_files_are_rejected() {
             Cursor::new(vec![0x1f, 0x8b, 0x08, 0x00, 0xff, 0xfe]),
         )
         .unwrap_err();
-    // Issue 16: a gzip file was reported as "a NUL byte"; it is named as gzip.
+    // What broke: a gzip file was reported as "a NUL byte"; it is named as gzip.
     assert!(
         e.to_string().starts_with("x.bin:1: gzip-compressed data"),
         "{e}"
@@ -486,7 +486,7 @@ fn duplicate_span_ids_are_found_in_written_lines_of_every_id_form() {
 
 #[test]
 fn a_utf8_bom_is_named_as_such() {
-    // Issue 16: a log saved with a byte-order mark failed as malformed JSON.
+    // What broke: a log saved with a byte-order mark failed as malformed JSON.
     let mut r = Reader::new(ReadOptions::default());
     let mut bytes = vec![0xef, 0xbb, 0xbf];
     bytes.extend_from_slice(b"{\"kind\":\"end\"}\n");
@@ -502,7 +502,7 @@ fn a_utf8_bom_is_named_as_such() {
 
 #[test]
 fn failure_messages_reach_the_analysis_by_both_readers() {
-    // issue 16: the report said "http_4xx 3" while the reason was only in the log.
+    // What broke: the report said "http_4xx 3" while the reason was only in the log.
     let mut span = ok_span("m", "1");
     span.status = Status::Error;
     span.first_token_at = None;
@@ -542,7 +542,7 @@ fn failure_messages_reach_the_analysis_by_both_readers() {
 
 #[test]
 fn retried_spans_keep_their_last_attempts_start_for_the_waterfall() {
-    // issue 16: the waterfall could not tell back-off from the first-token wait.
+    // What broke: the waterfall could not tell back-off from the first-token wait.
     let log = fixture("bench_sim_faults.jsonl");
     let set = read_paths(&[log], ReadOptions::default()).unwrap();
     let input = &set.runs[0].input;

@@ -1,4 +1,4 @@
-//! The closed list of failure causes (DESIGN.md §7) and span statuses.
+//! The closed list of failure causes (docs/design.md §7) and span statuses.
 
 use std::fmt;
 use std::str::FromStr;
@@ -45,7 +45,7 @@ pub enum Cause {
 }
 
 impl Cause {
-    /// Every cause, in the order of DESIGN.md §7 (also the order reports list them).
+    /// Every cause, in the order of docs/design.md §7 (also the order reports list them).
     pub const ALL: [Cause; 11] = [
         Cause::Http429,
         Cause::Http4xx,

@@ -1,6 +1,7 @@
 //! tpscope's data model: spans, runs, samples, failure causes and timestamps — the
 //! one vocabulary shared by every producer (bench, proxy, importers) and consumer.
 //! Pure: no I/O, no async.
+#![warn(missing_docs)]
 
 pub mod api;
 pub mod cause;

@@ -1,4 +1,4 @@
-//! The one gap predicate (DESIGN.md §3): when work waits while a slot is free.
+//! The one gap predicate (docs/design.md §3): when work waits while a slot is free.
 //! The exact sweep, the sampled estimate, the live counters and the proxy's
 //! Prometheus counters all ask this one place.
 

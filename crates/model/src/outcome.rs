@@ -45,7 +45,7 @@ impl Usage {
     }
 
     /// The output count, when the server gave one: only then does `usage` count a
-    /// span's tokens (DESIGN.md §4).
+    /// span's tokens (docs/design.md §4).
     pub fn counted(self) -> Option<Usage> {
         self.completion_tokens.is_some().then_some(self)
     }

@@ -1,4 +1,4 @@
-//! The records of a span log (format `tpscope.spans/1`, DESIGN.md §8): `run`,
+//! The records of a span log (format `tpscope.spans/1`, docs/design.md §8): `run`,
 //! `span`, `sample` and `end`, each one JSON line tagged by `kind`.
 
 use std::collections::BTreeMap;
@@ -163,7 +163,7 @@ pub struct EndRecord {
     #[serde(default)]
     pub samples: u64,
     /// Open loop: the latest the client put a request in the queue after its
-    /// scheduled time (its own pacing lateness, DESIGN §13).
+    /// scheduled time (its own pacing lateness, docs/design.md §13).
     #[serde(
         default,
         rename = "schedule_late_max_s",

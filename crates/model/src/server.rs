@@ -1,4 +1,4 @@
-//! The `server_sample` record (DESIGN.md §8): the server's own view, scraped from its
+//! The `server_sample` record (docs/design.md §8): the server's own view, scraped from its
 //! Prometheus endpoint while a run measures it, normalised to one vocabulary
 //! (requests running and waiting, KV cache usage, counters, latency histogram sums)
 //! with every other value it showed kept by name.

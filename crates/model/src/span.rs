@@ -1,4 +1,4 @@
-//! The span: one request's lifecycle (DESIGN.md §2), its attempts, and its validation.
+//! The span: one request's lifecycle (docs/design.md §2), its attempts, and its validation.
 
 use std::fmt;
 use std::str::FromStr;
@@ -9,7 +9,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::cause::{Cause, Status};
 use crate::time::{Timestamp, duration_secs};
 
-/// Where a span's token counts came from (DESIGN.md §4).
+/// Where a span's token counts came from (docs/design.md §4).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum TokenSource {
     /// The server's own count (`usage`, asked for with `stream_options.include_usage`).
@@ -76,7 +76,7 @@ impl<'de> Deserialize<'de> for TokenSource {
 /// Why a span that did not end ok failed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SpanError {
-    /// The failure cause (closed list, DESIGN.md §7).
+    /// The failure cause (closed list, docs/design.md §7).
     pub cause: Cause,
     /// A human-readable message (no prompt or completion text, no credentials).
     #[serde(default)]
@@ -346,7 +346,7 @@ impl Span {
         Ok(())
     }
 
-    /// Tokens received by attempts that did not end ok (DESIGN.md §3 `wasted_tokens`).
+    /// Tokens received by attempts that did not end ok (docs/design.md §3 `wasted_tokens`).
     pub fn wasted_tokens(&self) -> u64 {
         self.attempts
             .iter()

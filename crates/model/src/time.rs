@@ -450,7 +450,7 @@ pub mod duration_secs {
 }
 
 /// One monotonic clock anchored once to the wall clock, so that every timestamp of a
-/// run is `anchor_wall + (mono − anchor_mono)` (DESIGN.md §2): a wall-clock step
+/// run is `anchor_wall + (mono − anchor_mono)` (docs/design.md §2): a wall-clock step
 /// during the run does not bend durations.
 #[derive(Clone, Copy, Debug)]
 pub struct RunClock {

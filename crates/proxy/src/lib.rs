@@ -1,4 +1,4 @@
-//! tpscope's recording reverse proxy (DESIGN.md §11): every request is forwarded
+//! tpscope's recording reverse proxy (docs/design.md §11): every request is forwarded
 //! to the upstream unchanged (hop-by-hop headers aside) and every response is
 //! relayed as it arrives; completions (`/chat/completions`, `/completions`,
 //! `/messages`) become spans through the one recording seam (`tpscope_record`:
@@ -10,6 +10,7 @@
 //!
 //! [`start`] binds and serves; the [`ProxyHandle`] stops it (drain, then the
 //! `end` record and flush).
+#![warn(missing_docs)]
 
 mod gate;
 mod headers;
@@ -471,7 +472,7 @@ async fn serve(
         .timer(TokioTimer::new())
         .header_read_timeout(state.cfg.header_timeout)
         // Read and write buffers per connection: hyper's ~400 KB default would
-        // be held by every stream whose client reads slowly (DESIGN §12's 64 KB).
+        // be held by every stream whose client reads slowly (docs/design.md §12's 64 KB).
         .max_buf_size(64 << 10)
         .keep_alive(true);
     builder

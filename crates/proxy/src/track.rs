@@ -52,7 +52,7 @@ pub(crate) struct Track {
     account: AnyStream,
     text_dropped: bool,
     done: bool,
-    /// Kernel receive stamps of the upstream's reads (issue 24), when the
+    /// Kernel receive stamps of the upstream's reads, when the
     /// connection carries them.
     rx: RxFacts,
 }

@@ -1,4 +1,4 @@
-//! Abuse of the proxy (issue 10, "stay safe"): ten thousand idle connections
+//! Abuse of the proxy ("stays safe" in docs/proxy.md): ten thousand idle connections
 //! while a stream is served, and a short header timeout closing all of them;
 //! slowloris clients trickling HTTP/1 headers or the HTTP/2 preface, cut at the
 //! header timeout while others are served; invalid JSON forwarded unparsed, the

@@ -1,5 +1,5 @@
-//! A client that goes away mid-stream is cancelled upstream within one chunk
-//! (issue 10): the client reads a few tokens through the proxy and leaves; the
+//! A client that goes away mid-stream is cancelled upstream within one chunk:
+//! the client reads a few tokens through the proxy and leaves; the
 //! proxy's server notices the closed socket at once (hyper watches for EOF while
 //! it writes a response), drops the relayed body, which closes the upstream
 //! connection; the simulator's server notices that the same way and drops its

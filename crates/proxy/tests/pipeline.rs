@@ -1,4 +1,4 @@
-//! The proxy sees the user's pipeline (issue 24): a pipeline that works in
+//! The proxy sees the user's pipeline: a pipeline that works in
 //! batches of 4 (each waiting for its slowest request) and one that keeps 4
 //! workers busy, through the proxy to the simulator, with no queue header and
 //! no cap. The report's exact gap is 0 (the proxy never saw work wait); the

@@ -1,4 +1,4 @@
-//! Exact stamps on the proxy's upstream side (issue 24): the upstream's reads
+//! Exact stamps on the proxy's upstream side: the upstream's reads
 //! carry kernel receive timestamps, as the client's do, so a span's first and
 //! last token are the arrival of their bytes, not the moment the proxy's task
 //! got to them. Checked against the simulator's truth log (when each token's

@@ -1,4 +1,4 @@
-//! Nothing lost on stop (issue 24): streams still open when the drain ends are
+//! Nothing lost on stop: streams still open when the drain ends are
 //! written as cancelled spans with the tokens relayed so far, and the `end`
 //! record counts them; cutting at once (a second signal) writes them too. The
 //! simulator runs slowly so the streams are open at the stop.

@@ -1,7 +1,8 @@
 //! The native half of the `tpscope` Python package (`tpscope._tpscope`): the
-//! recording API of DESIGN.md §17 over `tpscope_record::Recorder`, and the report and
+//! recording API of docs/design.md §17 over `tpscope_record::Recorder`, and the report and
 //! compare documents built by the same Rust code as `tpscope report/compare --format
 //! json`. The Python half (python/tpscope) adds context managers and SDK instrumentation.
+#![warn(missing_docs)]
 
 use pyo3::prelude::*;
 

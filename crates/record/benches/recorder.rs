@@ -1,4 +1,4 @@
-//! Benchmark of DESIGN.md §12 "recording library": the cost of the public recording
+//! Benchmark of docs/design.md §12 "recording library": the cost of the public recording
 //! API to the caller's thread (target ≤ 1 µs per event), and events per second of
 //! CPU for the whole recorder (caller, writer and sampler threads together).
 //!
@@ -106,6 +106,6 @@ fn main() {
         bytes as f64 / 1e6
     );
     if per_event > 1000.0 {
-        println!("  ABOVE the 1 µs per event target (DESIGN.md §12)");
+        println!("  ABOVE the 1 µs per event target (docs/design.md §12)");
     }
 }

@@ -1,5 +1,5 @@
 //! Span assembly (pure): one request's attempts and its queue/slot instants become
-//! one [`Span`] exactly as DESIGN.md §2 defines it.
+//! one [`Span`] exactly as docs/design.md §2 defines it.
 
 use tpscope_model::{Cause, Span, SpanError, Status, Timestamp, TokenSource, Usage};
 
@@ -135,7 +135,7 @@ pub fn assemble(run_id: &str, tokenizer_name: &str, f: Finished) -> (Span, ToCou
             output_tokens = a.tokens;
             to_count.span_from_final = matches!(source, TokenSource::Tokenizer(_));
             // A span that received no tokens (a failure before the first one) has no
-            // source, so that it does not make its run mixed (DESIGN.md §4).
+            // source, so that it does not make its run mixed (docs/design.md §4).
             let received = a.tokens > 0 || a.first_token_at.is_some();
             token_source = received.then_some(source);
             if let Some(p) = usage.and_then(|u| u.prompt_tokens) {
@@ -329,7 +329,7 @@ mod tests {
 
     #[test]
     fn the_client_measured_finish_reason_reaches_the_span() {
-        // Issue 21: load's conversion of the client's outcome dropped it.
+        // What broke: load's conversion of the client's outcome dropped it.
         let mut retried = outcome(2, Some(Cause::Http429), None, None);
         retried.finish_reason = Some("abort".into());
         let mut last = outcome(72, None, Some(9), None);
@@ -393,7 +393,7 @@ mod tests {
 
     #[test]
     fn a_span_that_received_no_tokens_has_no_token_source() {
-        // Issue 15: failures before the first token were logged with source `chunks`
+        // What broke: failures before the first token were logged with source `chunks`
         // (cancelled ones `usage`), making every run with failures "mixed".
         let mut failed = outcome(2, Some(Cause::Http5xx), None, None);
         failed.content_chunks = 0;

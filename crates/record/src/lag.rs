@@ -1,4 +1,4 @@
-//! The client's own lag while a run is under way (DESIGN §13): sampler ticks
+//! The client's own lag while a run is under way (docs/design.md §13): sampler ticks
 //! missed, open-loop pacing lateness, the worst kernel-to-task lag and the
 //! chunks stamped only as upper bounds, for the live line. The report computes
 //! the same figures from the span log (`analysis::measurement_quality`).

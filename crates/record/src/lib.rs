@@ -1,5 +1,5 @@
 //! tpscope's one recording seam, used by every producer of span logs (the bench's
-//! executor, the proxy and the public recording API of DESIGN.md §17, the live
+//! executor, the proxy and the public recording API of docs/design.md §17, the live
 //! ones through one [`Session`]): span assembly from attempts and its one
 //! validation ([`checked_span`]), admission (the cap and its FIFO queue), the
 //! sampler, the writer thread (through `tpscope_log`'s writer), live counters and
@@ -12,7 +12,7 @@
 //! [`checked_span`], count it in [`LiveStats`] and send it with its [`ToCount`];
 //! end the run with an `end` record.
 //!
-//! A program recording its own requests uses the [`Recorder`] (DESIGN.md §17),
+//! A program recording its own requests uses the [`Recorder`] (docs/design.md §17),
 //! which does all of that on its behalf (with no admission of its own: the program
 //! says when work was queued and admitted):
 //!
@@ -33,6 +33,7 @@
 //! # Ok(())
 //! # }
 //! ```
+#![warn(missing_docs)]
 
 pub mod admission;
 pub mod assemble;

@@ -34,7 +34,7 @@ pub struct LiveStats {
     pub gap_samples: AtomicU64,
     /// Requests the run will make, when known (`u64::MAX`: unknown).
     pub planned: AtomicU64,
-    /// The client's own lag (DESIGN §13).
+    /// The client's own lag (docs/design.md §13).
     pub lag: crate::lag::ClientLag,
     started: Mutex<Option<Instant>>,
     label: Mutex<String>,

@@ -1,4 +1,4 @@
-//! The public recording API (DESIGN.md §17): a [`Recorder`] that any program uses to
+//! The public recording API (docs/design.md §17): a [`Recorder`] that any program uses to
 //! write a span log of its own requests: a file, and a [`Session`] on it (the
 //! [`Writer`] thread, where assembly, counting and writing happen, the sampler of
 //! the recorder's own in-flight and queue counts, the run's records). The caller's
@@ -19,7 +19,7 @@ use crate::run::RunInfo;
 use crate::session::{Running, Session};
 use crate::writer::{RunCounts, Writer};
 
-/// The sampling cadence when the [`RunInfo`] names none (DESIGN.md §8).
+/// The sampling cadence when the [`RunInfo`] names none (docs/design.md §8).
 pub const DEFAULT_SAMPLE_INTERVAL: Duration = Duration::from_millis(10);
 
 /// How [`Recorder::open`] treats a file that already exists.
@@ -139,7 +139,7 @@ impl Recorder {
     }
 
     /// Changes the in-flight cap from now on: written at once as a sample stating the
-    /// new cap, which the analysis uses from that instant (DESIGN.md §3).
+    /// new cap, which the analysis uses from that instant (docs/design.md §3).
     pub fn set_cap(&self, cap: u32) {
         self.session.set_cap(cap);
     }

@@ -73,7 +73,7 @@ impl Sampler {
                         // rather than burst, keeping the cadence's phase.
                         let behind = (now - next).as_nanos() / interval.as_nanos() + 1;
                         next += interval * behind.min(u32::MAX as u128) as u32;
-                        // The client's own lag (DESIGN §13): the report counts
+                        // The client's own lag (docs/design.md §13): the report counts
                         // them from the gaps between samples, the live line here.
                         live.lag
                             .missed_ticks

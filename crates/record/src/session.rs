@@ -153,7 +153,7 @@ impl Session {
     }
 
     /// Changes the in-flight cap from now on: written at once as a sample stating
-    /// the new cap, which the analysis uses from that instant (DESIGN.md §3).
+    /// the new cap, which the analysis uses from that instant (docs/design.md §3).
     pub fn set_cap(&self, cap: u32) {
         self.cap.store(cap, Relaxed);
         self.live.cap.store(cap, Relaxed);

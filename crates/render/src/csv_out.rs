@@ -75,7 +75,7 @@ pub fn render(runs: &[CsvRun<'_>]) -> Result<Vec<u8>, RenderError> {
                 s.released_at.to_string(),
                 s.output_tokens.to_string(),
                 opt(s.input_tokens.map(|n| n.to_string())),
-                // Only spans that received tokens have a source (DESIGN.md §4).
+                // Only spans that received tokens have a source (docs/design.md §4).
                 if s.output_tokens > 0 || s.first_token_at.is_some() {
                     text.token_source
                         .as_deref()

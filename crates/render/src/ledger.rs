@@ -1,4 +1,4 @@
-//! The capacity section (issue 23): the ledger of slot-seconds by part, as a
+//! The capacity section: the ledger of slot-seconds by part, as a
 //! table that text, markdown and HTML lay out alike, and in HTML a stacked
 //! area of the parts per bucket. Each format calls it with one line.
 

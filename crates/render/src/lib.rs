@@ -1,6 +1,7 @@
 //! Pure renderers: each takes a finished report (or comparison) and returns bytes —
 //! terminal text, markdown, JSON, CSV and a self-contained HTML page. They format;
 //! they never compute a metric.
+#![warn(missing_docs)]
 
 pub mod compare;
 pub mod count_check;

@@ -12,7 +12,7 @@ use crate::fmt::*;
 
 /// A distribution row: label, unit, cells.
 pub struct DistRow {
-    /// Metric name as in DESIGN.md.
+    /// Metric name as in docs/design.md.
     pub name: &'static str,
     /// Unit of the cells.
     pub unit: &'static str,

@@ -1,5 +1,5 @@
 //! The reason behind a failure count reaches every human-readable form of a report
-//! (issue 16: "http_4xx 3" and "no request succeeded" while the log held "HTTP 400:
+//! (what broke: "http_4xx 3" and "no request succeeded" while the log held "HTTP 400:
 //! `stream_options` is only allowed when `stream` is true").
 
 use tpscope_analysis::detail::detail;
@@ -80,7 +80,7 @@ fn failure_messages_show_in_text_markdown_json_and_html() {
 
 #[test]
 fn waterfall_marks_failed_attempts_and_back_off_apart_from_the_first_token_wait() {
-    // issue 16: a retried request's back-off looked like a slow first token; and
+    // What broke: a retried request's back-off looked like a slow first token; and
     // the HTML summary did not show TTFT/TPOT at the top.
     let mut input = RunInput {
         run_id: "w".into(),

@@ -1,6 +1,6 @@
 //! A run whose queue times were not stated shows the gap inferred from the
 //! pipeline's shape beside the exact one, and the recipe that makes it exact
-//! (issue 24); a run that stated them shows no such row.
+//!; a run that stated them shows no such row.
 
 use tpscope_analysis::{Options, RunInput, SpanFacts, analyze};
 use tpscope_model::{QueueTimes, RunRecord, Timestamp};

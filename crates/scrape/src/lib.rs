@@ -1,8 +1,9 @@
-//! Scraping the server's own metrics while a run measures it (DESIGN.md §8
+//! Scraping the server's own metrics while a run measures it (docs/design.md §8
 //! `server_sample`, §14): a Prometheus text parser ([`text`]) and the
-//! normalisation of each server's names into one vocabulary ([`normalize`]), and
-//! the GPU readings of an NVIDIA DCGM exporter's page ([`dcgm`]), all pure; and the scraper task ([`scraper`]) that fetches the page on a cadence off
-//! the hot path and writes `server_sample` records, for `bench` and the proxy alike.
+//! normalisation of each server's names into one vocabulary
+//! ([`normalize`](mod@normalize)), and the GPU readings of an NVIDIA DCGM
+//! exporter's page ([`dcgm`]), all pure; and the scraper task ([`scraper`]) that
+//! fetches the page on a cadence off the hot path and writes `server_sample` records, for `bench` and the proxy alike.
 //!
 //! Prometheus text is parsed here rather than with a crate: `prometheus-parse`
 //! (0.2.5, 2023) matches names with `\w+`, so it drops every `vllm:`/`sglang:`/
@@ -11,6 +12,7 @@
 //! small (names, `{label="value"}` with three escapes, a float with `NaN`/`±Inf`,
 //! an optional timestamp), and a page from a server must never stop a benchmark:
 //! a bad line is a warning, the rest is used.
+#![warn(missing_docs)]
 
 pub mod dcgm;
 pub mod normalize;

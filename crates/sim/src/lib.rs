@@ -1,9 +1,10 @@
 //! `tpscope-sim`: a simulated continuous-batching inference server with an
-//! OpenAI-compatible API (DESIGN.md §10). [`start`] serves it on a socket and
+//! OpenAI-compatible API (docs/design.md §10). [`start`] serves it on a socket and
 //! returns a [`SimHandle`]; [`SimConfig`] holds every knob.
 //!
 //! The engine ([`engine`]) and the step-time model ([`roofline`]) are pure; the
 //! HTTP layer and the engine thread are the only parts that do I/O.
+#![warn(missing_docs)]
 
 mod api_error;
 mod app;

@@ -1,9 +1,10 @@
-//! tpscope's sans-I/O response-stream layer (DESIGN.md §9, layer 4): bytes in,
+//! tpscope's sans-I/O response-stream layer (docs/design.md §9): bytes in,
 //! events out. [`sse`] frames a byte stream into events; one decoder per API
 //! dialect ([`openai`] for chat/completions, [`anthropic`] for Messages, [`responses`] for the Responses API, each a
 //! [`Decoder`]; [`Dialect`] picks one at run time) turns events into
 //! facts for the neutral [`StreamAccount`] (first/last token, tokens, usage, finish, error).
 //! No clock, no I/O, no async: the caller passes the instant of each read.
+#![warn(missing_docs)]
 
 pub mod account;
 pub mod anthropic;

@@ -1,5 +1,5 @@
 //! The stream account keeps the model the server named (the proxy's run takes
-//! its model from there, as it does not parse requests; issue 24).
+//! its model from there, as it does not parse requests).
 
 use std::time::Instant;
 

@@ -156,7 +156,7 @@ fn vllm_continuous_usage_takes_the_last_and_marks_multi_token_chunks() {
 #[test]
 fn usage_on_empty_content_chunks_is_carried_to_the_next_chunk() {
     // vLLM's continuous usage stats on a token that decoded to no text yet: its
-    // growth belongs to the next chunk with text (issue 15: 0 of 20,156 chunks
+    // growth belongs to the next chunk with text (what broke: 0 of 20,156 chunks
     // counted as more than one token).
     let a = whole("vllm_continuous_usage_empty_delta.sse");
     assert_eq!(a.end, Some(Ok(())));
@@ -168,7 +168,7 @@ fn usage_on_empty_content_chunks_is_carried_to_the_next_chunk() {
 
 #[test]
 fn a_stream_of_nothing_but_done_is_malformed() {
-    // issue 16: a 200 stream with no completion counted as ok with 0 tokens.
+    // What broke: a 200 stream with no completion counted as ok with 0 tokens.
     let (a, state, _) = replay(&[b"data: [DONE]\n\n"]);
     assert_eq!(a.end, Some(Err(Cause::Malformed)));
     let Some(StreamEnd::Failed { message, .. }) = &state.end else {

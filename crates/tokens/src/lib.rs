@@ -3,6 +3,7 @@
 //! counting text, and making deterministic text of an exact token length
 //! (synthetic prompts for `bench`, pseudo-output for `sim`). [`Tokenizer`] is the
 //! one type every count in tpscope goes through.
+#![warn(missing_docs)]
 
 mod hf;
 

@@ -1,5 +1,5 @@
 //! tpscope as a library: one dependency that re-exports the public API of every
-//! layer (DESIGN.md §9), so a Rust program can record, read, analyse and render
+//! layer (docs/design.md §9), so a Rust program can record, read, analyse and render
 //! span logs exactly as the `tpscope` binary does. Each layer is a feature (all on
 //! by default, `full`): a program that only analyses logs takes
 //! `default-features = false, features = ["analyze"]`, one that only records its
@@ -19,6 +19,7 @@
 //! # }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+#![warn(missing_docs)]
 
 #[cfg(feature = "analyze")]
 pub use tpscope_analysis as analysis;

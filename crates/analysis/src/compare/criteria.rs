@@ -97,7 +97,7 @@ impl Direction {
 pub struct CriterionDef {
     /// Which criterion.
     pub criterion: Criterion,
-    /// The metric's name in DESIGN.md and the JSON report.
+    /// The metric's name in docs/design.md and the JSON report.
     pub metric: &'static str,
     /// What the criterion demands, in words.
     pub demand: &'static str,
@@ -134,7 +134,7 @@ impl std::fmt::Debug for CriterionDef {
     }
 }
 
-/// The four acceptance criteria, in the order of DESIGN.md §5, then goodput (§15),
+/// The four acceptance criteria, in the order of docs/design.md §5, then goodput (§15),
 /// which applies only when goals are given.
 pub const CRITERIA: [CriterionDef; 5] = [
     CriterionDef {
@@ -180,7 +180,7 @@ pub const CRITERIA: [CriterionDef; 5] = [
         units: |p| &p.gaps,
         stream: 3,
         applies: |_, _| true,
-        // Judged where either run had a backlog (DESIGN §5): a rise from a baseline
+        // Judged where either run had a backlog (docs/design.md §5): a rise from a baseline
         // of 0 is a failure, not a skip.
         skip: |b, c, _| {
             let zero = |d: Option<std::time::Duration>| d.is_none_or(|d| d.is_zero());

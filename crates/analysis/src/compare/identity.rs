@@ -1,4 +1,4 @@
-//! Whether two runs are comparable (DESIGN.md §4): the token source kinds,
+//! Whether two runs are comparable (docs/design.md §4): the token source kinds,
 //! tokenizers and model each run states.
 
 use tpscope_model::TokenSource;
@@ -56,7 +56,7 @@ fn or_none(v: &[String]) -> String {
     }
 }
 
-/// What makes two runs incomparable (DESIGN.md §4): different token source kinds,
+/// What makes two runs incomparable (docs/design.md §4): different token source kinds,
 /// different tokenizers (named by a `tokenizer:` source or the run record), or
 /// different models. A property that one run does not state is not a mismatch.
 pub fn check_mismatch(baseline: &RunInput, candidate: &RunInput) -> Vec<Mismatch> {

@@ -1,4 +1,4 @@
-//! Where the slot-seconds moved between two runs (issue 23): both ledgers side
+//! Where the slot-seconds moved between two runs: both ledgers side
 //! by side, each part's change in share, and whether a smaller gap was idle
 //! time removed or only shifted into the server's queue.
 

@@ -1,4 +1,4 @@
-//! Comparison of a candidate run against a baseline (DESIGN.md §5): the four
+//! Comparison of a candidate run against a baseline (docs/design.md §5): the four
 //! acceptance criteria with bootstrap confidence intervals and a verdict each, the
 //! check that the runs count tokens the same way on the same model, and the other
 //! headline metrics side by side. Pure: the caller reads the logs.
@@ -120,7 +120,7 @@ impl fmt::Display for Verdict {
     }
 }
 
-/// The acceptance criteria, in the order of DESIGN.md §5, and goodput (§15).
+/// The acceptance criteria, in the order of docs/design.md §5, and goodput (§15).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Criterion {
@@ -132,7 +132,7 @@ pub enum Criterion {
     GapFraction,
     /// Retry rate does not rise.
     RetryRate,
-    /// Goodput does not drop (judged only when goals are given, DESIGN.md §15).
+    /// Goodput does not drop (judged only when goals are given, docs/design.md §15).
     Goodput,
 }
 
@@ -146,7 +146,7 @@ impl Criterion {
             .unwrap_or(&CRITERIA[0])
     }
 
-    /// The metric's name in DESIGN.md and the JSON report.
+    /// The metric's name in docs/design.md and the JSON report.
     pub fn metric(self) -> &'static str {
         self.def().metric
     }
@@ -301,7 +301,7 @@ pub struct Comparison {
     pub baseline: Side,
     /// The candidate.
     pub candidate: Side,
-    /// The four criteria, in the order of DESIGN.md §5.
+    /// The four criteria, in the order of docs/design.md §5.
     pub criteria: Vec<CriterionResult>,
     /// Fail if any criterion failed; else inconclusive if any was; else pass.
     pub overall: Verdict,
@@ -328,6 +328,7 @@ impl Comparison {
     }
 }
 
+/// One side of a comparison: a run's input and where it was read from.
 #[derive(Clone, Copy, Debug)]
 pub struct RunRef<'a> {
     /// The run.

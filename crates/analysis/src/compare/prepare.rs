@@ -22,7 +22,7 @@ const MIN_BUCKET: Duration = Duration::from_millis(1);
 pub const MIN_UNITS: usize = 10;
 
 /// The bucket length used for a run: its extent (first `queued_at` to last
-/// `released_at`) over [`TARGET_BUCKETS`], between 1 ms and 1 s, so that short runs
+/// `released_at`) over `TARGET_BUCKETS`, between 1 ms and 1 s, so that short runs
 /// still have enough buckets to resample and long ones use the report's 1 s.
 pub fn bootstrap_bucket(input: &RunInput) -> Duration {
     let first = input.spans.iter().map(|s| s.queued_at).min();

@@ -176,7 +176,7 @@ pub enum CdfMetric {
 }
 
 impl CdfMetric {
-    /// The metric's name in DESIGN.md.
+    /// The metric's name in docs/design.md.
     pub fn name(self) -> &'static str {
         match self {
             CdfMetric::TtftUser => "ttft_user",

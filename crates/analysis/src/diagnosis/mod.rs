@@ -1,4 +1,4 @@
-//! The diagnosis (DESIGN.md §14): whose capacity was idle. A sweep over the
+//! The diagnosis (docs/design.md §14): whose capacity was idle. A sweep over the
 //! client's occupancy (the gap sweep's segments), the server's samples (step
 //! functions: each scrape holds until the next) and the intervals when the
 //! measuring client lagged partitions the window into states, by precedence:
@@ -11,7 +11,7 @@
 //!    *server busy*: at the cap with work waiting, but the server's gauges are
 //!    stale (the client holds requests in flight that the server counts neither
 //!    as running nor waiting, or its generation counter stalled): the requests
-//!    are in the server's hands, whatever its last gauges said (issue 23);
+//!    are in the server's hands, whatever its last gauges said;
 //! 4. *demand-bound*: no work waits at the client (queue depth = 0);
 //! 5. *pipeline gap*: work waits while the client is below its cap (the gap);
 //! 6. *client cap*: at the cap with work waiting, the server with an empty queue

@@ -118,7 +118,7 @@ async fn session_task<S: Sender>(
         });
         let (tx, rx) = tokio::sync::oneshot::channel();
         // Ready once the turn is built: the task's own wake-up and history copy are
-        // the client's work, not a wait of the pipeline's (DESIGN.md §13).
+        // the client's work, not a wait of the pipeline's (docs/design.md §13).
         let ticket = Ticket {
             seq: 0,
             ready: Instant::now(),

@@ -268,7 +268,7 @@ async fn open_loop_requests_are_queued_when_the_client_got_to_them_in_schedule_o
     let (sum, spans) = run(p, Fake::new(20, 0), Control::default()).await;
     assert_eq!(sum.ok, 10);
     // Queued when the pacer got to each (never before its schedule, 5 ms apart):
-    // a late pacer's own lateness must not show as work waiting (issue 15), so
+    // a late pacer's own lateness must not show as work waiting, so
     // the instants follow the schedule's order but not necessarily its times.
     let mut queued: Vec<_> = spans.iter().map(|s| s.queued_at).collect();
     queued.sort();

@@ -318,7 +318,7 @@ fn request_rate_inf_with_burstiness_is_accepted_as_in_vllm() {
 
 #[test]
 fn repeat_runs_send_other_prompts_unless_same_prompts_is_asked_for() {
-    // issue 15: the same --seed sent identical prompts every run, and the second
+    // What broke: the same --seed sent identical prompts every run, and the second
     // run was served from vLLM's prefix cache.
     let s = BenchSpec::from_flags(flags()).unwrap();
     let (a, b) = (
@@ -349,7 +349,7 @@ fn repeat_runs_send_other_prompts_unless_same_prompts_is_asked_for() {
 #[test]
 fn the_default_workload_is_shortened_to_the_models_context_and_explicit_lengths_that_cannot_fit_are_refused()
  {
-    // issue 15: the default workload against a 4k-context vLLM drew 31 of 320
+    // What broke: the default workload against a 4k-context vLLM drew 31 of 320
     // requests longer than the context (HTTP 400).
     let s = BenchSpec::from_flags(flags()).unwrap();
     let fit = s.context_fit(4096).unwrap();

@@ -376,7 +376,7 @@ mod tests {
 
     #[test]
     fn a_prompt_salt_changes_the_text_not_the_lengths() {
-        // issue 15: the same --seed sent identical prompts every run, so a repeat
+        // What broke: the same --seed sent identical prompts every run, so a repeat
         // run found them in vLLM's prefix cache (0 → 24,576 cached tokens).
         let w = Workload::Synthetic {
             input: LengthDist::Uniform { lo: 50, hi: 90 },

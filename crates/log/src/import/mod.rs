@@ -1,4 +1,4 @@
-//! Importers (DESIGN.md §16): other benchmark tools' per-request outputs and OTLP/JSON
+//! Importers (docs/design.md §16): other benchmark tools' per-request outputs and OTLP/JSON
 //! traces turned into tpscope's `run` and `span` records. One pure module per format
 //! (bytes in, records out, no I/O); [`Format::sniff`] guesses the format from the
 //! content. Each importer maps what the tool measured and leaves absent what it lacks.

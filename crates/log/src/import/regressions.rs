@@ -1,4 +1,4 @@
-//! Regressions found importing real published files (issue 25), each on a small
+//! Regressions found importing real published files, each on a small
 //! hand-made input of the layout that showed it.
 
 use std::path::Path;

@@ -109,7 +109,7 @@ pub struct LogSet {
     /// Warnings: cut-off last lines, runs without `run` or `end` records.
     pub warnings: Vec<String>,
     /// Records of kinds this version does not read (written by a newer one),
-    /// skipped, by kind (DESIGN.md §8: readers ignore what they do not know). The
+    /// skipped, by kind (docs/design.md §8: readers ignore what they do not know). The
     /// caller says so; the library prints nothing.
     pub unknown_kinds: BTreeMap<String, u64>,
 }

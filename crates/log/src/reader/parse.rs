@@ -42,7 +42,7 @@ pub(super) enum Parsed<'a> {
     ServerSample(Box<ServerSampleRecord>),
     End(EndRecord),
     /// A record of a kind this version does not know (from a newer writer): skipped
-    /// and counted by kind, unchecked (DESIGN.md §8: readers ignore what they do
+    /// and counted by kind, unchecked (docs/design.md §8: readers ignore what they do
     /// not know). Its run id is not read.
     Unknown(&'a str),
 }

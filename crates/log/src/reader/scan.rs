@@ -135,7 +135,7 @@ pub(super) struct RawAttempt<'a> {
     pub(super) ended_at: Option<Scalar<'a>>,
     pub(super) cause: Option<Scalar<'a>>,
     pub(super) tokens: Option<Scalar<'a>>,
-    /// The client facts (DESIGN §13), by key.
+    /// The client facts (docs/design.md §13), by key.
     pub(super) client: ClientKeys<'a>,
     /// Set when the element is not an object.
     pub(super) not_object: Option<Scalar<'static>>,

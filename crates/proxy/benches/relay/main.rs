@@ -1,4 +1,4 @@
-//! The relay benchmark (issue 10, DESIGN.md §12): the latency a proxy adds to
+//! The relay benchmark (docs/design.md §12): the latency a proxy adds to
 //! each streamed chunk at 1,000 concurrent streams, `tpscope proxy` against the
 //! direct path and against nginx as a plain streaming reverse proxy, in the same
 //! run; and the proxy's CPU time per relayed token and its memory.

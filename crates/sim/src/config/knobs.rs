@@ -347,7 +347,7 @@ knobs! {
         fault_500: f64 => |c, v| c.faults.p500 = v,
         /// Probability of a 503.
         fault_503: f64 => |c, v| c.faults.p503 = v,
-        /// Probability that a response is cut (connection closed, no [DONE]).
+        /// Probability that a response is cut (connection closed, no `[DONE]`).
         fault_cut: f64 => |c, v| c.faults.cut = v,
         /// Tokens delivered before a cut.
         cut_after: u32 => |c, v| c.faults.cut_after = v,

@@ -17,7 +17,7 @@ pub const BLOCK_SIZE: u32 = 16;
 
 /// Everything the simulator needs, resolved and (after [`SimConfig::validate`])
 /// consistent. Build it with [`SimConfig::default`], [`SimConfig::preset`] or
-/// [`SimOverrides::resolve`].
+/// [`SimOverrides::resolve`](super::SimOverrides::resolve).
 #[derive(Clone, Debug, PartialEq)]
 pub struct SimConfig {
     /// The model served.
