@@ -399,4 +399,12 @@ fn sweep_page_put_its_table_last_cut_off_and_without_a_chart() {
     assert!(page.contains(".tablewrap{overflow-x:auto}"));
     assert!(page.contains(".sweep th,.sweep td:last-child{white-space:normal}"));
     assert!(sweep.contains("cost/Mtok") && sweep.contains("met goals %"));
+
+    // Throughput still rising at the top level: no mark, and the charts say why.
+    let mut rising = report;
+    rising.sweeps[0].knee = tpscope_analysis::knee::Knee::NotReached;
+    rising.sweeps[0].knee_level = None;
+    let page = String::from_utf8(html::report(&rising, &[])).unwrap();
+    assert!(!page.contains("<g class=\"knee\">"));
+    assert_eq!(page.matches("knee not reached: sweep higher").count(), 2);
 }

@@ -42,10 +42,13 @@ fn series(
         .collect()
 }
 
-/// Draws the knee, when there is one, as a marked line at its level.
+/// Draws the knee, when there is one, as a marked line at its level; says so when
+/// throughput was still rising at the top level.
 fn mark_knee(ch: &mut Chart, t: &SweepTable) {
-    if let (Knee::At(_), Some(l)) = (&t.knee, t.knee_level) {
-        ch.xrange("knee", l, l, &format!("knee: {} {l}", t.parameter), 0);
+    match (&t.knee, t.knee_level) {
+        (Knee::At(_), Some(l)) => ch.xrange("knee", l, l, &format!("knee: {} {l}", t.parameter), 0),
+        (Knee::NotReached, _) => ch.note("knee not reached: sweep higher"),
+        _ => {}
     }
 }
 
