@@ -25,6 +25,8 @@ pub struct LevelRow {
     pub system_tps: Option<f64>,
     /// TTFT after admission (`t_first_token`), p50, seconds.
     pub ttft_p50_s: Option<f64>,
+    /// TTFT after admission, p90, seconds.
+    pub ttft_p90_s: Option<f64>,
     /// TTFT after admission, p99, seconds.
     pub ttft_p99_s: Option<f64>,
     /// `ttft_user` p99 (queue included; in a closed loop, the client's backlog).
@@ -106,6 +108,7 @@ fn row(level: f64, r: &RunReport) -> LevelRow {
         spans: r.counts.spans,
         system_tps: r.system_tps.map(|t| t.0),
         ttft_p50_s: p(&d.t_first_token, 0.5),
+        ttft_p90_s: p(&d.t_first_token, 0.9),
         ttft_p99_s: p(&d.t_first_token, 0.99),
         ttft_user_p99_s: p(&d.ttft_user, 0.99),
         stream_tps_p50: d.stream_tps.p50.map(|t| t.0),

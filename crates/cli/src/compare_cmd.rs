@@ -3,6 +3,7 @@
 //! verdicts; optionally write the HTML page. Exit 0 all pass, 1 any fail, 3
 //! inconclusive, 2 bad input.
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -265,7 +266,13 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
 
     let c = &compared.comparison;
     let bytes = match args.format {
-        CompareFormat::Text => tpscope_render::compare::text(c),
+        CompareFormat::Text => {
+            let color = use_color(
+                args.output.is_none() && std::io::stdout().is_terminal(),
+                std::env::var_os("NO_COLOR").as_deref(),
+            );
+            tpscope_render::compare::text(c, color)
+        }
         // Unmarked like every compare error: exit 1 means a criterion failed.
         CompareFormat::Json => tpscope_render::compare::json(c)?,
         CompareFormat::Markdown => tpscope_render::compare::markdown(c),
@@ -282,9 +289,24 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     )))
 }
 
+/// Whether the text verdicts are coloured: only when they go to a terminal and
+/// `NO_COLOR` is unset or empty (no-color.org); never into a file or a pipe.
+fn use_color(to_terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
+    to_terminal && no_color.is_none_or(|v| v.is_empty())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn verdicts_were_never_coloured_on_a_terminal() {
+        assert!(use_color(true, None));
+        assert!(use_color(true, Some(std::ffi::OsStr::new(""))));
+        assert!(!use_color(true, Some(std::ffi::OsStr::new("1"))));
+        // A file (-o) or a pipe is not a terminal.
+        assert!(!use_color(false, None));
+    }
 
     #[test]
     fn shares_take_percent_or_fraction_and_name_the_flag() {

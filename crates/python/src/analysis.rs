@@ -266,7 +266,7 @@ pub fn compare_json(
         compared.comparison.warnings = warnings;
         let c = &compared.comparison;
         let bytes = match format {
-            "text" => tpscope_render::compare::text(c),
+            "text" => tpscope_render::compare::text(c, false),
             "markdown" => tpscope_render::compare::markdown(c),
             _ => tpscope_render::compare::json(c).map_err(err)?,
         };

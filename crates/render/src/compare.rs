@@ -68,6 +68,10 @@ pub fn criterion_threshold(r: &CriterionResult) -> String {
 /// The cells of one criterion: name, baseline, candidate, change, interval,
 /// threshold, verdict.
 pub fn criterion_cells(r: &CriterionResult) -> Vec<String> {
+    criterion_cells_with(r, r.verdict.to_string())
+}
+
+fn criterion_cells_with(r: &CriterionResult, verdict: String) -> Vec<String> {
     vec![
         criterion_label(r.criterion).to_string(),
         criterion_value(r.criterion, r.baseline),
@@ -78,7 +82,7 @@ pub fn criterion_cells(r: &CriterionResult) -> Vec<String> {
         ),
         criterion_interval(r),
         criterion_threshold(r),
-        r.verdict.to_string(),
+        verdict,
     ]
 }
 
@@ -185,19 +189,41 @@ pub fn method_line(c: &Comparison) -> String {
     )
 }
 
-/// The comparison as plain terminal text (no colour codes).
-pub fn text(c: &Comparison) -> Vec<u8> {
+/// A verdict word, wrapped in its ANSI colour when `color` is on: pass green, fail
+/// red, inconclusive yellow; skipped stays plain. Off, it is the bare word.
+fn paint(v: Verdict, word: &str, color: bool) -> String {
+    let code = match v {
+        Verdict::Pass => "32",
+        Verdict::Fail => "31",
+        Verdict::Inconclusive => "33",
+        Verdict::Skipped => return word.to_string(),
+    };
+    if color {
+        format!("\x1b[{code}m{word}\x1b[0m")
+    } else {
+        word.to_string()
+    }
+}
+
+/// The comparison as terminal text. With `color` the verdict words (overall and per
+/// criterion) carry ANSI colours and nothing else changes; without, there are no
+/// escape codes at all. The caller decides (a terminal, `NO_COLOR`), so this stays pure.
+pub fn text(c: &Comparison, color: bool) -> Vec<u8> {
     let mut o = String::new();
     let _ = writeln!(
         o,
         "tpscope compare: {} (exit {})",
-        c.overall.as_str().to_uppercase(),
+        paint(c.overall, &c.overall.as_str().to_uppercase(), color),
         exit_code(c.overall)
     );
     let _ = writeln!(o, "  baseline   {}", side_line(&c.baseline));
     let _ = writeln!(o, "  candidate  {}", side_line(&c.candidate));
     o.push('\n');
-    let rows: Vec<Vec<String>> = c.criteria.iter().map(criterion_cells).collect();
+    let rows: Vec<Vec<String>> = c
+        .criteria
+        .iter()
+        .map(|r| criterion_cells_with(r, paint(r.verdict, r.verdict.as_str(), color)))
+        .collect();
     crate::fmt::text_table(&mut o, &criterion_heads(c.bootstrap.level), &rows);
     o.push('\n');
     for r in &c.criteria {
@@ -205,7 +231,7 @@ pub fn text(c: &Comparison) -> Vec<u8> {
             o,
             "  {}: {} — {}",
             criterion_label(r.criterion),
-            r.verdict,
+            paint(r.verdict, r.verdict.as_str(), color),
             r.reason
         );
     }

@@ -72,15 +72,35 @@ pub const SUMMARY_HEADS: [&str; 9] = [
     "count", "mean", "min", "p50", "p90", "p95", "p99", "p99.9", "max",
 ];
 
+/// The characters a terminal shows of `s`: ANSI colour sequences (`ESC [ … m`) take
+/// no room, so a coloured cell lines up like its plain text.
+fn visible_len(s: &str) -> usize {
+    let mut n = 0;
+    let mut chars = s.chars();
+    while let Some(ch) = chars.next() {
+        if ch == '\x1b' {
+            for c in chars.by_ref() {
+                if c == 'm' {
+                    break;
+                }
+            }
+        } else {
+            n += 1;
+        }
+    }
+    n
+}
+
 /// Appends a plain-text table: the first column left-aligned, the others
-/// right-aligned, two spaces between columns, no trailing spaces.
+/// right-aligned, two spaces between columns, no trailing spaces. Widths count what
+/// a terminal shows, so cells may carry ANSI colours.
 pub fn text_table<H: AsRef<str>>(out: &mut String, heads: &[H], rows: &[Vec<String>]) {
     use std::fmt::Write;
-    let mut width: Vec<usize> = heads.iter().map(|h| h.as_ref().chars().count()).collect();
+    let mut width: Vec<usize> = heads.iter().map(|h| visible_len(h.as_ref())).collect();
     for r in rows {
         for (i, c) in r.iter().enumerate() {
             if i < width.len() {
-                width[i] = width[i].max(c.chars().count());
+                width[i] = width[i].max(visible_len(c));
             }
         }
     }
@@ -91,7 +111,7 @@ pub fn text_table<H: AsRef<str>>(out: &mut String, heads: &[H], rows: &[Vec<Stri
                 .get(i)
                 .copied()
                 .unwrap_or(0)
-                .saturating_sub(c.chars().count());
+                .saturating_sub(visible_len(c));
             if i == 0 {
                 let _ = write!(out, "{c}{}", " ".repeat(pad));
             } else {

@@ -197,6 +197,7 @@ mod tests {
             spans: 10,
             system_tps: Some(100.0 * level),
             ttft_p50_s: Some(0.01),
+            ttft_p90_s: Some(0.015),
             ttft_p99_s: Some(0.02),
             ttft_user_p99_s: Some(6.07),
             stream_tps_p50: Some(50.0),

@@ -165,7 +165,44 @@ fn comparison() -> Comparison {
 
 #[test]
 fn compare_text_snapshot() {
-    insta::assert_snapshot!(String::from_utf8(text(&comparison())).unwrap());
+    insta::assert_snapshot!(String::from_utf8(text(&comparison(), false)).unwrap());
+}
+
+/// The text without its ANSI colour sequences.
+fn strip_ansi(s: &str) -> String {
+    let mut out = String::new();
+    let mut chars = s.chars();
+    while let Some(ch) = chars.next() {
+        if ch == '\x1b' {
+            assert_eq!(chars.next(), Some('['), "only CSI sequences: {s:?}");
+            for c in chars.by_ref() {
+                if c == 'm' {
+                    break;
+                }
+            }
+        } else {
+            out.push(ch);
+        }
+    }
+    out
+}
+
+#[test]
+fn compare_verdicts_had_no_colour_on_a_terminal() {
+    let c = comparison();
+    let plain = String::from_utf8(text(&c, false)).unwrap();
+    assert!(!plain.contains('\x1b'), "colour off has no escapes");
+    let coloured = String::from_utf8(text(&c, true)).unwrap();
+    // Colour on changes nothing but the escapes around the verdict words.
+    assert_eq!(strip_ansi(&coloured), plain);
+    // Overall (FAIL) once; each coloured criterion in its table row and its reason line.
+    assert_eq!(coloured.matches("\x1b[31mFAIL\x1b[0m").count(), 1);
+    assert_eq!(coloured.matches("\x1b[32mpass\x1b[0m").count(), 2);
+    assert_eq!(coloured.matches("\x1b[31mfail\x1b[0m").count(), 2);
+    assert_eq!(coloured.matches("\x1b[33minconclusive\x1b[0m").count(), 2);
+    // Skipped stays plain; no other escape anywhere.
+    assert!(!coloured.contains("\x1b[0mskipped") && !coloured.contains("m skipped"));
+    assert_eq!(coloured.matches('\x1b').count(), 2 * (1 + 2 + 2 + 2));
 }
 
 #[test]

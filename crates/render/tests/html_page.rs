@@ -315,3 +315,96 @@ fn report_page_of_a_sweep_shows_its_table_and_knee() {
     assert!(page.contains("Sweep of concurrency: throughput vs latency"));
     assert!(page.contains("knee:") && page.contains("backlog+TTFT p99"));
 }
+
+/// One hand-made level of a sweep: throughput rising to a plateau, TTFT climbing.
+fn level_row(level: f64, tps: f64, ttft_p50: f64) -> tpscope_analysis::levels::LevelRow {
+    tpscope_analysis::levels::LevelRow {
+        level,
+        run_id: format!("c{level}"),
+        ok: 100,
+        spans: 100,
+        system_tps: Some(tps),
+        ttft_p50_s: Some(ttft_p50),
+        ttft_p90_s: Some(ttft_p50 * 2.0),
+        ttft_p99_s: Some(ttft_p50 * 3.0),
+        ttft_user_p99_s: Some(ttft_p50 * 4.0),
+        stream_tps_p50: Some(50.0),
+        gap_fraction: Some(0.0),
+        goodput_rps: Some(2.0),
+        goodput_tps: Some(80.0),
+        goodput_share: Some(0.95),
+        cost_per_million_output_tokens: Some(0.5),
+    }
+}
+
+#[test]
+fn sweep_page_put_its_table_last_cut_off_and_without_a_chart() {
+    // `bench --concurrency 1,8,32 --html` put the sweep table under every run's
+    // section, with no chart and its right-hand columns cut off.
+    let run = synth("c1", 60, 1, 60.0, 0.0, 1);
+    let sweep = tpscope_analysis::levels::SweepTable {
+        parameter: "concurrency".into(),
+        closed_loop: false,
+        rows: vec![
+            level_row(1.0, 120.0, 0.020),
+            level_row(8.0, 900.0, 0.045),
+            level_row(32.0, 950.0, 0.300),
+        ],
+        knee: tpscope_analysis::knee::Knee::At(1),
+        knee_level: Some(8.0),
+        within_goals: Some(tpscope_analysis::levels::WithinGoals {
+            goals: "ttft:500ms".into(),
+            slo_share: 0.9,
+            level: Some(8.0),
+            row: Some(1),
+            cost_per_million_output_tokens: Some(0.5),
+        }),
+    };
+    let report = Report {
+        schema: tpscope_analysis::REPORT_SCHEMA,
+        runs: vec![analyze(&run, &opts())],
+        skipped: Default::default(),
+        warnings: vec![],
+        sweeps: vec![sweep],
+    };
+    let page = String::from_utf8(html::report(&report, &[])).unwrap();
+    save("sweep.html", &page);
+    assert_self_contained(&page);
+    let first_run = page
+        .find("<section id=\"run-0\"")
+        .expect("the run's section");
+    let sweep_at = page
+        .find("<section class=\"sweep\"")
+        .expect("the sweep's section");
+    assert!(sweep_at < first_run, "the sweep leads the page");
+    let sweep = &page[sweep_at..first_run];
+    // Both charts, drawn (not empty), before the table.
+    let ids = chart_ids(sweep);
+    assert_eq!(ids, ["sweep0-tps", "sweep0-ttft"], "{ids:?}");
+    assert!(!sweep.contains("data-empty"), "the sweep charts have data");
+    assert!(sweep.contains("class=\"line tps\"") && sweep.contains("class=\"line ttft\""));
+    assert!(
+        sweep.contains("class=\"line ttft dashed\""),
+        "TTFT p90 drawn"
+    );
+    assert!(sweep.find("<svg").unwrap() < sweep.find("<table").unwrap());
+    // The knee marked on both charts, and named in the table and the note.
+    assert_eq!(sweep.matches("<g class=\"knee\">").count(), 2, "{sweep}");
+    assert!(sweep.contains("knee: concurrency 8"));
+    assert!(sweep.contains("← knee, highest within goals"));
+    assert!(sweep.contains("knee: concurrency 8 — the lowest level"));
+    // The table wraps its heads and marks, and scrolls inside its box rather than
+    // running off the page.
+    assert!(sweep.contains("<div class=\"tablewrap\"><table>"));
+    assert!(page.contains(".tablewrap{overflow-x:auto}"));
+    assert!(page.contains(".sweep th,.sweep td:last-child{white-space:normal}"));
+    assert!(sweep.contains("cost/Mtok") && sweep.contains("met goals %"));
+
+    // Throughput still rising at the top level: no mark, and the charts say why.
+    let mut rising = report;
+    rising.sweeps[0].knee = tpscope_analysis::knee::Knee::NotReached;
+    rising.sweeps[0].knee_level = None;
+    let page = String::from_utf8(html::report(&rising, &[])).unwrap();
+    assert!(!page.contains("<g class=\"knee\">"));
+    assert_eq!(page.matches("knee not reached: sweep higher").count(), 2);
+}

@@ -9,6 +9,7 @@ mod section;
 mod server;
 mod sessions;
 pub(crate) mod svg;
+mod sweep;
 
 use tpscope_analysis::compare::Compared;
 use tpscope_analysis::detail::{CdfMetric, Detail};
@@ -285,6 +286,10 @@ pub fn report(report: &Report, details: &[Detail]) -> Vec<u8> {
     if report.runs.is_empty() {
         body.push_str("<p>No runs in the input.</p>\n");
     }
+    // A sweep's curve and table lead: its runs are the levels behind them.
+    for (i, t) in report.sweeps.iter().enumerate() {
+        body.push_str(&sweep::section(i, t));
+    }
     let many = report.runs.len() > 1;
     for (i, r) in report.runs.iter().enumerate() {
         let d = details.iter().find(|d| d.run_id == r.run_id);
@@ -295,22 +300,6 @@ pub fn report(report: &Report, details: &[Detail]) -> Vec<u8> {
         };
         body.push_str(&format!("<section id=\"run-{i}\">\n"));
         body.push_str(&run_section(&format!("r{i}"), r, d, &heading));
-        body.push_str("</section>\n");
-    }
-    for t in &report.sweeps {
-        body.push_str(&format!(
-            "<section class=\"sweep\">\n<h2>Sweep of {}: throughput vs latency</h2>\n",
-            esc(&t.parameter)
-        ));
-        let (heads, rows) = crate::sweep::cells(t);
-        let rows: Vec<Vec<Cell>> = rows
-            .into_iter()
-            .map(|r| r.into_iter().map(Cell::Text).collect())
-            .collect();
-        body.push_str(&table(&heads, &rows));
-        for l in crate::sweep::lines(t) {
-            body.push_str(&format!("<p class=\"note\">{}</p>\n", esc(&l)));
-        }
         body.push_str("</section>\n");
     }
     document(&title, &body).into_bytes()

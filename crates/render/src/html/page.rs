@@ -69,6 +69,13 @@ g.gap.lvl1 path{opacity:.05}g.gap.lvl2 path{opacity:.1}g.gap.lvl3 path{opacity:.
 g.steady rect{fill:var(--steady);opacity:.08}
 g.steady line{stroke:var(--steady);stroke-width:1.2;stroke-dasharray:4 3}
 g.steady text{fill:var(--steady)}
+g.knee rect{fill:none}
+g.knee line{stroke:var(--gap);stroke-width:1.4;stroke-dasharray:5 3}
+g.knee text{fill:var(--gap)}
+.ttft{stroke:var(--inflight);fill:var(--inflight)}
+.sweep th,.sweep td:last-child{white-space:normal}
+.sweep th,.sweep td{padding:4px 7px}
+.sweep td:last-child{text-align:left}
 g.window rect{fill:none}
 g.window line{stroke:var(--window);stroke-width:1.2;stroke-dasharray:2 3}
 g.window text{fill:var(--window)}
