@@ -372,32 +372,16 @@ pub async fn start(cfg: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
     let metrics = Arc::new(Metrics::new(cfg.cap));
     let (running, rec) = rec::start(out, info, cfg.tokenizer, metrics.clone(), |r| header.set(r));
     let run_id = rec.session.run_id().to_string();
-    let scraper = match cfg.server_metrics.clone() {
-        None => None,
-        Some(sc) => {
-            let url = tpscope_record::redact_url(&sc.url);
-            match Scraper::start(
-                sc,
-                run_id.clone(),
-                rec.session.clock(),
-                rec.session.writer().clone(),
-            )
-            .await
-            {
-                Ok(s) => Some(s),
-                Err(e) => {
-                    // The run record is written: end the run before saying why.
-                    let _ = tokio::task::spawn_blocking(move || running.close()).await;
-                    return Err(ProxyError::ServerMetrics {
-                        url,
-                        reason: e.to_string(),
-                    });
-                }
-            }
-        }
-    };
-    let mut gpu_scrapers = Vec::with_capacity(cfg.gpu_metrics.len());
-    for sc in cfg.gpu_metrics.clone() {
+    // The server's page first, then the GPU pages: each scraper's first scrape
+    // precedes the first request.
+    let pages: Vec<ScraperConfig> = cfg
+        .server_metrics
+        .iter()
+        .chain(&cfg.gpu_metrics)
+        .cloned()
+        .collect();
+    let mut scrapers = Vec::with_capacity(pages.len());
+    for sc in pages {
         let url = tpscope_record::redact_url(&sc.url);
         match Scraper::start(
             sc,
@@ -407,11 +391,11 @@ pub async fn start(cfg: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
         )
         .await
         {
-            Ok(s) => gpu_scrapers.push(s),
+            Ok(s) => scrapers.push(s),
             Err(e) => {
-                let started: Vec<Scraper> = gpu_scrapers.into_iter().chain(scraper).collect();
+                // The run record is written: end the run before saying why.
                 let _ = tokio::task::spawn_blocking(move || {
-                    for s in started {
+                    for s in scrapers {
                         s.stop();
                     }
                     running.close()
@@ -424,6 +408,8 @@ pub async fn start(cfg: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
             }
         }
     }
+    let gpu_scrapers = scrapers.split_off(usize::from(cfg.server_metrics.is_some()));
+    let scraper = scrapers.pop();
     let state = Arc::new(service::State {
         upstream,
         forwarder,

@@ -10,55 +10,11 @@ use std::time::{Duration, Instant};
 use proptest::prelude::*;
 use tpscope_model::Cause;
 use tpscope_stream::responses::Responses;
-use tpscope_stream::{Dialect, SseParser, StreamAccount, StreamEnd, Usage};
+use tpscope_stream::{Dialect, StreamAccount, StreamEnd, Usage};
 
-fn fixture(name: &str) -> Vec<u8> {
-    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
+mod common;
 
-/// What an account holds, without instants.
-#[derive(Debug, PartialEq)]
-struct Facts {
-    text: String,
-    content_chunks: u64,
-    tokens: u64,
-    usage: Option<Usage>,
-    finish_reason: Option<String>,
-    response_id: Option<String>,
-    events: u64,
-    end: Option<Result<(), (Cause, String)>>,
-}
-
-fn facts<D>(a: &StreamAccount<D>) -> Facts {
-    Facts {
-        text: a.text.clone(),
-        content_chunks: a.content_chunks,
-        tokens: a.tokens(),
-        usage: a.usage,
-        finish_reason: a.finish_reason.clone(),
-        response_id: a.response_id.clone(),
-        events: a.events,
-        end: a.end.as_ref().map(|e| match e {
-            StreamEnd::Done(_) => Ok(()),
-            StreamEnd::Failed { cause, message } => Err((*cause, message.clone())),
-        }),
-    }
-}
-
-/// Feeds `reads`, the i-th stamped `t0 + i ms`, then ends the body.
-fn replay<D: tpscope_stream::Decoder>(
-    mut account: StreamAccount<D>,
-    reads: &[&[u8]],
-) -> (StreamAccount<D>, Instant) {
-    let t0 = Instant::now();
-    let mut parser = SseParser::new();
-    for (i, r) in reads.iter().enumerate() {
-        account.push(&mut parser, r, t0 + Duration::from_millis(i as u64));
-    }
-    account.end_of_body(&mut parser, t0 + Duration::from_millis(reads.len() as u64));
-    (account, t0)
-}
+use common::{facts, fixture, replay};
 
 /// One read per event (events are separated by a blank line).
 fn events(bytes: &[u8]) -> Vec<&[u8]> {

@@ -1,6 +1,7 @@
-//! `tpscope bench --api anthropic` end to end against the built-in simulator's
-//! `/v1/messages`: every span is ok, its tokens come from the Anthropic usage and
-//! agree with the simulator's truth log, and the run record names the API.
+//! `tpscope bench --api anthropic` and `--api responses` end to end against the
+//! built-in simulator's `/v1/messages` and `/v1/responses`: every span is ok, its
+//! tokens come from the API's usage and agree with the simulator's truth log, and the
+//! run record names the API.
 
 mod bench_support;
 
@@ -17,16 +18,17 @@ struct Truth {
     prompt_tokens: u32,
 }
 
-#[test]
-fn bench_speaks_anthropic_messages_to_the_simulator() {
+/// `bench --api API` against the simulator: every span ok, tokens from usage equal to
+/// the truth log's, ids with `id_prefix`, the truth log naming `endpoint`.
+fn bench_speaks(api: &str, id_prefix: &str, endpoint: &str) {
     let dir = tempfile::tempdir().unwrap();
     let truth_path = dir.path().join("truth.jsonl");
     let run = bench(
         dir.path(),
-        "a.jsonl",
+        &format!("{api}.jsonl"),
         &[
             "--api",
-            "anthropic",
+            api,
             "--concurrency",
             "8",
             "--requests",
@@ -44,7 +46,7 @@ fn bench_speaks_anthropic_messages_to_the_simulator() {
     let Some(Record::Run(r)) = records(&run.out).into_iter().next() else {
         panic!("no run record")
     };
-    assert_eq!(r.target.api.as_deref(), Some("anthropic"));
+    assert_eq!(r.target.api.as_deref(), Some(api));
     let truth: HashMap<String, Truth> = std::fs::read_to_string(&truth_path)
         .unwrap()
         .lines()
@@ -53,13 +55,26 @@ fn bench_speaks_anthropic_messages_to_the_simulator() {
         .collect();
     for s in &spans {
         assert_eq!(s.status, Status::Ok);
-        let id = s.request_id.as_deref().expect("the message id is recorded");
-        assert!(id.starts_with("msg_"), "{id}");
+        let id = s
+            .request_id
+            .as_deref()
+            .expect("the response id is recorded");
+        assert!(id.starts_with(id_prefix), "{id}");
         let t = &truth[id];
-        assert_eq!(t.endpoint, "messages");
+        assert_eq!(t.endpoint, endpoint);
         assert_eq!(s.token_source, Some(TokenSource::Usage));
         assert_eq!(s.output_tokens, u64::from(t.tokens), "{id}");
         assert_eq!(s.input_tokens, Some(u64::from(t.prompt_tokens)), "{id}");
         assert!(s.first_token_at.is_some() && s.last_token_at.is_some());
     }
+}
+
+#[test]
+fn bench_speaks_anthropic_messages_to_the_simulator() {
+    bench_speaks("anthropic", "msg_", "messages");
+}
+
+#[test]
+fn bench_speaks_the_responses_api_to_the_simulator() {
+    bench_speaks("responses", "resp_", "responses");
 }
