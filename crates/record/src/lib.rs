@@ -54,7 +54,7 @@ pub use live::{LiveSnapshot, LiveStats};
 pub use recorder::{Closed, DEFAULT_SAMPLE_INTERVAL, OpenMode, RecordError, Recorder};
 pub use request::{InFlight, Queued};
 pub use run::{RunInfo, TOOL, new_run_id, redact_url, utc_compact};
-pub use sampler::{Reading, Sampler, Thinning};
+pub use sampler::{Reading, Sampler};
 pub use session::{DEFAULT_SAMPLE_HEARTBEAT, Observer, Running, Session};
 pub use tpscope_model::{AttemptOutcome, Cause, Usage};
 pub use writer::{FLUSH_EVERY, ProxyEnd, RunCounts, Writer, WriterTx};

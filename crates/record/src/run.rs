@@ -82,6 +82,13 @@ impl RunInfo {
         self
     }
 
+    /// Written on a change and at least this often, instead of every tick
+    /// (sessions default to [`crate::DEFAULT_SAMPLE_HEARTBEAT`]).
+    pub fn sample_heartbeat(mut self, every: Duration) -> RunInfo {
+        self.sample_heartbeat = Some(every);
+        self
+    }
+
     /// With these load settings (a free-form JSON object).
     pub fn load(mut self, load: serde_json::Value) -> RunInfo {
         self.load = load;

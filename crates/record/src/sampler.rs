@@ -25,14 +25,14 @@ type State = (u32, u32, Option<u32>);
 /// reading whose state differs from the last written, or taken a heartbeat or
 /// more after it (so each written sample holds until the next).
 #[derive(Debug)]
-pub struct Thinning {
+pub(crate) struct Thinning {
     heartbeat: Option<Duration>,
     last: Option<(Instant, State)>,
 }
 
 impl Thinning {
     /// Thinning to changes and `heartbeat` (`None`: write every reading).
-    pub fn new(heartbeat: Option<Duration>) -> Thinning {
+    pub(crate) fn new(heartbeat: Option<Duration>) -> Thinning {
         Thinning {
             heartbeat,
             last: None,
@@ -41,7 +41,7 @@ impl Thinning {
 
     /// Whether the reading of `state` at `at` is written (`force`: always, as
     /// the last one of a run is); a written one becomes the last.
-    pub fn keep(&mut self, at: Instant, state: State, force: bool) -> bool {
+    pub(crate) fn keep(&mut self, at: Instant, state: State, force: bool) -> bool {
         let keep = match (self.heartbeat, self.last) {
             (Some(beat), Some((t, last))) if !force => {
                 last != state || at.saturating_duration_since(t) >= beat

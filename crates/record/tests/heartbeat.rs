@@ -19,10 +19,10 @@ fn ms(n: u64) {
 fn an_idle_recorder_writes_a_sample_per_heartbeat_not_per_tick() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("spans.jsonl");
-    let mut info = RunInfo::new()
+    let info = RunInfo::new()
         .cap(2)
-        .sample_interval(Duration::from_millis(1));
-    info.sample_heartbeat = Some(Duration::from_millis(100));
+        .sample_interval(Duration::from_millis(1))
+        .sample_heartbeat(Duration::from_millis(100));
     let rec = Recorder::create(&path, info).unwrap();
     ms(1500);
     rec.queued("a").admitted().finish_ok(None);
