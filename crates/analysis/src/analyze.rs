@@ -46,7 +46,11 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         crate::ledger::capacity_ledger(input, &sweep, (w0, w1), buckets, opts.handoff, unmeasured)
     });
     let diagnosis = window.map(|_| {
-        let lag = client_lag_from_samples(&input.samples, input.sample_interval());
+        let lag = client_lag_from_samples(
+            &input.samples,
+            input.sample_interval(),
+            input.sample_heartbeat(),
+        );
         diagnose(input, &sweep, (w0, w1), lag)
     });
     drop(sweep);

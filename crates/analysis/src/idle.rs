@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use serde::Serialize;
-use tpscope_model::Occupancy;
 use tpscope_model::time::duration_secs;
+use tpscope_model::{Occupancy, Timestamp};
 
 use crate::input::RunInput;
 use crate::stats::ratio;
@@ -117,33 +117,56 @@ fn utilization(integrals: &Integrals, warnings: &mut Vec<String>) -> Option<f64>
     u
 }
 
-/// The samples in the window, and the share of them that saw a gap. The cap a
-/// sample sees is the last one stated by a sample at or before it, else the run's.
+/// The samples in the window, and the sampled gap fraction. The cap a sample
+/// sees is the last one stated by a sample at or before it, else the run's.
+/// Without a heartbeat (one sample per tick) the fraction is the share of the
+/// window's samples that saw a gap; with one (a sample on a change and at least
+/// every heartbeat) each sample holds until the next, or the window's end, and
+/// the fraction is the share of the time they cover that was a gap.
 fn sampled_gap(input: &RunInput, window: Option<Window>) -> (u64, Option<f64>) {
     let mut cap = input.run_cap();
+    let held = input.sample_heartbeat().is_some();
     let (mut n_samples, mut n_gap) = (0u64, 0u64);
+    let (mut covered_ns, mut gap_ns) = (0i64, 0i64);
+    // The sample holding before the current one: when it was taken, and whether
+    // it saw a gap.
+    let mut holding: Option<(Timestamp, bool)> = None;
     let mut samples: Vec<_> = input.samples.clone();
     samples.sort_by_key(|s| s.at);
+    let Some(w) = window else {
+        return (0, None);
+    };
+    let mut hold = |from: Timestamp, to: Timestamp, gap: bool| {
+        let ns = to.min(w.end).signed_nanos_since(from.max(w.start)).max(0);
+        covered_ns += ns;
+        gap_ns += if gap { ns } else { 0 };
+    };
     for smp in &samples {
         if smp.cap.is_some() {
             cap = smp.cap;
         }
-        if let Some(w) = window
-            && smp.at >= w.start
-            && smp.at <= w.end
-        {
+        let gap = Occupancy {
+            in_flight: smp.in_flight,
+            queue_depth: smp.queue_depth,
+            cap,
+        }
+        .is_gap();
+        if let Some((from, was_gap)) = holding {
+            hold(from, smp.at, was_gap);
+        }
+        holding = Some((smp.at, gap));
+        if smp.at >= w.start && smp.at <= w.end {
             n_samples += 1;
-            let occ = Occupancy {
-                in_flight: smp.in_flight,
-                queue_depth: smp.queue_depth,
-                cap,
-            };
-            if occ.is_gap() {
-                n_gap += 1;
-            }
+            n_gap += u64::from(gap);
         }
     }
-    (n_samples, ratio(n_gap as f64, n_samples as f64))
+    if !held {
+        return (n_samples, ratio(n_gap as f64, n_samples as f64));
+    }
+    if let Some((from, was_gap)) = holding {
+        hold(from, w.end, was_gap);
+    }
+    (n_samples, ratio(gap_ns as f64, covered_ns as f64))
 }
 
 #[cfg(test)]
@@ -192,6 +215,68 @@ mod tests {
             warnings[0].contains("utilization would be 200 %"),
             "{warnings:?}"
         );
+    }
+
+    /// The run's occupancy read every 10 ms over 0..4 s: in flight, queued.
+    fn ticks() -> Vec<(i64, u32, u32)> {
+        (0..=400)
+            .map(|k| {
+                let ms = k * 10;
+                match ms {
+                    0..2000 => (ms, 1, 1),
+                    2000..3000 => (ms, 0, 1),
+                    3000..4000 => (ms, 1, 0),
+                    _ => (ms, 0, 0),
+                }
+            })
+            .collect()
+    }
+
+    fn with_samples(readings: &[(i64, u32, u32)], heartbeat: Option<Duration>) -> RunInput {
+        let mut input = run();
+        input.run.as_mut().unwrap().sample_heartbeat = heartbeat;
+        input.samples = readings
+            .iter()
+            .map(|&(ms, in_flight, queue_depth)| crate::input::SampleFacts {
+                at: crate::test_support::ts(ms),
+                in_flight,
+                queue_depth,
+                cap: None,
+            })
+            .collect();
+        input
+    }
+
+    #[test]
+    fn samples_on_every_tick_are_counted_as_before() {
+        let mut warnings = Vec::new();
+        let f = figures(&with_samples(&ticks(), None), &mut warnings);
+        // 100 of the 401 samples in the window saw the gap (2000..3000 ms).
+        assert_eq!(f.idle.samples, 401);
+        assert_eq!(f.gap_fraction_sampled, Some(100.0 / 401.0));
+    }
+
+    #[test]
+    fn samples_thinned_to_changes_and_a_heartbeat_hold_until_the_next() {
+        // A sample on a change and at least every 500 ms.
+        let (mut kept, mut last) = (Vec::new(), None::<(i64, u32, u32)>);
+        for t in ticks() {
+            if last.is_none_or(|l| (l.1, l.2) != (t.1, t.2) || t.0 - l.0 >= 500) {
+                kept.push(t);
+                last = Some(t);
+            }
+        }
+        assert!(kept.len() < 15, "{kept:?}");
+        let mut warnings = Vec::new();
+        let held = figures(
+            &with_samples(&kept, Some(Duration::from_millis(500))),
+            &mut warnings,
+        );
+        assert_eq!(held.gap_fraction_sampled, Some(0.25));
+        assert!(warnings.is_empty(), "{warnings:?}");
+        // Counted as if one per tick, the same samples would be far off.
+        let counted = figures(&with_samples(&kept, None), &mut warnings);
+        assert!((counted.gap_fraction_sampled.unwrap() - 0.25).abs() > 0.02);
     }
 
     #[test]

@@ -429,6 +429,11 @@ impl RunInput {
     pub fn sample_interval(&self) -> Option<Duration> {
         self.run.as_ref().and_then(|r| r.sample_interval)
     }
+
+    /// The longest a sample held when nothing changed (`None`: one per tick).
+    pub fn sample_heartbeat(&self) -> Option<Duration> {
+        self.run.as_ref().and_then(|r| r.sample_heartbeat)
+    }
 }
 
 #[cfg(test)]

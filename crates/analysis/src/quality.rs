@@ -255,7 +255,10 @@ fn judge(q: &mut MeasurementQuality, t: &mut Touched, cap: Option<u32>) {
     }
 }
 
-/// Share of the sampler's ticks missed: 1 − samples / ticks expected over their span.
+/// Share of the sampler's ticks missed: 1 − samples / ticks expected over their
+/// span. With a heartbeat (a sample on a change and at least that often) a gap
+/// between samples is expected up to the heartbeat and a tick, so only the ticks beyond it
+/// count as missed: a lower bound, since a late tick with no change is unseen.
 fn missed_ticks(input: &RunInput) -> Option<f64> {
     let interval = input.run.as_ref()?.sample_interval?;
     let (first, last) = (input.samples.first()?.at, input.samples.last()?.at);
@@ -264,5 +267,53 @@ fn missed_ticks(input: &RunInput) -> Option<f64> {
     if expected < 2.0 {
         return None;
     }
-    Some((1.0 - input.samples.len() as f64 / expected).clamp(0.0, 1.0))
+    let Some(beat) = input.sample_heartbeat() else {
+        return Some((1.0 - input.samples.len() as f64 / expected).clamp(0.0, 1.0));
+    };
+    let mut at: Vec<_> = input.samples.iter().map(|s| s.at).collect();
+    at.sort_unstable();
+    let missed: f64 = at
+        .windows(2)
+        // The heartbeat's sample is taken on the first tick a heartbeat on.
+        .filter_map(|w| w[1].since(w[0])?.checked_sub(beat + interval))
+        .map(|over| (over.as_secs_f64() / interval.as_secs_f64()).floor())
+        .sum();
+    Some((missed / expected).clamp(0.0, 1.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::SampleFacts;
+    use crate::test_support::{capped_run, ts};
+
+    fn sampled(at_ms: &[i64], heartbeat: Option<Duration>) -> RunInput {
+        let mut input = capped_run(2);
+        let run = input.run.as_mut().unwrap();
+        run.sample_interval = Some(Duration::from_millis(10));
+        run.sample_heartbeat = heartbeat;
+        input.samples = at_ms
+            .iter()
+            .map(|&ms| SampleFacts {
+                at: ts(ms),
+                in_flight: 0,
+                queue_depth: 0,
+                cap: None,
+            })
+            .collect();
+        input
+    }
+
+    #[test]
+    fn a_heartbeat_gap_is_not_a_missed_tick_but_a_longer_one_is() {
+        let beat = Some(Duration::from_secs(1));
+        // Idle: a sample a heartbeat (and a tick) apart is on time.
+        let on_time = sampled(&[0, 1_010, 2_020, 3_030], beat);
+        assert_eq!(missed_ticks(&on_time), Some(0.0));
+        // The same samples without a heartbeat: most ticks are missing.
+        assert!(missed_ticks(&sampled(&[0, 1_010, 2_020, 3_030], None)).unwrap() > 0.9);
+        // 1.5 s between samples: the 49 ticks after the heartbeat's were missed.
+        let late = sampled(&[0, 1_500, 2_500], beat);
+        assert_eq!(missed_ticks(&late), Some(49.0 / 251.0));
+    }
 }

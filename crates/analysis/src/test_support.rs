@@ -23,6 +23,7 @@ pub(crate) fn capped_run(cap: u32) -> RunInput {
             token_source: None,
             tokenizer: None,
             sample_interval: None,
+            sample_heartbeat: None,
             load: serde_json::Value::Null,
             labels: Default::default(),
             queue_times: Default::default(),

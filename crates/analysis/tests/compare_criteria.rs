@@ -64,6 +64,7 @@ fn run_record(id: &str, cap: u32, model: &str, source: TokenSource) -> RunRecord
         token_source: Some(source),
         tokenizer: None,
         sample_interval: None,
+        sample_heartbeat: None,
         load: serde_json::Value::Null,
         labels: Default::default(),
         queue_times: Default::default(),

@@ -458,6 +458,8 @@ async fn bench(
             token_source: Some(spec.token_source()),
             tokenizer: Some(spec.tokenizer.name().into()),
             sample_interval: Some(spec.sample_interval),
+            // The bench's sampler writes every tick (no heartbeat).
+            sample_heartbeat: None,
             load: serde_json::to_value(load).context("the run's load settings")?,
             labels,
         };

@@ -63,6 +63,7 @@ fn generate(path: &PathBuf, n: u64, turns: Option<u64>) {
         token_source: Some(TokenSource::Usage),
         tokenizer: None,
         sample_interval: Some(Duration::from_millis(10)),
+        sample_heartbeat: None,
         load: serde_json::Value::Null,
         labels: Default::default(),
         queue_times: Default::default(),

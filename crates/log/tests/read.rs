@@ -356,6 +356,7 @@ fn writer_output_reads_back_identically() {
         token_source: Some(tpscope_model::TokenSource::Usage),
         tokenizer: None,
         sample_interval: Some(Duration::from_millis(10)),
+        sample_heartbeat: None,
         load: serde_json::json!({"concurrency": 3}),
         labels: Default::default(),
         queue_times: Default::default(),

@@ -327,6 +327,7 @@ fn records_written_by_the_writer_read_back_equal() {
             token_source: Some(TokenSource::Tokenizer("o200k_base".into())),
             tokenizer: Some("o200k_base".into()),
             sample_interval: Some(Duration::from_millis(250)),
+            sample_heartbeat: Some(Duration::from_secs(10)),
             load: serde_json::json!({"mode": "closed", "concurrency": 4}),
             labels: BTreeMap::from([("case".into(), "round trip \"é\"".into())]),
             queue_times: tpscope_model::QueueTimes::Unmeasured,

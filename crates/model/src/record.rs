@@ -60,6 +60,17 @@ pub struct RunRecord {
         skip_serializing_if = "Option::is_none"
     )]
     pub sample_interval: Option<Duration>,
+    /// When set, a `sample` is written only when the sampled state (in flight,
+    /// queued, cap) changes and at least this often: each sample then holds until
+    /// the next. Absent (every log before the field, and bench runs): one sample
+    /// per tick.
+    #[serde(
+        default,
+        rename = "sample_heartbeat_s",
+        with = "duration_secs::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub sample_heartbeat: Option<Duration>,
     /// Load settings as the producer understood them (free-form object).
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub load: serde_json::Value,

@@ -55,6 +55,6 @@ pub use recorder::{Closed, DEFAULT_SAMPLE_INTERVAL, OpenMode, RecordError, Recor
 pub use request::{InFlight, Queued};
 pub use run::{RunInfo, TOOL, new_run_id, redact_url, utc_compact};
 pub use sampler::{Reading, Sampler};
-pub use session::{Observer, Running, Session};
+pub use session::{DEFAULT_SAMPLE_HEARTBEAT, Observer, Running, Session};
 pub use tpscope_model::{AttemptOutcome, Cause, Usage};
 pub use writer::{FLUSH_EVERY, ProxyEnd, RunCounts, Writer, WriterTx};

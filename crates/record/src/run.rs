@@ -27,6 +27,9 @@ pub struct RunInfo {
     pub tokenizer: Option<String>,
     /// The cadence of `sample` records, when sampled.
     pub sample_interval: Option<Duration>,
+    /// When set, samples are written on a change of state and at least this
+    /// often, not on every tick (the `run` record says so).
+    pub sample_heartbeat: Option<Duration>,
     /// The producer's load settings (free-form object; `Null` for none).
     pub load: serde_json::Value,
     /// Free-form labels.
@@ -79,6 +82,13 @@ impl RunInfo {
         self
     }
 
+    /// Written on a change and at least this often, instead of every tick
+    /// (sessions default to [`crate::DEFAULT_SAMPLE_HEARTBEAT`]).
+    pub fn sample_heartbeat(mut self, every: Duration) -> RunInfo {
+        self.sample_heartbeat = Some(every);
+        self
+    }
+
     /// With these load settings (a free-form JSON object).
     pub fn load(mut self, load: serde_json::Value) -> RunInfo {
         self.load = load;
@@ -97,6 +107,7 @@ impl RunInfo {
             token_source: self.token_source,
             tokenizer: self.tokenizer,
             sample_interval: self.sample_interval,
+            sample_heartbeat: self.sample_heartbeat,
             load: self.load,
             labels: self.labels,
             // The recorder is handed each request's queue time (or stamps it).

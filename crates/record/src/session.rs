@@ -18,6 +18,10 @@ use crate::run::{RunInfo, new_run_id};
 use crate::sampler::Sampler;
 use crate::writer::{ProxyEnd, RunCounts, Writer, WriterTx};
 
+/// The longest a session's sampler goes without writing a sample when nothing
+/// changes (the `run` record's `sample_heartbeat_s`).
+pub const DEFAULT_SAMPLE_HEARTBEAT: Duration = Duration::from_secs(10);
+
 /// One request's move from the queue to a slot, as an addend to the occupancy.
 const ADMIT: u64 = (1 << 32) - 1;
 /// One slot, as an addend to the occupancy.
@@ -52,17 +56,22 @@ impl Session {
     /// Starts a run on `writer` (whose live counters are `live`): a fresh run id
     /// and clock, the `run` record of `info` (shown to `on_run` before it is
     /// sent), and a sampler on `info.sample_interval` (which must be set)
-    /// that also tells `observe` each sample.
+    /// that also tells `observe` each sample; it writes a sample on a change and
+    /// at least every `info.sample_heartbeat` ([`DEFAULT_SAMPLE_HEARTBEAT`] when
+    /// unset), so that an idle run costs bytes, not gigabytes.
     pub fn start(
         writer: Writer,
         live: Arc<LiveStats>,
-        info: RunInfo,
+        mut info: RunInfo,
         on_run: impl FnOnce(&RunRecord),
         observe: Option<Observer>,
     ) -> (Arc<Session>, Running) {
         let clock = RunClock::start();
         let run_id: Arc<str> = new_run_id(0).into();
         let interval = info.sample_interval.unwrap_or(Duration::from_millis(10));
+        let heartbeat = *info
+            .sample_heartbeat
+            .get_or_insert(DEFAULT_SAMPLE_HEARTBEAT);
         let cap = info.cap;
         let session = Arc::new(Session {
             run_id: run_id.clone(),
@@ -80,6 +89,7 @@ impl Session {
         let sampler = Sampler::start(
             run_id.to_string(),
             interval,
+            Some(heartbeat),
             clock,
             Box::new(move || {
                 let at = Instant::now();

@@ -415,6 +415,7 @@ mod tests {
             token_source: None,
             tokenizer: None,
             sample_interval: None,
+            sample_heartbeat: None,
             load: serde_json::Value::Null,
             labels: Default::default(),
             queue_times: Default::default(),

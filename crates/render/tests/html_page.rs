@@ -35,6 +35,7 @@ fn synth(id: &str, n: usize, cap: u32, rate: f64, refill: f64, seed: u64) -> Run
             token_source: Some(TokenSource::Usage),
             tokenizer: None,
             sample_interval: None,
+            sample_heartbeat: None,
             load: serde_json::Value::Null,
             labels: Default::default(),
             queue_times: Default::default(),

@@ -55,6 +55,7 @@ fn input() -> RunInput {
             token_source: None,
             tokenizer: None,
             sample_interval: None,
+            sample_heartbeat: None,
             load: serde_json::Value::Null,
             labels: [("gpu".to_string(), "h100".to_string())].into(),
             queue_times: Default::default(),

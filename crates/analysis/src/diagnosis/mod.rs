@@ -235,21 +235,26 @@ fn classify(occ: Occupancy, server: Option<&ServerStep>, lagging: bool) -> State
 
 /// Stretches when the client's own sampler ran late: a gap between consecutive
 /// `sample` records longer than max([`LAG_INTERVALS`] × interval, [`LAG_MIN`]),
-/// counted from one interval after the earlier sample. Empty without an interval.
+/// counted from one interval after the earlier sample. With a `heartbeat` (samples
+/// written on a change and at least that often) a gap up to the heartbeat is
+/// expected, so it is added to the limit and the lag counted from a heartbeat
+/// after the earlier sample. Empty without an interval.
 /// (Per-read lag measured by the client can be added to this list.)
 pub fn client_lag_from_samples(
     samples: &[SampleFacts],
     interval: Option<Duration>,
+    heartbeat: Option<Duration>,
 ) -> Vec<(Timestamp, Timestamp)> {
     let Some(interval) = interval.filter(|i| !i.is_zero()) else {
         return Vec::new();
     };
-    let limit = (interval * LAG_INTERVALS).max(LAG_MIN);
+    let limit = (interval * LAG_INTERVALS).max(LAG_MIN) + heartbeat.unwrap_or_default();
+    let expected = heartbeat.unwrap_or(interval);
     let mut at: Vec<Timestamp> = samples.iter().map(|s| s.at).collect();
     at.sort_unstable();
     at.windows(2)
         .filter(|w| w[1].since(w[0]).is_some_and(|d| d > limit))
-        .map(|w| (w[0].after(interval), w[1]))
+        .map(|w| (w[0].after(expected), w[1]))
         .collect()
 }
 

@@ -145,9 +145,26 @@ fn client_lag_is_read_from_late_samples() {
         cap: None,
     };
     let samples = [at(0), at(10), at(20), at(200), at(210)];
-    let lag = client_lag_from_samples(&samples, Some(Duration::from_millis(10)));
+    let lag = client_lag_from_samples(&samples, Some(Duration::from_millis(10)), None);
     assert_eq!(lag, [(ts(30), ts(200))]);
-    assert!(client_lag_from_samples(&samples, None).is_empty());
+    assert!(client_lag_from_samples(&samples, None, None).is_empty());
+}
+
+#[test]
+fn a_heartbeat_gap_is_not_client_lag() {
+    let at = |ms: i64| SampleFacts {
+        at: ts(ms),
+        in_flight: 0,
+        queue_depth: 0,
+        cap: None,
+    };
+    let tick = Some(Duration::from_millis(10));
+    let beat = Some(Duration::from_secs(10));
+    // An idle stretch: one sample per heartbeat (a tick late), then a change.
+    let samples = [at(0), at(10_010), at(10_500), at(30_000)];
+    let lag = client_lag_from_samples(&samples, tick, beat);
+    // Only the 19.5 s gap exceeds heartbeat + limit: late from a heartbeat on.
+    assert_eq!(lag, [(ts(20_500), ts(30_000))]);
 }
 
 #[test]

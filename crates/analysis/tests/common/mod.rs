@@ -24,6 +24,7 @@ pub fn run(cap: Option<u32>) -> RunRecord {
         token_source: Some(tpscope_model::TokenSource::Usage),
         tokenizer: None,
         sample_interval: Some(Duration::from_millis(10)),
+        sample_heartbeat: None,
         load: serde_json::Value::Null,
         labels: Default::default(),
         queue_times: Default::default(),

@@ -69,6 +69,7 @@ pub fn records(run_id: &str, model: &str, source: TokenSource, load: Load) -> Ve
         token_source: Some(source),
         tokenizer: None,
         sample_interval: Some(std::time::Duration::from_millis(100)),
+        sample_heartbeat: None,
         load: serde_json::Value::Null,
         labels: Default::default(),
         queue_times: Default::default(),

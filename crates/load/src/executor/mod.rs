@@ -79,6 +79,8 @@ pub async fn execute<S: Sender>(
         Sampler::start(
             sh.plan.run_id.clone(),
             every,
+            // The bench writes every tick: its run record states no heartbeat.
+            None,
             clock,
             Box::new(move || {
                 let st = probe_sh.lock();

@@ -93,6 +93,7 @@ impl<'a> Cx<'a> {
                 token_source: None,
                 tokenizer: None,
                 sample_interval: None,
+                sample_heartbeat: None,
                 load: serde_json::Value::Null,
                 labels,
                 // Settled by `finish` from `queue_known`.

@@ -243,6 +243,7 @@ fn parse_run(
             .transpose()
     };
     let sample_interval = opt_secs("sample_interval_s", &line.sample_interval_s)?;
+    let sample_heartbeat = opt_secs("sample_heartbeat_s", &line.sample_heartbeat_s)?;
     let queue_times = present(&line.queue_times)
         .map(|v| {
             as_str("queue_times", v)?
@@ -276,6 +277,7 @@ fn parse_run(
             .transpose()?,
         tokenizer: opt_str("tokenizer", &line.tokenizer)?,
         sample_interval,
+        sample_heartbeat,
         load: match line.load {
             Some(raw) => parse_json("load", raw, "a JSON value")?,
             None => serde_json::Value::Null,

@@ -42,6 +42,7 @@ pub(super) struct Line<'a> {
     pub(super) target: Option<&'a str>,
     pub(super) tokenizer: Option<Scalar<'a>>,
     pub(super) sample_interval_s: Option<Scalar<'a>>,
+    pub(super) sample_heartbeat_s: Option<Scalar<'a>>,
     pub(super) load: Option<&'a str>,
     pub(super) labels: Option<&'a str>,
     pub(super) queue_times: Option<Scalar<'a>>,
@@ -221,8 +222,8 @@ macro_rules! line_keys {
             // sample
             at, in_flight, queue_depth, cap,
             // run
-            schema, tool, started_at, target, tokenizer, sample_interval_s, load, labels,
-            queue_times,
+            schema, tool, started_at, target, tokenizer, sample_interval_s, sample_heartbeat_s,
+            load, labels, queue_times,
             // end
             ended_at, spans, ok, cancelled, samples, schedule_late_max_s,
             queued_at_stated, cut_at_stop, model,
@@ -361,6 +362,7 @@ fn scan<'a, const WHOLE: bool>(text: &'a str, line: &mut Line<'a>) -> JsonResult
             Key::target => raw!(target),
             Key::tokenizer => scalar!(tokenizer),
             Key::sample_interval_s => scalar!(sample_interval_s),
+            Key::sample_heartbeat_s => scalar!(sample_heartbeat_s),
             Key::load => raw!(load),
             Key::labels => raw!(labels),
             Key::queue_times => scalar!(queue_times),
