@@ -3,7 +3,7 @@
 //! does not delay it (each sample is stamped when it is read, so lateness never
 //! misplaces one). With a heartbeat, a tick's reading is written only when the
 //! state changed since the last one written, or the heartbeat has passed since
-//! it ([`Thinning`]): an idle run then costs a sample per heartbeat, not per tick.
+//! it (`Thinning`): an idle run then costs a sample per heartbeat, not per tick.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
