@@ -245,7 +245,8 @@ fn report_and_compare_pages_render_in_chromium() {
         tpscope_render::html::report(&report, &details),
     )
     .unwrap();
-    check_page(&bin, &work, &report_page, "report", 9);
+    // Nine charts, and the capacity ledger's stacked area under the in-flight chart.
+    check_page(&bin, &work, &report_page, "report", 10);
 
     // The comparison page, written by the binary.
     let cmp_page = work.join("compare.html");
