@@ -8,30 +8,18 @@
 mod bench_support;
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::path::Path;
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::time::Duration;
 
-use bench_support::{signal, tpscope};
+use bench_support::{addr_in, signal, start_server};
 use tpscope_model::{Record, Timestamp};
 
+/// Starts `tpscope ARGS` in `dir`; the child and the address it listens on.
 fn start(dir: &Path, args: &[&str]) -> (Child, String) {
-    let mut child = tpscope()
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start tpscope");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let rest = &line[line.find("http://").expect("an address") + 7..];
-    let addr = rest[..rest.find(|c: char| c == '/' || c.is_whitespace()).unwrap()].to_string();
-    (child, addr)
+    let (child, line) = start_server(dir, args);
+    (child, addr_in(&line))
 }
 
 /// One streamed completion over a fresh connection, read to its end.

@@ -6,39 +6,13 @@
 
 mod bench_support;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
-use bench_support::{signal, tpscope};
+use bench_support::{addr_in as addr, signal, start_server as start};
 use tpscope_model::{Record, Status};
-
-/// Starts `tpscope ARGS` in `dir`; the child and its first stdout line.
-fn start(dir: &Path, args: &[&str]) -> (Child, String) {
-    let mut child = tpscope()
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start tpscope");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    (child, line)
-}
-
-/// The `host:port` after the first `http://` of `line`.
-fn addr(line: &str) -> String {
-    let rest = &line[line.find("http://").expect("an address") + 7..];
-    rest[..rest
-        .find(|c: char| c == '/' || c.is_whitespace())
-        .unwrap_or(rest.len())]
-        .to_string()
-}
 
 /// Waits (bounded) for `child` to exit; its stderr.
 fn wait(mut child: Child, within: Duration) -> String {

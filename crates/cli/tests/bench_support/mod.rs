@@ -300,3 +300,31 @@ impl Drop for SilentServer {
         }
     }
 }
+
+/// Starts `tpscope ARGS` in `dir` (a server: sim or proxy); the child and the first
+/// line it prints on standard output.
+pub fn start_server(dir: &Path, args: &[&str]) -> (Child, String) {
+    use std::io::BufRead;
+    let mut child = tpscope()
+        .args(args)
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start tpscope");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    (child, line)
+}
+
+/// The `host:port` after the first `http://` of `line`.
+pub fn addr_in(line: &str) -> String {
+    let rest = &line[line.find("http://").expect("an address") + 7..];
+    rest[..rest
+        .find(|c: char| c == '/' || c.is_whitespace())
+        .unwrap_or(rest.len())]
+        .to_string()
+}
