@@ -483,5 +483,11 @@ async fn responses_api_streams_through_and_becomes_a_span_with_usage() {
     assert_eq!(s.token_source, Some(TokenSource::Usage));
     assert!(s.input_tokens.is_some());
     assert!(s.first_token_at.unwrap() <= s.last_token_at.unwrap());
+    // The request is not parsed: the run's model comes from the response.
+    let end = records(&out).into_iter().find_map(|r| match r {
+        Record::End(e) => Some(e),
+        _ => None,
+    });
+    assert_eq!(end.unwrap().model.as_deref(), Some(model.as_str()));
     sim.shutdown().await.unwrap();
 }

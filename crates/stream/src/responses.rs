@@ -68,6 +68,10 @@ fn string(raw: Option<&RawValue>) -> Option<JsonStr<'_>> {
 struct Response<'a> {
     #[serde(borrow, default)]
     id: Option<JsonStr<'a>>,
+    /// The model that answers (kept as the run's model where requests are not
+    /// parsed: the proxy).
+    #[serde(borrow, default)]
+    model: Option<JsonStr<'a>>,
     #[serde(borrow, default)]
     status: Option<Cow<'a, str>>,
     #[serde(default)]
@@ -213,8 +217,8 @@ pub fn decode<D>(ev: Event<'_>, now: Instant, account: &mut StreamAccount<D>) {
     }
     match kind {
         "response.created" | "response.in_progress" | "response.queued" => {
-            if let Some(id) = wire.response.as_ref().and_then(|r| r.id) {
-                account.response_id(|| id.to_cow().into_owned());
+            if let Some(r) = &wire.response {
+                started(account, r);
             }
         }
         "response.completed" | "response.incomplete" => {
@@ -245,11 +249,19 @@ pub fn decode<D>(ev: Event<'_>, now: Instant, account: &mut StreamAccount<D>) {
     }
 }
 
-/// A finished response's id, usage and finish reason into `account`.
-fn ended<D>(account: &mut StreamAccount<D>, r: &Response<'_>) {
+/// A response's id and model into `account` (the first of each sent is kept).
+fn started<D>(account: &mut StreamAccount<D>, r: &Response<'_>) {
     if let Some(id) = r.id {
         account.response_id(|| id.to_cow().into_owned());
     }
+    if let Some(m) = r.model {
+        account.model(|| m.to_cow().into_owned());
+    }
+}
+
+/// A finished response's id, model, usage and finish reason into `account`.
+fn ended<D>(account: &mut StreamAccount<D>, r: &Response<'_>) {
+    started(account, r);
     if let Some(u) = &r.usage {
         account.usage(u.neutral());
     }

@@ -51,6 +51,7 @@ fn text_stream_counts_deltas_and_takes_usage_from_completed() {
     );
     assert_eq!(f.finish_reason.as_deref(), Some("stop"));
     assert_eq!(f.response_id.as_deref(), Some("resp_67ccd2bed1ec8190"));
+    assert_eq!(a.model.as_deref(), Some("gpt-4.1-2025-04-14"));
     assert_eq!(f.end, Some(Ok(())));
     // Events 0–3 are lifecycle (created, in_progress, item and part added): the
     // first token is the first delta, read 4; the last delta is read 6.
@@ -201,6 +202,7 @@ fn whole_responses_answer_is_absorbed() {
     assert_eq!(f.usage.unwrap().reasoning_tokens, Some(2));
     assert_eq!(f.finish_reason.as_deref(), Some("stop"));
     assert_eq!(f.response_id.as_deref(), Some("resp_9"));
+    assert_eq!(a.model.as_deref(), Some("m"));
     assert_eq!(a.first_token, Some(now));
 
     let failed = br#"{"id":"r","object":"response","status":"failed","output":[],
