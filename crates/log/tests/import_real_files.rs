@@ -61,7 +61,11 @@ fn warned(imported: &Imported, needle: &str) -> bool {
 }
 
 fn aiperf_summary(s: &Summary<Duration>, tool: &Value, name: &str) {
-    let t = &tool["records"][name];
+    aiperf_stats(s, &tool["records"][name], name);
+}
+
+/// One of AIPerf's metric summaries (`{avg, p50, …}`) against tpscope's.
+fn aiperf_stats(s: &Summary<Duration>, t: &Value, name: &str) {
     // AIPerf stamps whole nanoseconds; its figures are numpy's type-7 percentiles,
     // as tpscope's: equal to a nanosecond per value.
     close(
@@ -122,6 +126,72 @@ fn aiperf_records_before_0_3_are_read_and_reproduce_its_summary() {
         rec("request_throughput"),
         1e-9,
     );
+}
+
+#[test]
+fn aiperf_0_10_records_reproduce_its_summary() {
+    // The layout of AIPerf 0.10's results (anud18/qwen36-vllm-aiperf-benchmark, no
+    // licence: synthetic values, the summary computed as AIPerf computes it; the
+    // originals are checked in docs/import-real-files.md).
+    let (imported, r) = load(None, "aiperf-0.10-layout/profile_export.jsonl");
+    let tool = json("aiperf-0.10-layout/profile_export_aiperf.json");
+    let avg = |k: &str| tool[k]["avg"].as_f64().unwrap();
+    assert_eq!(imported.format, Format::Aiperf);
+    assert!(!warned(&imported, "before 0.3"), "{:?}", imported.warnings);
+    assert_eq!(r.counts.ok as f64, avg("request_count"));
+    assert_eq!(r.counts.output_tokens as f64, avg("total_osl"));
+    assert_eq!(r.counts.input_tokens as f64, avg("total_isl"));
+    aiperf_stats(
+        &r.distributions.t_first_token,
+        &tool["time_to_first_token"],
+        "ttft",
+    );
+    aiperf_stats(&r.conventional.tpot, &tool["inter_token_latency"], "itl");
+    // AIPerf's duration runs from the first request sent to the last response;
+    // tpscope's full window from the first request queued (AIPerf's credit) to the
+    // last one released (`request_end_ns`, its stream closed after its last
+    // response). The two differ by exactly those two stretches.
+    let spans = &imported.spans;
+    let queued = spans.iter().map(|s| s.queued_at).min().unwrap();
+    let sent = spans.iter().filter_map(|s| s.admitted_at).min().unwrap();
+    let answered = spans.iter().filter_map(|s| s.last_token_at).max().unwrap();
+    let released = spans.iter().map(|s| s.released_at).max().unwrap();
+    let aiperf = answered.signed_nanos_since(sent) as f64 / 1e9;
+    close("duration", aiperf, avg("benchmark_duration"), 1e-9);
+    let window = r.window.unwrap().duration.as_secs_f64();
+    let extra = (sent.signed_nanos_since(queued) + released.signed_nanos_since(answered)) as f64;
+    close("window", window, aiperf + extra / 1e9, 1e-9);
+    assert!(extra > 0.0);
+    close(
+        "output token throughput",
+        r.system_tps.unwrap().0 * window / aiperf,
+        avg("output_token_throughput"),
+        1e-6,
+    );
+    close(
+        "request throughput",
+        r.request_throughput.unwrap() * window / aiperf,
+        avg("request_throughput"),
+        1e-9,
+    );
+}
+
+#[test]
+fn aiperf_concurrency_in_the_summary_beside_the_records_is_the_cap() {
+    // AIPerf's records hold no concurrency: imported alone, a run had no cap (so no
+    // utilization and no capacity ledger). The summary beside them has it: in the
+    // profiling phase (0.10), or under `loadgen` (AIPerf's example run).
+    for (dir, cap) in [("aiperf-0.10-layout", 2), ("aiperf-0.2-run1", 100)] {
+        let file = data(&format!("{dir}/profile_export.jsonl"));
+        let runs = tpscope_log::import::import_files(None, &[file], false, false).unwrap();
+        assert_eq!(runs[0].1.run.cap, Some(cap), "{dir}");
+    }
+    // Without the summary (a renamed copy elsewhere), the cap stays unknown.
+    let tmp = tempfile::tempdir().unwrap();
+    let alone = tmp.path().join("profile_export.jsonl");
+    std::fs::copy(data("aiperf-0.10-layout/profile_export.jsonl"), &alone).unwrap();
+    let runs = tpscope_log::import::import_files(None, &[alone], false, false).unwrap();
+    assert_eq!(runs[0].1.run.cap, None);
 }
 
 fn llmperf_leaderboard(name: &str) {

@@ -68,7 +68,8 @@ pub struct ImportOptions {
     /// file's content).
     pub run_id: Option<String>,
     /// Concurrent clients, for formats whose per-request file does not say (LLMPerf
-    /// keeps it in the `*_summary.json` beside it).
+    /// keeps it in the `*_summary.json` beside it, AIPerf in the
+    /// `profile_export_aiperf.json` beside it: there it is the run's cap).
     pub clients: Option<u32>,
     /// Keep the requests a tool leaves out of its own metrics (GuideLLM's warm-up
     /// and cool-down) instead of leaving them out.
@@ -171,7 +172,7 @@ pub fn import(
     let mut cx = build::Cx::new(format, file, bytes, opts);
     match format {
         Format::Vllm => vllm::import(&mut cx, bytes),
-        Format::Aiperf => aiperf::import(&mut cx, bytes),
+        Format::Aiperf => aiperf::import(&mut cx, bytes, opts.clients),
         Format::Guidellm => {
             let doc = guidellm::parse(&cx, bytes)?;
             let n = guidellm::count(&doc);
