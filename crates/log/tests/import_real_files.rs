@@ -484,8 +484,10 @@ fn two_different_files_of_one_name_are_two_runs() {
 /// The files kept out of the repository, read from `$TPSCOPE_REAL_IMPORTS` (see the
 /// README of tests/data/import/real): GuideLLM 0.5.0.dev0 results of
 /// danielkorat/guidellm-bench (no licence) and the LLMPerf leaderboard's other
-/// providers (`NAME_individual_responses.json` beside `NAME_summary.json`). Run
-/// with `--ignored`.
+/// providers (`NAME_individual_responses.json` beside `NAME_summary.json`), and
+/// AIPerf 0.10 runs of anud18/qwen36-vllm-aiperf-benchmark (no licence: a folder
+/// each, `profile_export.jsonl` beside `profile_export_aiperf.json`). Run with
+/// `--ignored`.
 #[test]
 #[ignore = "needs $TPSCOPE_REAL_IMPORTS holding the uncommitted originals"]
 fn uncommitted_real_files_reproduce_their_figures() {
@@ -494,6 +496,11 @@ fn uncommitted_real_files_reproduce_their_figures() {
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if path.join("profile_export_aiperf.json").is_file() {
+            aiperf_0_10_check(&path);
+            seen += 1;
+            continue;
+        }
         if let Some(stem) = name.strip_suffix("_individual_responses.json") {
             let (ours, theirs) = llmperf_check(&path, &dir.join(format!("{stem}_summary.json")));
             eprintln!("{name}: TTFT mean {ours:.6} s (LLMPerf {theirs:.6})");
@@ -541,6 +548,44 @@ fn uncommitted_real_files_reproduce_their_figures() {
         seen += 1;
     }
     assert!(seen > 0, "no *benchmarks.json in {}", dir.display());
+}
+
+/// An AIPerf 0.10 run's folder: its records against its summary (top-level
+/// metrics), the cap from the summary, and AIPerf's duration (first request sent to
+/// the last response) inside tpscope's window.
+fn aiperf_0_10_check(dir: &Path) {
+    let file = dir.join("profile_export.jsonl");
+    let runs = tpscope_log::import::import_files(None, &[file], false, false).unwrap();
+    let imported = &runs[0].1;
+    let r = report(imported, WindowSpec::Full);
+    let tool: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("profile_export_aiperf.json")).unwrap())
+            .unwrap();
+    let avg = |k: &str| tool[k]["avg"].as_f64().unwrap();
+    let name = dir.display();
+    assert_eq!(r.counts.ok as f64, avg("request_count"), "{name}");
+    assert_eq!(r.counts.output_tokens as f64, avg("total_osl"), "{name}");
+    assert_eq!(r.counts.input_tokens as f64, avg("total_isl"), "{name}");
+    assert!(imported.run.cap.is_some(), "{name}: no cap");
+    aiperf_stats(
+        &r.distributions.t_first_token,
+        &tool["time_to_first_token"],
+        "ttft",
+    );
+    aiperf_stats(&r.conventional.tpot, &tool["inter_token_latency"], "itl");
+    let spans = &imported.spans;
+    let sent = spans.iter().filter_map(|s| s.admitted_at).min().unwrap();
+    let answered = spans.iter().filter_map(|s| s.last_token_at).max().unwrap();
+    let aiperf = answered.signed_nanos_since(sent) as f64 / 1e9;
+    close("duration", aiperf, avg("benchmark_duration"), 1e-9);
+    let window = r.window.unwrap().duration.as_secs_f64();
+    eprintln!(
+        "{name}: {} requests, cap {:?}, TTFT mean {:.7} ms, AIPerf's duration {aiperf:.9} s, \
+         tpscope's window {window:.9} s",
+        r.counts.ok,
+        imported.run.cap,
+        ms(r.distributions.t_first_token.mean),
+    );
 }
 
 fn genai_bench(rel: &str) {
