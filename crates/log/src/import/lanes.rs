@@ -36,6 +36,11 @@ impl Lanes {
         self.free_at[i] = start.after(d);
         start
     }
+
+    /// When the last lane frees: the end of the placed timeline.
+    pub fn end(&self) -> Option<Timestamp> {
+        self.free_at.iter().copied().max()
+    }
 }
 
 /// The warning an import whose spans were placed by [`Lanes`] carries.

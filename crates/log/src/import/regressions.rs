@@ -230,3 +230,55 @@ fn a_last_token_within_a_rounding_error_after_the_release_is_the_release() {
         "{e}"
     );
 }
+
+#[test]
+fn genai_bench_failed_request_without_latency_is_imported_not_refused() {
+    // genai-bench writes a failed request's latencies as `null` (an HTTP 500 in a
+    // published run): the whole file was refused ("e2e_latency: missing").
+    let text = r#"{"aggregated_metrics":{"scenario":"D(8000,700)","num_concurrency":2,
+     "run_duration":3.0,"num_completed_requests":1,"num_error_requests":1},
+     "individual_request_metrics":[
+      {"ttft":0.25,"tpot":0.01,"e2e_latency":1.5,"num_input_tokens":8,"num_output_tokens":4,
+       "error_code":null,"error_message":null},
+      {"ttft":null,"tpot":null,"e2e_latency":null,"num_input_tokens":null,
+       "num_output_tokens":null,"error_code":500,"error_message":"Internal server error"}],
+     "_time_unit":"s"}"#;
+    let i = run(Some(Format::GenaiBench), "g.json", text).unwrap();
+    assert_eq!(i.spans.len(), 2);
+    let failed = &i.spans[1];
+    assert_eq!(failed.status, tpscope_model::Status::Error);
+    assert_eq!(
+        failed.error.as_ref().map(|e| e.cause),
+        Some(tpscope_model::Cause::Http5xx)
+    );
+    assert_eq!(failed.released_at, failed.admitted_at.unwrap());
+    assert!(
+        i.warnings
+            .iter()
+            .any(|w| w.contains("1 failed requests record no latency"))
+    );
+    // A request that did not fail still needs its latency.
+    let bad = text.replace(r#""e2e_latency":1.5"#, r#""e2e_latency":null"#);
+    let e = run(Some(Format::GenaiBench), "g.json", &bad).unwrap_err();
+    assert!(e.to_string().contains("e2e_latency"), "{e}");
+}
+
+#[test]
+fn genai_bench_placement_longer_than_its_run_is_said() {
+    // A published run at concurrency 16: back to back in the file's order its
+    // requests took 15.371 s of a 15.095 s run, so a window of the run's length
+    // missed the last tokens (843.89 against genai-bench's 845.10 tok/s), silently.
+    let doc = |run: f64| {
+        format!(
+            r#"{{"aggregated_metrics":{{"num_concurrency":1,"run_duration":{run}}},
+             "individual_request_metrics":[
+              {{"ttft":0.1,"e2e_latency":1.0,"num_output_tokens":5,"error_code":null}},
+              {{"ttft":0.1,"e2e_latency":1.0,"num_output_tokens":5,"error_code":null}}]}}"#
+        )
+    };
+    let said = |i: &Imported| i.warnings.iter().any(|w| w.contains("is longer than"));
+    let long = run(Some(Format::GenaiBench), "g.json", &doc(1.5)).unwrap();
+    assert!(said(&long), "{:?}", long.warnings);
+    let fits = run(Some(Format::GenaiBench), "g.json", &doc(2.5)).unwrap();
+    assert!(!said(&fits), "{:?}", fits.warnings);
+}
