@@ -501,6 +501,11 @@ fn uncommitted_real_files_reproduce_their_figures() {
             seen += 1;
             continue;
         }
+        if name.starts_with("vllm-detailed-") {
+            vllm_detailed_check(&path);
+            seen += 1;
+            continue;
+        }
         if name.contains("_num_concurrency_") && name.ends_with(".json") {
             genai_bench(&path);
             eprintln!("{name}: genai-bench's aggregated metrics reproduced");
@@ -554,6 +559,64 @@ fn uncommitted_real_files_reproduce_their_figures() {
         seen += 1;
     }
     assert!(seen > 0, "no *benchmarks.json in {}", dir.display());
+}
+
+/// A published `--save-result` file with per-request columns (vLLM before 0.8
+/// saved them without `--save-detailed`): TTFT and ITL as vLLM states them, its
+/// throughputs over a window of its duration, and its mean latency at or above the
+/// TTFT + ΣITL the file allows (the import says by how much).
+fn vllm_detailed_check(path: &Path) {
+    let bytes = std::fs::read(path).unwrap();
+    let imported = import(None, path, &bytes, &ImportOptions::default()).unwrap();
+    let tool: Value = serde_json::from_slice(&bytes).unwrap();
+    let r = report(&imported, WindowSpec::Full);
+    let name = path.display();
+    assert_eq!(r.counts.ok, tool["completed"].as_u64().unwrap(), "{name}");
+    assert_eq!(
+        r.counts.output_tokens,
+        tool["total_output_tokens"].as_u64().unwrap(),
+        "{name}"
+    );
+    vllm_summary(&r.distributions.t_first_token, &tool, "ttft");
+    vllm_summary(&r.conventional.inter_token_latency, &tool, "itl");
+    let duration = tool["duration"].as_f64().unwrap();
+    let w = report(
+        &imported,
+        WindowSpec::Range {
+            from: Duration::ZERO,
+            to: Duration::from_secs_f64(duration),
+        },
+    );
+    let tps = tool["output_throughput"].as_f64().unwrap();
+    close(
+        "output throughput",
+        w.system_tps.unwrap().0,
+        tps,
+        tps * 1e-8,
+    );
+    let theirs = tool
+        .get("mean_e2el_ms")
+        .or_else(|| tool.get("mean_latency_ms"))
+        .and_then(Value::as_f64);
+    let ours = ms(r.distributions.t_in_flight.mean);
+    if let Some(theirs) = theirs {
+        assert!(
+            ours <= theirs + 1e-6,
+            "{name}: {ours} ms above vLLM's {theirs}"
+        );
+        assert_eq!(
+            warned(&imported, "above the mean TTFT"),
+            theirs - ours > 1e-3,
+            "{name}"
+        );
+    }
+    eprintln!(
+        "{name}: {} requests, TTFT mean {:.4} ms, output {:.4} tok/s over vLLM's {duration} s \
+         (vLLM {tps:.4}), latency mean {ours:.3} ms (vLLM {theirs:?})",
+        r.counts.ok,
+        ms(r.distributions.t_first_token.mean),
+        w.system_tps.unwrap().0,
+    );
 }
 
 /// An AIPerf 0.10 run's folder: its records against its summary (top-level

@@ -282,3 +282,59 @@ fn genai_bench_placement_longer_than_its_run_is_said() {
     let fits = run(Some(Format::GenaiBench), "g.json", &doc(2.5)).unwrap();
     assert!(!said(&fits), "{:?}", fits.warnings);
 }
+
+/// A vLLM result without `start_times` or `latencies`: three requests of 1 s.
+fn vllm_placed(rate: &str, cap: &str) -> Imported {
+    let text = format!(
+        r#"{{"date":"20240907-082900","backend":"vllm","request_rate":{rate}{cap},
+         "ttfts":[0.1,0.1,0.1],"itls":[[0.9],[0.9],[0.9]],"output_lens":[2,2,2],
+         "errors":["","",""],"mean_latency_ms":1000.0}}"#
+    );
+    run(Some(Format::Vllm), "v.json", &text).unwrap()
+}
+
+fn starts(i: &Imported) -> Vec<Duration> {
+    let first = i.spans[0].admitted_at.unwrap();
+    i.spans
+        .iter()
+        .map(|s| s.admitted_at.unwrap().since(first).unwrap())
+        .collect()
+}
+
+#[test]
+fn vllm_rate_inf_without_start_times_sends_every_request_at_once() {
+    // A published vLLM 0.6 run (10 requests at rate inf, no max_concurrency) was
+    // placed on one client: a 23.95 s window and 81 tok/s for vLLM's 8.57 s and
+    // 227 tok/s.
+    let at_once = vllm_placed(r#""inf""#, "");
+    assert_eq!(starts(&at_once), [Duration::ZERO; 3]);
+    let s = Duration::from_secs;
+    // `--max-concurrency 1`: one at a time.
+    let one = vllm_placed(r#""inf""#, r#","max_concurrency":1"#);
+    assert_eq!(starts(&one), [s(0), s(1), s(2)]);
+    // A rate of 4/s: the i-th arrival at i/4 s.
+    let rated = vllm_placed("4.0", "");
+    assert_eq!(
+        starts(&rated),
+        [s(0), Duration::from_millis(250), Duration::from_millis(500)]
+    );
+}
+
+#[test]
+fn vllm_mean_latency_above_ttft_plus_itls_is_said() {
+    // vLLM's latency runs to the stream's close: on a published 0.6 file its mean
+    // was 11.73 ms above TTFT + ΣITL, which the import called "vLLM's own
+    // definition".
+    let said = |i: &Imported| i.warnings.iter().any(|w| w.contains("above the mean"));
+    assert!(!said(&vllm_placed(r#""inf""#, "")));
+    let text = r#"{"date":"20240907-082900","backend":"vllm","request_rate":"inf",
+     "ttfts":[0.1],"itls":[[0.9]],"output_lens":[2],"errors":[""],"mean_e2el_ms":1011.732}"#;
+    let i = run(Some(Format::Vllm), "v.json", text).unwrap();
+    assert!(
+        i.warnings
+            .iter()
+            .any(|w| w.contains("(1011.732 ms) is 11.732 ms above the mean")),
+        "{:?}",
+        i.warnings
+    );
+}
