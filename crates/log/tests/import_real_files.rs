@@ -482,11 +482,11 @@ fn two_different_files_of_one_name_are_two_runs() {
 }
 
 /// The files kept out of the repository, read from `$TPSCOPE_REAL_IMPORTS` (see the
-/// README of tests/data/import/real): GuideLLM 0.5.0.dev0 results of
-/// danielkorat/guidellm-bench (no licence) and the LLMPerf leaderboard's other
-/// providers (`NAME_individual_responses.json` beside `NAME_summary.json`), and
-/// AIPerf 0.10 runs of anud18/qwen36-vllm-aiperf-benchmark (no licence: a folder
-/// each, `profile_export.jsonl` beside `profile_export_aiperf.json`). Run with
+/// README of tests/data/import/real): GuideLLM 0.5 results (`*benchmarks.json`),
+/// LLMPerf runs (`NAME_individual_responses.json` beside `NAME_summary.json`), AIPerf
+/// 0.10 runs (a folder each, `profile_export.jsonl` beside
+/// `profile_export_aiperf.json`), genai-bench runs (`*_num_concurrency_*.json`) and
+/// vLLM results with per-request columns (`vllm-detailed-*.json`). Run with
 /// `--ignored`.
 #[test]
 #[ignore = "needs $TPSCOPE_REAL_IMPORTS holding the uncommitted originals"]
