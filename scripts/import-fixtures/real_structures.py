@@ -272,6 +272,62 @@ def aiperf_010(out: Path):
     (d / "profile_export_aiperf.json").write_text(json.dumps(summary, indent=2))
 
 
+def vllm_06_chunked(out: Path):
+    """vLLM 0.6 era `--save-result` (LambdaLabsML/vllm-benchmark): per-request columns
+    but no `latencies` or `start_times`, rate `inf`, a server sending several tokens a
+    chunk (fewer ITLs than tokens), and `*_latency_ms` from latencies that run past the
+    last chunk to the stream's close."""
+    rnd = random.Random(11)
+    n = 6
+    ttfts, itls, outs, ins, lat = [], [], [], [], []
+    for _ in range(n):
+        ttfts.append(0.13 + rnd.random() * 0.01)
+        chunks = rnd.randint(1, 8)
+        itls.append([0.11 + rnd.random() * 0.01 for _ in range(chunks)])
+        outs.append(chunks * 10 + rnd.randint(0, 9))
+        ins.append(rnd.randint(4, 400))
+        lat.append(ttfts[-1] + sum(itls[-1]) + 0.005 + rnd.random() * 0.015)
+    tpots = [(lat[i] - ttfts[i]) / (outs[i] - 1) for i in range(n) if outs[i] > 1]
+    flat = [x for l in itls for x in l]
+    # All sent at once (rate inf): the benchmark lasts as long as its longest request.
+    duration = max(lat) + 0.0025
+    doc = {
+        "date": "20240907-082900",
+        "backend": "vllm",
+        "model_id": "m",
+        "tokenizer_id": "m",
+        "best_of": 1,
+        "use_beam_search": False,
+        "num_prompts": n,
+        "request_rate": "inf",
+        "duration": duration,
+        "completed": n,
+        "total_input_tokens": sum(ins),
+        "total_output_tokens": sum(outs),
+        "request_throughput": n / duration,
+        "input_throughput": sum(ins) / duration,
+        "output_throughput": sum(outs) / duration,
+    }
+    for key, vals in (("ttft", ttfts), ("tpot", tpots), ("itl", flat), ("latency", lat)):
+        doc[f"mean_{key}_ms"] = statistics.fmean(vals) * 1000
+        doc[f"median_{key}_ms"] = statistics.median(vals) * 1000
+        doc[f"std_{key}_ms"] = statistics.pstdev(vals) * 1000
+        doc[f"p99_{key}_ms"] = pct(vals, 99) * 1000
+    doc.update(
+        {
+            "input_lens": ins,
+            "output_lens": outs,
+            "ttfts": ttfts,
+            "itls": itls,
+            "generated_texts": ["x" * k for k in outs],
+            "errors": [""] * n,
+        }
+    )
+    d = out / "vllm-0.6-chunked"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "vllm-infqps-m-20240907-082900.json").write_text(json.dumps(doc))
+
+
 if __name__ == "__main__":
     out = Path(sys.argv[1])
     for d in ("vllm-0.5.4", "vllm-0.19.1", "guidellm-0.5-warmup", "guidellm-0.3"):
@@ -281,3 +337,4 @@ if __name__ == "__main__":
     guidellm(out)
     guidellm_03(out)
     aiperf_010(out)
+    vllm_06_chunked(out)

@@ -380,6 +380,41 @@ fn vllm_window_of_its_duration_reproduces_its_throughputs() {
 }
 
 #[test]
+fn vllm_0_6_results_sent_at_once_reproduce_their_figures_and_say_latency_reads_low() {
+    // The layout of a published vLLM 0.6 run (LambdaLabsML/vllm-benchmark): no
+    // `start_times` at rate inf (placed one after another before: 23.95 s and 81 tok/s
+    // for vLLM's 8.57 s and 227), several tokens a chunk, and a mean latency above
+    // TTFT + ΣITL (the stream's close), which the import called vLLM's definition.
+    let rel = "vllm-0.6-chunked/vllm-infqps-m-20240907-082900.json";
+    let (imported, r) = load(None, rel);
+    let tool = json(rel);
+    let sent: Vec<_> = imported.spans.iter().map(|s| s.admitted_at).collect();
+    assert!(sent.iter().all(|t| *t == sent[0]), "all sent at once");
+    vllm_summary(&r.distributions.t_first_token, &tool, "ttft");
+    vllm_summary(&r.conventional.inter_token_latency, &tool, "itl");
+    let duration = tool["duration"].as_f64().unwrap();
+    let w = report(
+        &imported,
+        WindowSpec::Range {
+            from: Duration::ZERO,
+            to: Duration::from_secs_f64(duration),
+        },
+    );
+    let tps = tool["output_throughput"].as_f64().unwrap();
+    close(
+        "output throughput",
+        w.system_tps.unwrap().0,
+        tps,
+        tps * 1e-8,
+    );
+    let theirs = tool["mean_latency_ms"].as_f64().unwrap();
+    let ours = ms(r.distributions.t_in_flight.mean);
+    assert!(ours < theirs);
+    let gap = format!("is {:.3} ms above the mean", theirs - ours);
+    assert!(warned(&imported, &gap), "{gap}: {:?}", imported.warnings);
+}
+
+#[test]
 fn guidellm_warmup_and_cooldown_requests_are_left_out_as_guidellm_does() {
     let rel = "guidellm-0.5-warmup/benchmarks.json";
     let (imported, r) = load(None, rel);
