@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tpscope_analysis::{Options, RunInput, RunReport, Summary, WindowSpec, analyze};
-use tpscope_log::import::{Format, ImportOptions, Imported, import};
+use tpscope_log::import::{Format, ImportOptions, Imported, import, import_runs};
 
 fn data(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -602,56 +602,64 @@ fn uncommitted_real_files_reproduce_their_figures() {
 /// TTFT + ΣITL the file allows (the import says by how much).
 fn vllm_detailed_check(path: &Path) {
     let bytes = std::fs::read(path).unwrap();
-    let imported = import(None, path, &bytes, &ImportOptions::default()).unwrap();
-    let tool: Value = serde_json::from_slice(&bytes).unwrap();
-    let r = report(&imported, WindowSpec::Full);
-    let name = path.display();
-    assert_eq!(r.counts.ok, tool["completed"].as_u64().unwrap(), "{name}");
-    assert_eq!(
-        r.counts.output_tokens,
-        tool["total_output_tokens"].as_u64().unwrap(),
-        "{name}"
-    );
-    vllm_summary(&r.distributions.t_first_token, &tool, "ttft");
-    vllm_summary(&r.conventional.inter_token_latency, &tool, "itl");
-    let duration = tool["duration"].as_f64().unwrap();
-    let w = report(
-        &imported,
-        WindowSpec::Range {
-            from: Duration::ZERO,
-            to: Duration::from_secs_f64(duration),
-        },
-    );
-    let tps = tool["output_throughput"].as_f64().unwrap();
-    close(
-        "output throughput",
-        w.system_tps.unwrap().0,
-        tps,
-        tps * 1e-8,
-    );
-    let theirs = tool
-        .get("mean_e2el_ms")
-        .or_else(|| tool.get("mean_latency_ms"))
-        .and_then(Value::as_f64);
-    let ours = ms(r.distributions.t_in_flight.mean);
-    if let Some(theirs) = theirs {
-        assert!(
-            ours <= theirs + 1e-6,
-            "{name}: {ours} ms above vLLM's {theirs}"
-        );
+    let runs = import_runs(None, path, &bytes, &ImportOptions::default()).unwrap();
+    // One object, or one a line where `--append-result` wrote the file.
+    let docs: Vec<Value> = serde_json::Deserializer::from_slice(&bytes)
+        .into_iter::<Value>()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(runs.len(), docs.len(), "{}", path.display());
+    for (k, (imported, tool)) in runs.iter().zip(&docs).enumerate() {
+        let name = format!("{} #{}", path.display(), k + 1);
+        let r = report(imported, WindowSpec::Full);
+        assert_eq!(r.counts.ok, tool["completed"].as_u64().unwrap(), "{name}");
         assert_eq!(
-            warned(&imported, "above the mean TTFT"),
-            theirs - ours > 1e-3,
+            r.counts.output_tokens,
+            tool["total_output_tokens"].as_u64().unwrap(),
             "{name}"
         );
+        vllm_summary(&r.distributions.t_first_token, tool, "ttft");
+        // One token a request (prefill runs): no ITL, which vLLM writes as 0 and
+        // tpscope leaves absent.
+        if r.conventional.inter_token_latency.mean.is_none() {
+            assert_eq!(tool["mean_itl_ms"].as_f64(), Some(0.0), "{name}");
+        } else {
+            vllm_summary(&r.conventional.inter_token_latency, tool, "itl");
+        }
+        let duration = tool["duration"].as_f64().unwrap();
+        let w = report(
+            imported,
+            WindowSpec::Range {
+                from: Duration::ZERO,
+                to: Duration::from_secs_f64(duration),
+            },
+        );
+        let tps = tool["output_throughput"].as_f64().unwrap();
+        let ours_tps = w.system_tps.unwrap().0;
+        let theirs = tool
+            .get("mean_e2el_ms")
+            .or_else(|| tool.get("mean_latency_ms"))
+            .and_then(Value::as_f64);
+        let ours = ms(r.distributions.t_in_flight.mean);
+        if let Some(theirs) = theirs {
+            assert!(
+                ours <= theirs + 1e-6,
+                "{name}: {ours} ms above vLLM's {theirs}"
+            );
+            assert_eq!(
+                warned(imported, "above the mean TTFT"),
+                theirs - ours > 1e-3,
+                "{name}"
+            );
+        }
+        eprintln!(
+            "{name}: {} requests (cap {:?}), TTFT mean {:.4} ms, output {ours_tps:.4} tok/s over \
+             vLLM's {duration:.4} s (vLLM {tps:.4}), latency mean {ours:.3} ms (vLLM {theirs:?})",
+            r.counts.ok,
+            imported.run.cap,
+            ms(r.distributions.t_first_token.mean),
+        );
     }
-    eprintln!(
-        "{name}: {} requests, TTFT mean {:.4} ms, output {:.4} tok/s over vLLM's {duration} s \
-         (vLLM {tps:.4}), latency mean {ours:.3} ms (vLLM {theirs:?})",
-        r.counts.ok,
-        ms(r.distributions.t_first_token.mean),
-        w.system_tps.unwrap().0,
-    );
 }
 
 /// An AIPerf 0.10 run's folder: its records against its summary (top-level

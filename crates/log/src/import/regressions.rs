@@ -338,3 +338,49 @@ fn vllm_mean_latency_above_ttft_plus_itls_is_said() {
         i.warnings
     );
 }
+
+#[test]
+fn vllm_append_result_lines_are_runs_not_a_refused_file() {
+    // `--append-result` appends each run's object as a line: a published file of 11
+    // runs was refused ("trailing characters at line 2 column 1").
+    let line = |date: &str, ttft: f64| {
+        format!(
+            r#"{{"date":"{date}","backend":"vllm","request_rate":"inf","max_concurrency":1,"ttfts":[{ttft}],"itls":[[]],"output_lens":[1],"errors":[""]}}"#
+        )
+    };
+    let text = format!(
+        "{}\n{}\n",
+        line("20250912-004111", 0.05),
+        line("20250912-004200", 0.5)
+    );
+    let runs = import_runs(
+        Some(Format::Vllm),
+        Path::new("r.json"),
+        text.as_bytes(),
+        &ImportOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(runs.len(), 2);
+    assert!(runs[0].run.run_id.ends_with("#1") && runs[1].run.run_id.ends_with("#2"));
+    let ttft = |i: &Imported| {
+        i.spans[0]
+            .first_token_at
+            .unwrap()
+            .since(i.spans[0].admitted_at.unwrap())
+    };
+    assert_eq!(ttft(&runs[1]), Some(Duration::from_millis(500)));
+    // `import` reads the first and says there are more.
+    let one = run(Some(Format::Vllm), "r.json", &text).unwrap();
+    assert!(one.warnings.iter().any(|w| w.contains("holds 2 results")));
+    // A broken line is still an error, not a silently shorter file.
+    let broken = format!("{}\n{{\"ttfts\": [\n", line("20250912-004111", 0.05));
+    assert!(
+        import_runs(
+            Some(Format::Vllm),
+            Path::new("r.json"),
+            broken.as_bytes(),
+            &ImportOptions::default()
+        )
+        .is_err()
+    );
+}

@@ -16,7 +16,8 @@
 //! (not a rounded sum of rounded terms), so a last token equal to the end stays
 //! equal. The peak output throughput and peak concurrency of newer versions
 //! (`max_output_tokens_per_s`, `max_concurrent_requests`) are kept in the run's
-//! `load`.
+//! `load`. A file `--append-result` wrote holds one run's object a line: each is a
+//! run (see [`documents`]).
 
 use serde::Deserialize;
 use tpscope_model::{Cause, ChunkMark, Target, Timestamp, TokenSource};
@@ -104,6 +105,28 @@ fn date(s: &str) -> Option<Timestamp> {
         &s[13..15]
     );
     Timestamp::parse_rfc3339(&text).ok()
+}
+
+/// The result objects of a file: the one object of `--save-result`, or one a line
+/// where `--append-result` appended a run's object to the file each time. A part
+/// that does not parse is returned whole, for the import to name its error.
+pub(super) fn documents(bytes: &[u8]) -> Vec<&[u8]> {
+    let mut docs = Vec::new();
+    let mut stream =
+        serde_json::Deserializer::from_slice(bytes).into_iter::<serde::de::IgnoredAny>();
+    let mut start = 0;
+    while let Some(Ok(_)) = stream.next() {
+        let end = stream.byte_offset();
+        docs.push(&bytes[start..end]);
+        start = end;
+    }
+    if bytes[start..].iter().any(|b| !b.is_ascii_whitespace()) {
+        docs.push(&bytes[start..]);
+    }
+    if docs.is_empty() {
+        docs.push(bytes);
+    }
+    docs
 }
 
 pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
