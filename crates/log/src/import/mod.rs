@@ -53,6 +53,10 @@ impl Sniff for Format {
             Some(Format::InferencePerf)
         } else if has("\"end_to_end_latency_s\"") && has("\"ttft_s\"") {
             Some(Format::Llmperf)
+        } else if has("\"mean_ttft_ms\"") && has("\"p99_ttft_ms\"") && has("\"backend\"") {
+            // vLLM's figures without its per-request columns: named vLLM, so the
+            // import says which flag saves them.
+            Some(Format::Vllm)
         } else {
             None
         }

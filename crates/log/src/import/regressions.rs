@@ -208,6 +208,21 @@ fn vllm_summary_without_per_request_columns_is_refused_naming_the_flag() {
 }
 
 #[test]
+fn vllm_summary_without_from_is_recognised_and_refused_naming_the_flag() {
+    // A published vLLM result saved without --save-detailed (its `latencies` and
+    // `queue_times`, no `ttfts`) was "cannot tell which tool wrote this file".
+    let text = r#"{"date":"20260916-040732","endpoint_type":"vllm","backend":"vllm",
+     "request_rate":"inf","max_concurrency":2,"completed":2,"latencies":[0.65,0.65],
+     "queue_times":[0.0002,0.0003],"mean_ttft_ms":122.1,"median_ttft_ms":84.6,
+     "p99_ttft_ms":293.7}"#;
+    let e = run(None, "bench.json", text).unwrap_err().to_string();
+    assert!(
+        e.contains("not vllm output: no `ttfts`: save it with"),
+        "{e}"
+    );
+}
+
+#[test]
 fn a_last_token_within_a_rounding_error_after_the_release_is_the_release() {
     let doc = |last: &str| {
         format!(
