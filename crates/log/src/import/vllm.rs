@@ -202,10 +202,8 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
         Some(serde_json::Value::Number(r)) => r.as_f64().filter(|r| *r > 0.0),
         _ => None,
     };
-    let lanes_n = f
-        .max_concurrency
-        .unwrap_or_else(|| u32::try_from(n).unwrap_or(u32::MAX));
-    let mut placer = lanes::Lanes::new(lanes_n, anchor);
+    // Without a cap each request starts at its arrival (no lanes to search).
+    let mut placer = f.max_concurrency.map(|c| lanes::Lanes::new(c, anchor));
     let mut ended_ok = Vec::new();
     for i in 0..n {
         let record = format!("request {i}");
@@ -221,7 +219,7 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
         let raw = (|| -> Result<Raw, ImportError> {
             let ttft = at("ttfts", ttfts[i])?;
             let gaps = itls[i].clone().unwrap_or_default();
-            // vLLM's own definition where it wrote none.
+            // Where it wrote none: to the last token (a lower bound, said below).
             let latency = match latencies {
                 Some(l) => at("latencies", l[i])?,
                 None => ttft + gaps.iter().sum::<f64>(),
@@ -231,11 +229,12 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
                     anchor.after(secs(at("start_times", s[i])? - origin).unwrap_or_default())
                 }
                 None => {
-                    let arrival = rate.map_or(0.0, |r| i as f64 / r);
-                    placer.place_from(
-                        anchor.after(secs(arrival).unwrap_or_default()),
-                        secs(latency).unwrap_or_default(),
-                    )
+                    let arrival =
+                        anchor.after(secs(rate.map_or(0.0, |r| i as f64 / r)).unwrap_or_default());
+                    match placer.as_mut() {
+                        Some(lanes) => lanes.place_from(arrival, secs(latency).unwrap_or_default()),
+                        None => arrival,
+                    }
                 }
             };
             if error.is_none() {
