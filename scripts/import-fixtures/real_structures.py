@@ -178,6 +178,156 @@ def guidellm_03(out: Path):
     (out / "guidellm-0.3" / "benchmarks.json").write_text(json.dumps(doc, indent=1))
 
 
+def aiperf_010(out: Path):
+    """AIPerf 0.10 (summary schema 1.3), as anud18/qwen36-vllm-aiperf-benchmark's
+    results: records with `credit_issued_ns`, `request_start_ns`, `request_end_ns`
+    (after the last response: the stream's close), `request_latency` to the last
+    response; the warm-up records are not written; the concurrency is only in the
+    summary (`input_config.phases`). AIPerf's `benchmark_duration` runs from the first
+    request sent to the last response."""
+    rnd = random.Random(11)
+    t0 = 1785304510529803202
+    free = [t0, t0]  # two workers: --concurrency 2
+    recs = []
+    for i in range(6):
+        w = min(range(2), key=lambda k: free[k])
+        credit = free[w] + rnd.randint(300_000, 900_000)
+        start = credit + rnd.randint(500_000, 2_100_000)
+        osl = rnd.randint(5, 12)
+        ttft_ns = rnd.randint(700_000_000, 2_000_000_000)
+        gaps = [rnd.randint(35_000_000, 70_000_000) for _ in range(osl - 1)]
+        lat_ns = ttft_ns + sum(gaps)
+        end = start + lat_ns + rnd.randint(100_000, 900_000)
+        free[w] = end
+        isl = rnd.randint(20, 1600)
+        ms = lambda ns: ns / 1e6
+        recs.append({
+            "metadata": {
+                "session_num": i, "x_request_id": f"req-{i:04d}",
+                "x_correlation_id": f"corr-{i:04d}", "conversation_id": f"session_{i + 2:06d}",
+                "turn_index": 0, "credit_issued_ns": credit, "request_start_ns": start,
+                "request_ack_ns": start + 130_000_000, "request_end_ns": end,
+                "worker_id": f"worker_{w}", "record_processor_id": "record_processor_0",
+                "benchmark_phase": "profiling", "was_cancelled": False, "agent_depth": 0,
+            },
+            "metrics": {
+                "request_latency": {"value": ms(lat_ns), "unit": "ms"},
+                "time_to_second_token": {"value": ms(gaps[0]), "unit": "ms"},
+                "output_sequence_length": {"value": osl, "unit": "tokens"},
+                "usage_total_tokens": {"value": osl + isl, "unit": "tokens"},
+                "time_to_first_token": {"value": ms(ttft_ns), "unit": "ms"},
+                "http_req_chunks_received": {"value": osl + 1, "unit": "count"},
+                "output_token_count": {"value": osl, "unit": "tokens"},
+                "usage_completion_tokens": {"value": osl, "unit": "tokens"},
+                "usage_prompt_tokens": {"value": isl, "unit": "tokens"},
+                "input_sequence_length": {"value": isl, "unit": "tokens"},
+                "inter_chunk_latency": {"value": [ms(g) for g in gaps], "unit": "ms"},
+                "time_to_first_output_token": {"value": ms(ttft_ns), "unit": "ms"},
+                "inter_token_latency": {"value": ms(sum(gaps)) / (osl - 1), "unit": "ms"},
+            },
+        })
+    d = out / "aiperf-0.10-layout"
+    d.mkdir(parents=True, exist_ok=True)
+    with open(d / "profile_export.jsonl", "w") as f:
+        for r in recs:
+            f.write(json.dumps(r, separators=(",", ":")) + "\n")
+
+    def stats(values, unit):
+        return {"unit": unit, "avg": statistics.fmean(values),
+                **{f"p{q}": pct(values, q) for q in (50, 90, 95, 99)},
+                "min": min(values), "max": max(values), "count": len(values),
+                "sum": sum(values)}
+
+    m = [r["metrics"] for r in recs]
+    md = [r["metadata"] for r in recs]
+    first = min(x["request_start_ns"] for x in md)
+    last = max(x["request_start_ns"] + round(y["request_latency"]["value"] * 1e6)
+               for x, y in zip(md, m))
+    duration = (last - first) / 1e9
+    osl = sum(y["output_sequence_length"]["value"] for y in m)
+    isl = sum(y["input_sequence_length"]["value"] for y in m)
+    summary = {
+        "schema_version": "1.3", "aiperf_version": "0.10.0",
+        "request_throughput": {"unit": "requests/sec", "avg": len(recs) / duration},
+        "request_latency": stats([y["request_latency"]["value"] for y in m], "ms"),
+        "request_count": {"unit": "requests", "avg": float(len(recs))},
+        "time_to_first_token": stats([y["time_to_first_token"]["value"] for y in m], "ms"),
+        "inter_token_latency": stats([y["inter_token_latency"]["value"] for y in m], "ms"),
+        "output_token_throughput": {"unit": "tokens/sec", "avg": osl / duration},
+        "total_output_tokens": {"unit": "tokens", "avg": float(osl)},
+        "benchmark_duration": {"unit": "sec", "avg": duration},
+        "total_isl": {"unit": "tokens", "avg": float(isl)},
+        "total_osl": {"unit": "tokens", "avg": float(osl)},
+        "input_config": {
+            "endpoint": {"type": "chat", "streaming": True, "use_server_token_count": True},
+            "phases": [
+                {"name": "warmup", "type": "concurrency", "exclude_from_results": True,
+                 "requests": 2, "concurrency": 1},
+                {"name": "profiling", "type": "concurrency", "requests": len(recs),
+                 "concurrency": 2},
+            ],
+        },
+        "was_cancelled": False, "error_summary": [],
+    }
+    (d / "profile_export_aiperf.json").write_text(json.dumps(summary, indent=2))
+
+
+def vllm_06_chunked(out: Path):
+    """vLLM 0.6 era `--save-result` (LambdaLabsML/vllm-benchmark): per-request columns
+    but no `latencies` or `start_times`, rate `inf`, a server sending several tokens a
+    chunk (fewer ITLs than tokens), and `*_latency_ms` from latencies that run past the
+    last chunk to the stream's close."""
+    rnd = random.Random(11)
+    n = 6
+    ttfts, itls, outs, ins, lat = [], [], [], [], []
+    for _ in range(n):
+        ttfts.append(0.13 + rnd.random() * 0.01)
+        chunks = rnd.randint(1, 8)
+        itls.append([0.11 + rnd.random() * 0.01 for _ in range(chunks)])
+        outs.append(chunks * 10 + rnd.randint(0, 9))
+        ins.append(rnd.randint(4, 400))
+        lat.append(ttfts[-1] + sum(itls[-1]) + 0.005 + rnd.random() * 0.015)
+    tpots = [(lat[i] - ttfts[i]) / (outs[i] - 1) for i in range(n) if outs[i] > 1]
+    flat = [x for l in itls for x in l]
+    # All sent at once (rate inf): the benchmark lasts as long as its longest request.
+    duration = max(lat) + 0.0025
+    doc = {
+        "date": "20240907-082900",
+        "backend": "vllm",
+        "model_id": "m",
+        "tokenizer_id": "m",
+        "best_of": 1,
+        "use_beam_search": False,
+        "num_prompts": n,
+        "request_rate": "inf",
+        "duration": duration,
+        "completed": n,
+        "total_input_tokens": sum(ins),
+        "total_output_tokens": sum(outs),
+        "request_throughput": n / duration,
+        "input_throughput": sum(ins) / duration,
+        "output_throughput": sum(outs) / duration,
+    }
+    for key, vals in (("ttft", ttfts), ("tpot", tpots), ("itl", flat), ("latency", lat)):
+        doc[f"mean_{key}_ms"] = statistics.fmean(vals) * 1000
+        doc[f"median_{key}_ms"] = statistics.median(vals) * 1000
+        doc[f"std_{key}_ms"] = statistics.pstdev(vals) * 1000
+        doc[f"p99_{key}_ms"] = pct(vals, 99) * 1000
+    doc.update(
+        {
+            "input_lens": ins,
+            "output_lens": outs,
+            "ttfts": ttfts,
+            "itls": itls,
+            "generated_texts": ["x" * k for k in outs],
+            "errors": [""] * n,
+        }
+    )
+    d = out / "vllm-0.6-chunked"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "vllm-infqps-m-20240907-082900.json").write_text(json.dumps(doc))
+
+
 if __name__ == "__main__":
     out = Path(sys.argv[1])
     for d in ("vllm-0.5.4", "vllm-0.19.1", "guidellm-0.5-warmup", "guidellm-0.3"):
@@ -186,3 +336,5 @@ if __name__ == "__main__":
     vllm(out / "vllm-0.19.1", True, "vllm-infqps-concurrency4-m-20250301-101500.json")
     guidellm(out)
     guidellm_03(out)
+    aiperf_010(out)
+    vllm_06_chunked(out)

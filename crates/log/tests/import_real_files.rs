@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tpscope_analysis::{Options, RunInput, RunReport, Summary, WindowSpec, analyze};
-use tpscope_log::import::{Format, ImportOptions, Imported, import};
+use tpscope_log::import::{Format, ImportOptions, Imported, import, import_runs};
 
 fn data(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -61,7 +61,11 @@ fn warned(imported: &Imported, needle: &str) -> bool {
 }
 
 fn aiperf_summary(s: &Summary<Duration>, tool: &Value, name: &str) {
-    let t = &tool["records"][name];
+    aiperf_stats(s, &tool["records"][name], name);
+}
+
+/// One of AIPerf's metric summaries (`{avg, p50, …}`) against tpscope's.
+fn aiperf_stats(s: &Summary<Duration>, t: &Value, name: &str) {
     // AIPerf stamps whole nanoseconds; its figures are numpy's type-7 percentiles,
     // as tpscope's: equal to a nanosecond per value.
     close(
@@ -122,6 +126,72 @@ fn aiperf_records_before_0_3_are_read_and_reproduce_its_summary() {
         rec("request_throughput"),
         1e-9,
     );
+}
+
+#[test]
+fn aiperf_0_10_records_reproduce_its_summary() {
+    // The layout of AIPerf 0.10's results (anud18/qwen36-vllm-aiperf-benchmark, no
+    // licence: synthetic values, the summary computed as AIPerf computes it; the
+    // originals are checked in docs/import-real-files.md).
+    let (imported, r) = load(None, "aiperf-0.10-layout/profile_export.jsonl");
+    let tool = json("aiperf-0.10-layout/profile_export_aiperf.json");
+    let avg = |k: &str| tool[k]["avg"].as_f64().unwrap();
+    assert_eq!(imported.format, Format::Aiperf);
+    assert!(!warned(&imported, "before 0.3"), "{:?}", imported.warnings);
+    assert_eq!(r.counts.ok as f64, avg("request_count"));
+    assert_eq!(r.counts.output_tokens as f64, avg("total_osl"));
+    assert_eq!(r.counts.input_tokens as f64, avg("total_isl"));
+    aiperf_stats(
+        &r.distributions.t_first_token,
+        &tool["time_to_first_token"],
+        "ttft",
+    );
+    aiperf_stats(&r.conventional.tpot, &tool["inter_token_latency"], "itl");
+    // AIPerf's duration runs from the first request sent to the last response;
+    // tpscope's full window from the first request queued (AIPerf's credit) to the
+    // last one released (`request_end_ns`, its stream closed after its last
+    // response). The two differ by exactly those two stretches.
+    let spans = &imported.spans;
+    let queued = spans.iter().map(|s| s.queued_at).min().unwrap();
+    let sent = spans.iter().filter_map(|s| s.admitted_at).min().unwrap();
+    let answered = spans.iter().filter_map(|s| s.last_token_at).max().unwrap();
+    let released = spans.iter().map(|s| s.released_at).max().unwrap();
+    let aiperf = answered.signed_nanos_since(sent) as f64 / 1e9;
+    close("duration", aiperf, avg("benchmark_duration"), 1e-9);
+    let window = r.window.unwrap().duration.as_secs_f64();
+    let extra = (sent.signed_nanos_since(queued) + released.signed_nanos_since(answered)) as f64;
+    close("window", window, aiperf + extra / 1e9, 1e-9);
+    assert!(extra > 0.0);
+    close(
+        "output token throughput",
+        r.system_tps.unwrap().0 * window / aiperf,
+        avg("output_token_throughput"),
+        1e-6,
+    );
+    close(
+        "request throughput",
+        r.request_throughput.unwrap() * window / aiperf,
+        avg("request_throughput"),
+        1e-9,
+    );
+}
+
+#[test]
+fn aiperf_concurrency_in_the_summary_beside_the_records_is_the_cap() {
+    // AIPerf's records hold no concurrency: imported alone, a run had no cap (so no
+    // utilization and no capacity ledger). The summary beside them has it: in the
+    // profiling phase (0.10), or under `loadgen` (AIPerf's example run).
+    for (dir, cap) in [("aiperf-0.10-layout", 2), ("aiperf-0.2-run1", 100)] {
+        let file = data(&format!("{dir}/profile_export.jsonl"));
+        let runs = tpscope_log::import::import_files(None, &[file], false, false).unwrap();
+        assert_eq!(runs[0].1.run.cap, Some(cap), "{dir}");
+    }
+    // Without the summary (a renamed copy elsewhere), the cap stays unknown.
+    let tmp = tempfile::tempdir().unwrap();
+    let alone = tmp.path().join("profile_export.jsonl");
+    std::fs::copy(data("aiperf-0.10-layout/profile_export.jsonl"), &alone).unwrap();
+    let runs = tpscope_log::import::import_files(None, &[alone], false, false).unwrap();
+    assert_eq!(runs[0].1.run.cap, None);
 }
 
 fn llmperf_leaderboard(name: &str) {
@@ -310,6 +380,41 @@ fn vllm_window_of_its_duration_reproduces_its_throughputs() {
 }
 
 #[test]
+fn vllm_0_6_results_sent_at_once_reproduce_their_figures_and_say_latency_reads_low() {
+    // The layout of a published vLLM 0.6 run (LambdaLabsML/vllm-benchmark): no
+    // `start_times` at rate inf (placed one after another before: 23.95 s and 81 tok/s
+    // for vLLM's 8.57 s and 227), several tokens a chunk, and a mean latency above
+    // TTFT + ΣITL (the stream's close), which the import called vLLM's definition.
+    let rel = "vllm-0.6-chunked/vllm-infqps-m-20240907-082900.json";
+    let (imported, r) = load(None, rel);
+    let tool = json(rel);
+    let sent: Vec<_> = imported.spans.iter().map(|s| s.admitted_at).collect();
+    assert!(sent.iter().all(|t| *t == sent[0]), "all sent at once");
+    vllm_summary(&r.distributions.t_first_token, &tool, "ttft");
+    vllm_summary(&r.conventional.inter_token_latency, &tool, "itl");
+    let duration = tool["duration"].as_f64().unwrap();
+    let w = report(
+        &imported,
+        WindowSpec::Range {
+            from: Duration::ZERO,
+            to: Duration::from_secs_f64(duration),
+        },
+    );
+    let tps = tool["output_throughput"].as_f64().unwrap();
+    close(
+        "output throughput",
+        w.system_tps.unwrap().0,
+        tps,
+        tps * 1e-8,
+    );
+    let theirs = tool["mean_latency_ms"].as_f64().unwrap();
+    let ours = ms(r.distributions.t_in_flight.mean);
+    assert!(ours < theirs);
+    let gap = format!("is {:.3} ms above the mean", theirs - ours);
+    assert!(warned(&imported, &gap), "{gap}: {:?}", imported.warnings);
+}
+
+#[test]
 fn guidellm_warmup_and_cooldown_requests_are_left_out_as_guidellm_does() {
     let rel = "guidellm-0.5-warmup/benchmarks.json";
     let (imported, r) = load(None, rel);
@@ -412,10 +517,12 @@ fn two_different_files_of_one_name_are_two_runs() {
 }
 
 /// The files kept out of the repository, read from `$TPSCOPE_REAL_IMPORTS` (see the
-/// README of tests/data/import/real): GuideLLM 0.5.0.dev0 results of
-/// danielkorat/guidellm-bench (no licence) and the LLMPerf leaderboard's other
-/// providers (`NAME_individual_responses.json` beside `NAME_summary.json`). Run
-/// with `--ignored`.
+/// README of tests/data/import/real): GuideLLM 0.5 results (`*benchmarks.json`),
+/// LLMPerf runs (`NAME_individual_responses.json` beside `NAME_summary.json`), AIPerf
+/// 0.10 runs (a folder each, `profile_export.jsonl` beside
+/// `profile_export_aiperf.json`), genai-bench runs (`*_num_concurrency_*.json`) and
+/// vLLM results with per-request columns (`vllm-detailed-*.json`). Run with
+/// `--ignored`.
 #[test]
 #[ignore = "needs $TPSCOPE_REAL_IMPORTS holding the uncommitted originals"]
 fn uncommitted_real_files_reproduce_their_figures() {
@@ -424,6 +531,22 @@ fn uncommitted_real_files_reproduce_their_figures() {
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if path.join("profile_export_aiperf.json").is_file() {
+            aiperf_0_10_check(&path);
+            seen += 1;
+            continue;
+        }
+        if name.starts_with("vllm-detailed-") {
+            vllm_detailed_check(&path);
+            seen += 1;
+            continue;
+        }
+        if name.contains("_num_concurrency_") && name.ends_with(".json") {
+            genai_bench(&path);
+            eprintln!("{name}: genai-bench's aggregated metrics reproduced");
+            seen += 1;
+            continue;
+        }
         if let Some(stem) = name.strip_suffix("_individual_responses.json") {
             let (ours, theirs) = llmperf_check(&path, &dir.join(format!("{stem}_summary.json")));
             eprintln!("{name}: TTFT mean {ours:.6} s (LLMPerf {theirs:.6})");
@@ -473,14 +596,124 @@ fn uncommitted_real_files_reproduce_their_figures() {
     assert!(seen > 0, "no *benchmarks.json in {}", dir.display());
 }
 
-fn genai_bench(rel: &str) {
-    // genai-bench's own regression runs (sgl-project/genai-bench, MIT).
-    let (imported, r) = load(None, rel);
-    let doc = json(rel);
+/// A published `--save-result` file with per-request columns (vLLM before 0.8
+/// saved them without `--save-detailed`): TTFT and ITL as vLLM states them, its
+/// throughputs over a window of its duration, and its mean latency at or above the
+/// TTFT + ΣITL the file allows (the import says by how much).
+fn vllm_detailed_check(path: &Path) {
+    let bytes = std::fs::read(path).unwrap();
+    let runs = import_runs(None, path, &bytes, &ImportOptions::default()).unwrap();
+    // One object, or one a line where `--append-result` wrote the file.
+    let docs: Vec<Value> = serde_json::Deserializer::from_slice(&bytes)
+        .into_iter::<Value>()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(runs.len(), docs.len(), "{}", path.display());
+    for (k, (imported, tool)) in runs.iter().zip(&docs).enumerate() {
+        let name = format!("{} #{}", path.display(), k + 1);
+        let r = report(imported, WindowSpec::Full);
+        assert_eq!(r.counts.ok, tool["completed"].as_u64().unwrap(), "{name}");
+        assert_eq!(
+            r.counts.output_tokens,
+            tool["total_output_tokens"].as_u64().unwrap(),
+            "{name}"
+        );
+        vllm_summary(&r.distributions.t_first_token, tool, "ttft");
+        // One token a request (prefill runs): no ITL, which vLLM writes as 0 and
+        // tpscope leaves absent.
+        if r.conventional.inter_token_latency.mean.is_none() {
+            assert_eq!(tool["mean_itl_ms"].as_f64(), Some(0.0), "{name}");
+        } else {
+            vllm_summary(&r.conventional.inter_token_latency, tool, "itl");
+        }
+        let duration = tool["duration"].as_f64().unwrap();
+        let w = report(
+            imported,
+            WindowSpec::Range {
+                from: Duration::ZERO,
+                to: Duration::from_secs_f64(duration),
+            },
+        );
+        let tps = tool["output_throughput"].as_f64().unwrap();
+        let ours_tps = w.system_tps.unwrap().0;
+        let theirs = tool
+            .get("mean_e2el_ms")
+            .or_else(|| tool.get("mean_latency_ms"))
+            .and_then(Value::as_f64);
+        let ours = ms(r.distributions.t_in_flight.mean);
+        if let Some(theirs) = theirs {
+            assert!(
+                ours <= theirs + 1e-6,
+                "{name}: {ours} ms above vLLM's {theirs}"
+            );
+            assert_eq!(
+                warned(imported, "above the mean TTFT"),
+                theirs - ours > 1e-3,
+                "{name}"
+            );
+        }
+        eprintln!(
+            "{name}: {} requests (cap {:?}), TTFT mean {:.4} ms, output {ours_tps:.4} tok/s over \
+             vLLM's {duration:.4} s (vLLM {tps:.4}), latency mean {ours:.3} ms (vLLM {theirs:?})",
+            r.counts.ok,
+            imported.run.cap,
+            ms(r.distributions.t_first_token.mean),
+        );
+    }
+}
+
+/// An AIPerf 0.10 run's folder: its records against its summary (top-level
+/// metrics), the cap from the summary, and AIPerf's duration (first request sent to
+/// the last response) inside tpscope's window.
+fn aiperf_0_10_check(dir: &Path) {
+    let file = dir.join("profile_export.jsonl");
+    let runs = tpscope_log::import::import_files(None, &[file], false, false).unwrap();
+    let imported = &runs[0].1;
+    let r = report(imported, WindowSpec::Full);
+    let tool: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("profile_export_aiperf.json")).unwrap())
+            .unwrap();
+    let avg = |k: &str| tool[k]["avg"].as_f64().unwrap();
+    let name = dir.display();
+    assert_eq!(r.counts.ok as f64, avg("request_count"), "{name}");
+    assert_eq!(r.counts.output_tokens as f64, avg("total_osl"), "{name}");
+    assert_eq!(r.counts.input_tokens as f64, avg("total_isl"), "{name}");
+    assert!(imported.run.cap.is_some(), "{name}: no cap");
+    aiperf_stats(
+        &r.distributions.t_first_token,
+        &tool["time_to_first_token"],
+        "ttft",
+    );
+    aiperf_stats(&r.conventional.tpot, &tool["inter_token_latency"], "itl");
+    let spans = &imported.spans;
+    let sent = spans.iter().filter_map(|s| s.admitted_at).min().unwrap();
+    let answered = spans.iter().filter_map(|s| s.last_token_at).max().unwrap();
+    let aiperf = answered.signed_nanos_since(sent) as f64 / 1e9;
+    close("duration", aiperf, avg("benchmark_duration"), 1e-9);
+    let window = r.window.unwrap().duration.as_secs_f64();
+    eprintln!(
+        "{name}: {} requests, cap {:?}, TTFT mean {:.7} ms, AIPerf's duration {aiperf:.9} s, \
+         tpscope's window {window:.9} s",
+        r.counts.ok,
+        imported.run.cap,
+        ms(r.distributions.t_first_token.mean),
+    );
+}
+
+fn genai_bench(path: &Path) {
+    let bytes = std::fs::read(path).unwrap();
+    let imported = import(None, path, &bytes, &ImportOptions::default()).unwrap();
+    let r = report(&imported, WindowSpec::Full);
+    let doc: Value = serde_json::from_slice(&bytes).unwrap();
+    let rel = path.display();
     let a = &doc["aggregated_metrics"];
     let st = &a["stats"];
     assert_eq!(imported.format, Format::GenaiBench);
     assert_eq!(r.counts.ok, a["num_completed_requests"].as_u64().unwrap());
+    assert_eq!(
+        r.counts.error,
+        a["num_error_requests"].as_u64().unwrap_or(0)
+    );
     assert_eq!(
         r.counts.output_tokens,
         st["num_output_tokens"]["sum"].as_u64().unwrap()
@@ -518,6 +751,19 @@ fn genai_bench(rel: &str) {
     // time between requests (the placed timeline has none): a window of that length
     // reproduces them.
     let run = a["run_duration"].as_f64().unwrap();
+    // Where the placement runs past genai-bench's run (its requests overlapped
+    // more), the import says so and the window misses the last placed tokens: the
+    // totals over the run's length are genai-bench's figure.
+    if warned(&imported, "is longer than genai-bench's run") {
+        let tps = a["mean_output_throughput_tokens_per_s"].as_f64().unwrap();
+        close(
+            &format!("{rel} output tokens over the run"),
+            r.counts.output_tokens as f64 / run,
+            tps,
+            tps * 1e-12,
+        );
+        return;
+    }
     let w = report(
         &imported,
         WindowSpec::Range {
@@ -543,13 +789,16 @@ fn genai_bench(rel: &str) {
 
 #[test]
 fn genai_bench_regression_runs_reproduce_their_aggregated_metrics() {
-    genai_bench("genai-bench/main/D100_100_text-to-text_num_concurrency_1_time_120s.json");
-    genai_bench(
+    // genai-bench's own regression runs (sgl-project/genai-bench, MIT).
+    genai_bench(&data(
+        "genai-bench/main/D100_100_text-to-text_num_concurrency_1_time_120s.json",
+    ));
+    genai_bench(&data(
         "genai-bench/feature-no-flag/D100_100_text-to-text_zai-org_GLM-4.6_num_concurrency_1_time_120s.json",
-    );
-    genai_bench(
+    ));
+    genai_bench(&data(
         "genai-bench/parallel/D100_100_text-to-text_zai-org_GLM-4.6_num_concurrency_1_time_300s.json",
-    );
+    ));
 }
 
 #[test]

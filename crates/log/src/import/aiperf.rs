@@ -14,7 +14,8 @@
 //! `request_latency` and `max_response_timestamp` (the last response, in ns), no
 //! schedule (so no queue) and no end for a failed request (it ends where it
 //! started). A last line cut off mid-record (a killed AIPerf) is left out with a
-//! warning, as tpscope's own logs do.
+//! warning, as tpscope's own logs do. The records hold no concurrency: read from
+//! the `profile_export_aiperf.json` beside them, it is the run's cap.
 
 use std::borrow::Cow;
 use std::time::Duration;
@@ -319,10 +320,20 @@ fn is_cut(l: &str) -> bool {
     serde_json::from_str::<IgnoredAny>(l).is_err_and(|e| e.is_eof())
 }
 
-pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
+/// `concurrency`: AIPerf's `--concurrency`, which its records do not hold (the
+/// summary beside them does; see `import_files`): the run's cap.
+pub(super) fn import(
+    cx: &mut Cx<'_>,
+    bytes: &[u8],
+    concurrency: Option<u32>,
+) -> Result<(), ImportError> {
     let text =
         std::str::from_utf8(bytes).map_err(|e| cx.not_format(format!("not UTF-8 text: {e}")))?;
     cx.run.tool = "aiperf".into();
+    cx.run.cap = concurrency;
+    if let Some(c) = concurrency {
+        cx.run.load = serde_json::json!({ "concurrency": c });
+    }
     cx.run.token_source = Some(TokenSource::Tokenizer("aiperf".into()));
     cx.queue_known = true;
     let mut any = false;

@@ -56,6 +56,30 @@ fn llmperf_clients(path: &Path) -> Option<u32> {
     u32::try_from(v.get("num_concurrent_requests")?.as_u64()?).ok()
 }
 
+/// The concurrency an AIPerf `profile_export.jsonl` ran at (its records do not say),
+/// from the `profile_export_aiperf.json` AIPerf writes beside it: the profiling
+/// phase's `concurrency` in `input_config.phases` (AIPerf 0.10), else
+/// `input_config.loadgen.concurrency` (the layout of AIPerf's example run).
+fn aiperf_concurrency(path: &Path) -> Option<u32> {
+    if !path.file_name()?.to_str()?.ends_with(".jsonl") {
+        return None;
+    }
+    let summary = path.with_file_name("profile_export_aiperf.json");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(summary).ok()?).ok()?;
+    let config = v.get("input_config")?;
+    let phased = config
+        .get("phases")
+        .and_then(|p| p.as_array())
+        .and_then(|phases| {
+            phases
+                .iter()
+                .find(|p| p.get("name").and_then(|n| n.as_str()) == Some("profiling"))
+                .and_then(|p| p.get("concurrency")?.as_u64())
+        });
+    let n = phased.or_else(|| config.get("loadgen")?.get("concurrency")?.as_u64())?;
+    u32::try_from(n).ok().filter(|&n| n > 0)
+}
+
 /// Imports files (each its own run, or one run per benchmark of a GuideLLM sweep), with
 /// run ids unique among them; each run comes with the file it came from.
 pub fn import_files(
@@ -73,7 +97,7 @@ pub fn import_files(
         let mut opts = ImportOptions {
             skip_invalid,
             run_id: None,
-            clients: llmperf_clients(f),
+            clients: llmperf_clients(f).or_else(|| aiperf_concurrency(f)),
             keep_transient,
         };
         let mut runs = import_runs(from, f, &bytes, &opts)?;

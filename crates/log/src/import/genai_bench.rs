@@ -2,7 +2,8 @@
 //! `{aggregated_metrics, individual_request_metrics}`, genai-bench 0.0.1 to 0.0.5):
 //! per request `ttft`, `e2e_latency`, `output_latency`, `tpot`, `num_input_tokens`,
 //! `num_output_tokens` (the server's usage), `error_code`, `error_message`, in the
-//! unit `_time_unit` names (seconds unless it says `ms`). Durations only: requests
+//! unit `_time_unit` names (seconds unless it says `ms`); a failed request's
+//! latencies are `null` (it then ends where it started). Durations only: requests
 //! are placed back to back on `num_concurrency` clients (see `lanes`).
 
 use std::time::Duration;
@@ -43,6 +44,7 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
         "run_duration_s": agg["run_duration"],
     });
     let mut lanes = Lanes::new(clients.unwrap_or(1), DEFAULT_ANCHOR);
+    let mut unmeasured_failures = 0u64;
     for (i, r) in reqs.iter().enumerate() {
         let record = format!("individual_request_metrics[{i}]");
         let secs = |field: &str| -> Result<Option<Duration>, ImportError> {
@@ -56,14 +58,22 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
             }
         };
         let raw = (|| -> Result<Raw, ImportError> {
-            let e2e = secs("e2e_latency")?
-                .ok_or_else(|| cx.bad(&record, Some("e2e_latency"), "missing"))?;
             let error = match &r["error_code"] {
                 Value::Null => None,
                 code => Some((
                     cause_of_status(code.as_u64(), Cause::Disconnect),
                     r["error_message"].as_str().unwrap_or_default().to_string(),
                 )),
+            };
+            // A failed request records no latency (genai-bench writes `null`): it
+            // ends where it started and holds no client's time.
+            let e2e = match (secs("e2e_latency")?, &error) {
+                (Some(d), _) => d,
+                (None, Some(_)) => {
+                    unmeasured_failures += 1;
+                    Duration::ZERO
+                }
+                (None, None) => return Err(cx.bad(&record, Some("e2e_latency"), "missing")),
             };
             let sent = lanes.place(e2e);
             let out = r["num_output_tokens"].as_u64().unwrap_or(0);
@@ -88,5 +98,31 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
     }
     cx.warnings
         .push(lanes::placed_warning(cx.file, "genai-bench", "start time"));
+    // genai-bench's run held these requests; a placement running past it is not
+    // how they overlapped, and a window of the run's length misses its last tokens.
+    // `run_duration` is in seconds whatever `_time_unit` says (it converts latencies).
+    let run = agg["run_duration"]
+        .as_f64()
+        .and_then(|s| Duration::try_from_secs_f64(s).ok());
+    let placed = lanes.end().and_then(|e| e.since(DEFAULT_ANCHOR));
+    if let (Some(run), Some(placed)) = (run, placed)
+        && placed > run
+    {
+        cx.warnings.push(format!(
+            "{}: the placed timeline ({:.3} s) is longer than genai-bench's run ({:.3} s): \
+             its requests overlapped more than back to back in the file's order, so the \
+             system TPS over the placed timeline is lower than genai-bench's",
+            cx.file.display(),
+            placed.as_secs_f64(),
+            run.as_secs_f64()
+        ));
+    }
+    if unmeasured_failures > 0 {
+        cx.warnings.push(format!(
+            "{}: {unmeasured_failures} failed requests record no latency: each ends where \
+             it started",
+            cx.file.display()
+        ));
+    }
     Ok(())
 }

@@ -26,15 +26,27 @@ impl Lanes {
 
     /// The start of a request lasting `d`, on the lane that frees first.
     pub fn place(&mut self, d: Duration) -> Timestamp {
-        let (i, start) = self
+        self.place_from(Timestamp::from_unix_nanos(0), d)
+    }
+
+    /// The start of a request lasting `d` that arrived at `arrival`: on the lane
+    /// that frees first, not before it arrived.
+    pub fn place_from(&mut self, arrival: Timestamp, d: Duration) -> Timestamp {
+        let (i, free) = self
             .free_at
             .iter()
             .copied()
             .enumerate()
             .min_by_key(|(_, t)| *t)
-            .unwrap_or((0, DEFAULT_ANCHOR));
+            .unwrap_or((0, arrival));
+        let start = free.max(arrival);
         self.free_at[i] = start.after(d);
         start
+    }
+
+    /// When the last lane frees: the end of the placed timeline.
+    pub fn end(&self) -> Option<Timestamp> {
+        self.free_at.iter().copied().max()
     }
 }
 

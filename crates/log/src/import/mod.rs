@@ -53,6 +53,10 @@ impl Sniff for Format {
             Some(Format::InferencePerf)
         } else if has("\"end_to_end_latency_s\"") && has("\"ttft_s\"") {
             Some(Format::Llmperf)
+        } else if has("\"mean_ttft_ms\"") && has("\"p99_ttft_ms\"") && has("\"backend\"") {
+            // vLLM's figures without its per-request columns: named vLLM, so the
+            // import says which flag saves them.
+            Some(Format::Vllm)
         } else {
             None
         }
@@ -68,7 +72,8 @@ pub struct ImportOptions {
     /// file's content).
     pub run_id: Option<String>,
     /// Concurrent clients, for formats whose per-request file does not say (LLMPerf
-    /// keeps it in the `*_summary.json` beside it).
+    /// keeps it in the `*_summary.json` beside it, AIPerf in the
+    /// `profile_export_aiperf.json` beside it: there it is the run's cap).
     pub clients: Option<u32>,
     /// Keep the requests a tool leaves out of its own metrics (GuideLLM's warm-up
     /// and cool-down) instead of leaving them out.
@@ -170,8 +175,20 @@ pub fn import(
     };
     let mut cx = build::Cx::new(format, file, bytes, opts);
     match format {
-        Format::Vllm => vllm::import(&mut cx, bytes),
-        Format::Aiperf => aiperf::import(&mut cx, bytes),
+        Format::Vllm => {
+            let docs = vllm::documents(bytes);
+            vllm::import(&mut cx, docs[0])?;
+            if docs.len() > 1 {
+                cx.warnings.push(format!(
+                    "{}: the file holds {} results (--append-result); imported the first \
+                     (import_runs reads all)",
+                    file.display(),
+                    docs.len()
+                ));
+            }
+            Ok(())
+        }
+        Format::Aiperf => aiperf::import(&mut cx, bytes, opts.clients),
         Format::Guidellm => {
             let doc = guidellm::parse(&cx, bytes)?;
             let n = guidellm::count(&doc);
@@ -192,9 +209,10 @@ pub fn import(
     Ok(cx.finish())
 }
 
-/// Imports every run a file holds: one per benchmark of a GuideLLM sweep (run ids
-/// `RUN-ID#1`…`#N`, where RUN-ID is `opts.run_id` or `guidellm:DIGEST`), the one
-/// run of [`import`] for every other file.
+/// Imports every run a file holds: one per benchmark of a GuideLLM sweep and one per
+/// line of a vLLM file `--append-result` wrote (run ids `RUN-ID#1`…`#N`, where RUN-ID
+/// is `opts.run_id` or `FORMAT:DIGEST`), the one run of [`import`] for every other
+/// file.
 pub fn import_runs(
     format: Option<Format>,
     file: &Path,
@@ -207,6 +225,27 @@ pub fn import_runs(
             file: file.to_path_buf(),
         })?,
     };
+    let numbered = |i: usize, n: usize| {
+        let mut each = opts.clone();
+        if n > 1 {
+            let base = build::Cx::new(format, file, bytes, opts).run.run_id;
+            each.run_id = Some(format!("{base}#{}", i + 1));
+        }
+        each
+    };
+    if format == Format::Vllm {
+        let docs = vllm::documents(bytes);
+        return docs
+            .iter()
+            .enumerate()
+            .map(|(i, doc)| {
+                let each = numbered(i, docs.len());
+                let mut cx = build::Cx::new(format, file, bytes, &each);
+                vllm::import(&mut cx, doc)?;
+                Ok(cx.finish())
+            })
+            .collect();
+    }
     if format != Format::Guidellm {
         return Ok(vec![import(Some(format), file, bytes, opts)?]);
     }
@@ -219,11 +258,7 @@ pub fn import_runs(
     }
     (0..n)
         .map(|i| {
-            let mut each = opts.clone();
-            if n > 1 {
-                let base = build::Cx::new(format, file, bytes, opts).run.run_id;
-                each.run_id = Some(format!("{base}#{}", i + 1));
-            }
+            let each = numbered(i, n);
             let mut cx = build::Cx::new(format, file, bytes, &each);
             guidellm::import(&mut cx, &doc, i)?;
             Ok(cx.finish())

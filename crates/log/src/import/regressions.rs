@@ -208,6 +208,21 @@ fn vllm_summary_without_per_request_columns_is_refused_naming_the_flag() {
 }
 
 #[test]
+fn vllm_summary_without_from_is_recognised_and_refused_naming_the_flag() {
+    // A published vLLM result saved without --save-detailed (its `latencies` and
+    // `queue_times`, no `ttfts`) was "cannot tell which tool wrote this file".
+    let text = r#"{"date":"20260916-040732","endpoint_type":"vllm","backend":"vllm",
+     "request_rate":"inf","max_concurrency":2,"completed":2,"latencies":[0.65,0.65],
+     "queue_times":[0.0002,0.0003],"mean_ttft_ms":122.1,"median_ttft_ms":84.6,
+     "p99_ttft_ms":293.7}"#;
+    let e = run(None, "bench.json", text).unwrap_err().to_string();
+    assert!(
+        e.contains("not vllm output: no `ttfts`: save it with"),
+        "{e}"
+    );
+}
+
+#[test]
 fn a_last_token_within_a_rounding_error_after_the_release_is_the_release() {
     let doc = |last: &str| {
         format!(
@@ -228,5 +243,159 @@ fn a_last_token_within_a_rounding_error_after_the_release_is_the_release() {
     assert!(
         e.contains("b.json: benchmarks[0].requests.successful[0]"),
         "{e}"
+    );
+}
+
+#[test]
+fn genai_bench_failed_request_without_latency_is_imported_not_refused() {
+    // genai-bench writes a failed request's latencies as `null` (an HTTP 500 in a
+    // published run): the whole file was refused ("e2e_latency: missing").
+    let text = r#"{"aggregated_metrics":{"scenario":"D(8000,700)","num_concurrency":2,
+     "run_duration":3.0,"num_completed_requests":1,"num_error_requests":1},
+     "individual_request_metrics":[
+      {"ttft":0.25,"tpot":0.01,"e2e_latency":1.5,"num_input_tokens":8,"num_output_tokens":4,
+       "error_code":null,"error_message":null},
+      {"ttft":null,"tpot":null,"e2e_latency":null,"num_input_tokens":null,
+       "num_output_tokens":null,"error_code":500,"error_message":"Internal server error"}],
+     "_time_unit":"s"}"#;
+    let i = run(Some(Format::GenaiBench), "g.json", text).unwrap();
+    assert_eq!(i.spans.len(), 2);
+    let failed = &i.spans[1];
+    assert_eq!(failed.status, tpscope_model::Status::Error);
+    assert_eq!(
+        failed.error.as_ref().map(|e| e.cause),
+        Some(tpscope_model::Cause::Http5xx)
+    );
+    assert_eq!(failed.released_at, failed.admitted_at.unwrap());
+    assert!(
+        i.warnings
+            .iter()
+            .any(|w| w.contains("1 failed requests record no latency"))
+    );
+    // A request that did not fail still needs its latency.
+    let bad = text.replace(r#""e2e_latency":1.5"#, r#""e2e_latency":null"#);
+    let e = run(Some(Format::GenaiBench), "g.json", &bad).unwrap_err();
+    assert!(e.to_string().contains("e2e_latency"), "{e}");
+}
+
+#[test]
+fn genai_bench_placement_longer_than_its_run_is_said() {
+    // A published run at concurrency 16: back to back in the file's order its
+    // requests took 15.371 s of a 15.095 s run, so a window of the run's length
+    // missed the last tokens (843.89 against genai-bench's 845.10 tok/s), silently.
+    let doc = |run: f64| {
+        format!(
+            r#"{{"aggregated_metrics":{{"num_concurrency":1,"run_duration":{run}}},
+             "individual_request_metrics":[
+              {{"ttft":0.1,"e2e_latency":1.0,"num_output_tokens":5,"error_code":null}},
+              {{"ttft":0.1,"e2e_latency":1.0,"num_output_tokens":5,"error_code":null}}]}}"#
+        )
+    };
+    let said = |i: &Imported| i.warnings.iter().any(|w| w.contains("is longer than"));
+    let long = run(Some(Format::GenaiBench), "g.json", &doc(1.5)).unwrap();
+    assert!(said(&long), "{:?}", long.warnings);
+    let fits = run(Some(Format::GenaiBench), "g.json", &doc(2.5)).unwrap();
+    assert!(!said(&fits), "{:?}", fits.warnings);
+}
+
+/// A vLLM result without `start_times` or `latencies`: three requests of 1 s.
+fn vllm_placed(rate: &str, cap: &str) -> Imported {
+    let text = format!(
+        r#"{{"date":"20240907-082900","backend":"vllm","request_rate":{rate}{cap},
+         "ttfts":[0.1,0.1,0.1],"itls":[[0.9],[0.9],[0.9]],"output_lens":[2,2,2],
+         "errors":["","",""],"mean_latency_ms":1000.0}}"#
+    );
+    run(Some(Format::Vllm), "v.json", &text).unwrap()
+}
+
+fn starts(i: &Imported) -> Vec<Duration> {
+    let first = i.spans[0].admitted_at.unwrap();
+    i.spans
+        .iter()
+        .map(|s| s.admitted_at.unwrap().since(first).unwrap())
+        .collect()
+}
+
+#[test]
+fn vllm_rate_inf_without_start_times_sends_every_request_at_once() {
+    // A published vLLM 0.6 run (10 requests at rate inf, no max_concurrency) was
+    // placed on one client: a 23.95 s window and 81 tok/s for vLLM's 8.57 s and
+    // 227 tok/s.
+    let at_once = vllm_placed(r#""inf""#, "");
+    assert_eq!(starts(&at_once), [Duration::ZERO; 3]);
+    let s = Duration::from_secs;
+    // `--max-concurrency 1`: one at a time.
+    let one = vllm_placed(r#""inf""#, r#","max_concurrency":1"#);
+    assert_eq!(starts(&one), [s(0), s(1), s(2)]);
+    // A rate of 4/s: the i-th arrival at i/4 s.
+    let rated = vllm_placed("4.0", "");
+    assert_eq!(
+        starts(&rated),
+        [s(0), Duration::from_millis(250), Duration::from_millis(500)]
+    );
+}
+
+#[test]
+fn vllm_mean_latency_above_ttft_plus_itls_is_said() {
+    // vLLM's latency runs to the stream's close: on a published 0.6 file its mean
+    // was 11.73 ms above TTFT + ΣITL, which the import called "vLLM's own
+    // definition".
+    let said = |i: &Imported| i.warnings.iter().any(|w| w.contains("above the mean"));
+    assert!(!said(&vllm_placed(r#""inf""#, "")));
+    let text = r#"{"date":"20240907-082900","backend":"vllm","request_rate":"inf",
+     "ttfts":[0.1],"itls":[[0.9]],"output_lens":[2],"errors":[""],"mean_e2el_ms":1011.732}"#;
+    let i = run(Some(Format::Vllm), "v.json", text).unwrap();
+    assert!(
+        i.warnings
+            .iter()
+            .any(|w| w.contains("(1011.732 ms) is 11.732 ms above the mean")),
+        "{:?}",
+        i.warnings
+    );
+}
+
+#[test]
+fn vllm_append_result_lines_are_runs_not_a_refused_file() {
+    // `--append-result` appends each run's object as a line: a published file of 11
+    // runs was refused ("trailing characters at line 2 column 1").
+    let line = |date: &str, ttft: f64| {
+        format!(
+            r#"{{"date":"{date}","backend":"vllm","request_rate":"inf","max_concurrency":1,"ttfts":[{ttft}],"itls":[[]],"output_lens":[1],"errors":[""]}}"#
+        )
+    };
+    let text = format!(
+        "{}\n{}\n",
+        line("20250912-004111", 0.05),
+        line("20250912-004200", 0.5)
+    );
+    let runs = import_runs(
+        Some(Format::Vllm),
+        Path::new("r.json"),
+        text.as_bytes(),
+        &ImportOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(runs.len(), 2);
+    assert!(runs[0].run.run_id.ends_with("#1") && runs[1].run.run_id.ends_with("#2"));
+    let ttft = |i: &Imported| {
+        i.spans[0]
+            .first_token_at
+            .unwrap()
+            .since(i.spans[0].admitted_at.unwrap())
+    };
+    assert_eq!(ttft(&runs[1]), Some(Duration::from_millis(500)));
+    // `import` reads the first and says there are more.
+    let one = run(Some(Format::Vllm), "r.json", &text).unwrap();
+    assert!(one.warnings.iter().any(|w| w.contains("holds 2 results")));
+    // A broken line is still an error, not a silently shorter file.
+    let broken = format!("{}\n{{\"ttfts\": [\n", line("20250912-004111", 0.05));
+    assert!(
+        import_runs(
+            Some(Format::Vllm),
+            Path::new("r.json"),
+            broken.as_bytes(),
+            &ImportOptions::default()
+        )
+        .is_err()
     );
 }

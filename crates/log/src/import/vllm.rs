@@ -7,13 +7,17 @@
 //! seconds; the tool writes local time, read as UTC; an RFC 3339 `date` is read as
 //! such).
 //!
-//! vLLM 0.5 to 0.19 write no `latencies`: vLLM's latency is TTFT plus the sum of
-//! the ITLs, which is then each request's end (the import says so). Every instant
+//! vLLM 0.5 to 0.19 write no `latencies`: each request then ends at its last token
+//! (TTFT plus the sum of the ITLs); vLLM's own latency runs to the stream's close,
+//! and where the file states its mean the import says how far below it that is.
+//! Without `start_times` request i is placed at its rate's i-th arrival (all at once
+//! at rate `inf`), up to `max_concurrency` at a time. Every instant
 //! of a request is its start plus one offset summed in seconds and rounded once
 //! (not a rounded sum of rounded terms), so a last token equal to the end stays
 //! equal. The peak output throughput and peak concurrency of newer versions
 //! (`max_output_tokens_per_s`, `max_concurrent_requests`) are kept in the run's
-//! `load`.
+//! `load`. A file `--append-result` wrote holds one run's object a line: each is a
+//! run (see [`documents`]).
 
 use serde::Deserialize;
 use tpscope_model::{Cause, ChunkMark, Target, Timestamp, TokenSource};
@@ -39,6 +43,10 @@ struct File {
     ttfts: Option<Vec<Option<f64>>>,
     itls: Option<Vec<Option<Vec<f64>>>>,
     latencies: Option<Vec<Option<f64>>>,
+    /// vLLM's mean end-to-end latency (`mean_e2el_ms`; `mean_latency_ms` in some
+    /// 0.6-era copies of `benchmark_serving.py`).
+    #[serde(alias = "mean_latency_ms")]
+    mean_e2el_ms: Option<f64>,
     start_times: Option<Vec<Option<f64>>>,
     queue_times: Option<Vec<Option<f64>>>,
     errors: Option<Vec<Option<String>>>,
@@ -97,6 +105,28 @@ fn date(s: &str) -> Option<Timestamp> {
         &s[13..15]
     );
     Timestamp::parse_rfc3339(&text).ok()
+}
+
+/// The result objects of a file: the one object of `--save-result`, or one a line
+/// where `--append-result` appended a run's object to the file each time. A part
+/// that does not parse is returned whole, for the import to name its error.
+pub(super) fn documents(bytes: &[u8]) -> Vec<&[u8]> {
+    let mut docs = Vec::new();
+    let mut stream =
+        serde_json::Deserializer::from_slice(bytes).into_iter::<serde::de::IgnoredAny>();
+    let mut start = 0;
+    while let Some(Ok(_)) = stream.next() {
+        let end = stream.byte_offset();
+        docs.push(&bytes[start..end]);
+        start = end;
+    }
+    if bytes[start..].iter().any(|b| !b.is_ascii_whitespace()) {
+        docs.push(&bytes[start..]);
+    }
+    if docs.is_empty() {
+        docs.push(bytes);
+    }
+    docs
 }
 
 pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
@@ -166,7 +196,15 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
     let origin = starts
         .and_then(|s| s.iter().flatten().copied().reduce(f64::min))
         .unwrap_or(0.0);
-    let mut placer = lanes::Lanes::new(f.max_concurrency.unwrap_or(1), anchor);
+    // Without start times: vLLM sent request i at its rate's i-th arrival (all at
+    // once at rate `inf`), up to `--max-concurrency` at a time.
+    let rate = match &f.request_rate {
+        Some(serde_json::Value::Number(r)) => r.as_f64().filter(|r| *r > 0.0),
+        _ => None,
+    };
+    // Without a cap each request starts at its arrival (no lanes to search).
+    let mut placer = f.max_concurrency.map(|c| lanes::Lanes::new(c, anchor));
+    let mut ended_ok = Vec::new();
     for i in 0..n {
         let record = format!("request {i}");
         let at = |field: &str, v: Option<f64>| -> Result<f64, ImportError> {
@@ -181,7 +219,7 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
         let raw = (|| -> Result<Raw, ImportError> {
             let ttft = at("ttfts", ttfts[i])?;
             let gaps = itls[i].clone().unwrap_or_default();
-            // vLLM's own definition where it wrote none.
+            // Where it wrote none: to the last token (a lower bound, said below).
             let latency = match latencies {
                 Some(l) => at("latencies", l[i])?,
                 None => ttft + gaps.iter().sum::<f64>(),
@@ -190,8 +228,18 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
                 Some(s) => {
                     anchor.after(secs(at("start_times", s[i])? - origin).unwrap_or_default())
                 }
-                None => placer.place(secs(latency).unwrap_or_default()),
+                None => {
+                    let arrival =
+                        anchor.after(secs(rate.map_or(0.0, |r| i as f64 / r)).unwrap_or_default());
+                    match placer.as_mut() {
+                        Some(lanes) => lanes.place_from(arrival, secs(latency).unwrap_or_default()),
+                        None => arrival,
+                    }
+                }
             };
+            if error.is_none() {
+                ended_ok.push(latency);
+            }
             let queued = match f.queue_times.as_ref().filter(|_| starts.is_some()) {
                 Some(q) => Some(sent.before(secs(at("queue_times", q[i])?).unwrap_or_default())),
                 None => None,
@@ -243,9 +291,25 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
     if latencies.is_none() {
         cx.warnings.push(format!(
             "{}: this vLLM result has no `latencies`: each request's latency is its TTFT \
-             plus the sum of its ITLs (vLLM's own definition), so it ends at its last token",
+             plus the sum of its ITLs, so it ends at its last token",
             cx.file.display()
         ));
+        // vLLM's own latency runs to the end of the stream, after the last token: a
+        // mean above TTFT + ΣITL says by how much these latencies read low.
+        let ours = ended_ok.iter().sum::<f64>() / ended_ok.len().max(1) as f64 * 1e3;
+        if let Some(theirs) = f
+            .mean_e2el_ms
+            .filter(|t| !ended_ok.is_empty() && t - ours > 1e-3)
+        {
+            cx.warnings.push(format!(
+                "{}: vLLM's own mean latency ({theirs:.3} ms) is {:.3} ms above the mean \
+                 TTFT + ΣITL ({ours:.3} ms): its requests ended after their last token (the \
+                 stream's close), which the file does not record per request, so latencies, \
+                 TPOT and end-to-end TPS read that much low",
+                cx.file.display(),
+                theirs - ours
+            ));
+        }
     }
     if let (Some(tps), Some(c)) = (f.max_output_tokens_per_s, f.max_concurrent_requests) {
         cx.warnings.push(format!(
