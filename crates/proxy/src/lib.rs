@@ -13,6 +13,7 @@
 #![warn(missing_docs)]
 
 mod gate;
+mod head;
 mod headers;
 mod metrics;
 mod preface;

@@ -18,6 +18,7 @@ use tpscope_stream::{
 };
 
 use crate::gate::Permit;
+use crate::head::Head;
 use crate::rec::Rec;
 
 /// Largest non-streaming answer kept for parsing (tokens and usage).
@@ -50,6 +51,8 @@ pub(crate) struct Track {
     retry_after: Option<Duration>,
     kind: Kind,
     account: AnyStream,
+    /// OpenAI chunks' repeated head, parsed once.
+    head: Head,
     text_dropped: bool,
     done: bool,
     /// Kernel receive stamps of the upstream's reads, when the
@@ -85,6 +88,7 @@ impl Track {
             http_status: None,
             retry_after: None,
             kind: Kind::Waiting,
+            head: Head::default(),
             text_dropped: false,
             done: false,
             rx: RxFacts::default(),
@@ -171,13 +175,18 @@ impl Track {
     /// One relayed body read, at `now`.
     pub fn data(&mut self, bytes: &[u8], now: Instant) {
         match &mut self.kind {
+            Kind::Sse(parser) if self.dialect == Dialect::OpenAi => {
+                let (account, head) = (&mut self.account, &mut self.head);
+                if let Err(e) = parser.push(bytes, |ev| {
+                    head.relay(ev, |ev| account.on_event(ev, now));
+                }) {
+                    account.sse_failed(&e);
+                }
+                self.keep_text_bounded();
+            }
             Kind::Sse(parser) => {
                 self.account.push(parser, bytes, now);
-                if !self.text_dropped && self.account.text.len() > TEXT_LIMIT {
-                    self.text_dropped = true;
-                    self.account.keep_text = false;
-                    self.account.text = String::new();
-                }
+                self.keep_text_bounded();
             }
             Kind::Answer(buf, over) => {
                 if buf.len() + bytes.len() > ANSWER_LIMIT {
@@ -192,6 +201,16 @@ impl Track {
                 buf.extend_from_slice(&bytes[..bytes.len().min(room)]);
             }
             Kind::Waiting => {}
+        }
+    }
+
+    /// Past [`TEXT_LIMIT`] the text is dropped (the count falls back to content
+    /// chunks), so memory per stream stays bounded.
+    fn keep_text_bounded(&mut self) {
+        if !self.text_dropped && self.account.text.len() > TEXT_LIMIT {
+            self.text_dropped = true;
+            self.account.keep_text = false;
+            self.account.text = String::new();
         }
     }
 

@@ -131,10 +131,16 @@ impl<D: Decoder> StreamAccount<D> {
         match parser.push(bytes, |ev| self.on_event(ev, now)) {
             Ok(n) => n,
             Err(e) => {
-                self.fail(Cause::Malformed, sse_error_message(&e));
+                self.sse_failed(&e);
                 0
             }
         }
+    }
+
+    /// The SSE parser refused the body (`e`, an oversized event): the stream
+    /// ends as `malformed`. For callers that drive the parser themselves.
+    pub fn sse_failed(&mut self, e: &SseError) {
+        self.fail(Cause::Malformed, sse_error_message(e));
     }
 
     /// The body ended at `now`: dispatches an event left without its blank line

@@ -33,7 +33,8 @@ pub struct StreamOut {
     pub error: Option<String>,
 }
 
-const BODY: &str = r#"{"model":"bench-model","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"Write a long story."}]}"#;
+/// The request every stream sends (the model LiteLLM's config routes).
+pub(crate) const BODY: &str = r#"{"model":"bench-model","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"Write a long story."}]}"#;
 
 /// Streams one completion from `addr`, connecting at `start`.
 pub async fn run_stream(

@@ -1,14 +1,17 @@
 //! The relay benchmark (docs/design.md §12): the latency a proxy adds to
 //! each streamed chunk at 1,000 concurrent streams, `tpscope proxy` against the
-//! direct path and against nginx as a plain streaming reverse proxy, in the same
-//! run; and the proxy's CPU time per relayed token and its memory.
+//! direct path, against nginx as a plain streaming reverse proxy and against
+//! LiteLLM's proxy server (the gateway of Python pipelines), in the same run; and
+//! each proxy's CPU time per relayed token and its memory.
 //!
 //! One process holds the upstream (a minimal SSE server on its own runtime
 //! thread, `bench-upstream`) and the client (`bench-client`); each content chunk
 //! carries the instant the upstream wrote it, and its latency is the instant the
 //! client's read returned it minus that (one monotonic clock). The proxies run as
 //! child processes: the `tpscope` release binary (`tpscope proxy --out` a span
-//! log in a temporary directory) and Debian's nginx with a generated config. The
+//! log in a temporary directory), Debian's nginx with a generated config, and
+//! LiteLLM's proxy (one worker, a generated pass-through config) from the venv
+//! that scripts/litellm-venv.sh makes. The
 //! paths take turns, in a rotated order each round, so that the machine's
 //! background load falls on all of them alike; every figure is given per round
 //! and pooled. See docs/proxy-bench.md for the method and its caveats.
@@ -20,11 +23,16 @@
 //! chunk is sent while all streams are open), `--rounds 3`, `--arrivals
 //! spread|steps` (streams start spread over one period, or every stream's chunk
 //! at the same instants, as an engine's decode steps emit them),
-//! `--paths direct,tpscope,nginx`, `--tpscope PATH` (else `$TPSCOPE_BIN`, else
-//! target/release/tpscope), `--nginx PATH` (else /usr/sbin/nginx or `nginx` on
-//! PATH; skipped with a message when there is none)).
+//! `--paths direct,tpscope,nginx,litellm` (and `baseline`), `--tpscope PATH` (else
+//! `$TPSCOPE_BIN`, else target/release/tpscope), `--baseline PATH` (else
+//! `$TPSCOPE_BASELINE`: another build of tpscope, run as the `baseline` path so
+//! that one run gives the new/old ratios), `--nginx PATH` (else /usr/sbin/nginx or `nginx`
+//! on PATH), `--litellm PATH` (else `$LITELLM_BIN`, else
+//! .venv-litellm/bin/litellm); a path whose program is missing is skipped with a
+//! message saying how to install it).
 
 mod client;
+mod litellm_conf;
 mod nginx_conf;
 mod procs;
 mod report;
@@ -45,7 +53,10 @@ use upstream::Shape;
 pub enum PathKind {
     Direct,
     Tpscope,
+    /// Another build of tpscope (`--baseline`), for the old/new ratio.
+    Baseline,
     Nginx,
+    Litellm,
 }
 
 impl PathKind {
@@ -53,7 +64,9 @@ impl PathKind {
         match self {
             PathKind::Direct => "direct",
             PathKind::Tpscope => "tpscope",
+            PathKind::Baseline => "baseline",
             PathKind::Nginx => "nginx",
+            PathKind::Litellm => "litellm",
         }
     }
 }
@@ -68,7 +81,9 @@ pub struct Opts {
     pub steps: bool,
     pub paths: Vec<PathKind>,
     pub tpscope: PathBuf,
+    pub baseline: Option<PathBuf>,
     pub nginx: Option<PathBuf>,
+    pub litellm: PathBuf,
 }
 
 impl Opts {
@@ -98,7 +113,13 @@ fn opts() -> Result<Opts, String> {
         tpscope: std::env::var_os("TPSCOPE_BIN")
             .map(PathBuf::from)
             .unwrap_or_else(|| target.join("release/tpscope")),
+        baseline: std::env::var_os("TPSCOPE_BASELINE").map(PathBuf::from),
         nginx: None,
+        litellm: std::env::var_os("LITELLM_BIN")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv-litellm/bin/litellm")
+            }),
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
@@ -137,9 +158,11 @@ fn opts() -> Result<Opts, String> {
                     .map(|p| match p.trim() {
                         "direct" => Ok(PathKind::Direct),
                         "tpscope" => Ok(PathKind::Tpscope),
+                        "baseline" => Ok(PathKind::Baseline),
                         "nginx" => Ok(PathKind::Nginx),
+                        "litellm" => Ok(PathKind::Litellm),
                         other => Err(format!(
-                            "--paths: unknown path `{other}` (direct, tpscope, nginx)"
+                            "--paths: unknown path `{other}` (direct, tpscope, baseline, nginx, litellm)"
                         )),
                     })
                     .collect::<Result<_, _>>()?
@@ -152,7 +175,9 @@ fn opts() -> Result<Opts, String> {
                 }
             }
             "--tpscope" => o.tpscope = PathBuf::from(v),
+            "--baseline" => o.baseline = Some(PathBuf::from(v)),
             "--nginx" => o.nginx = Some(PathBuf::from(v)),
+            "--litellm" => o.litellm = PathBuf::from(v),
             _ => return Err(format!("unknown option {flag}")),
         }
     }
@@ -210,11 +235,21 @@ impl Bench {
                 self.upstream,
                 &self.tmp.path().join(format!("tpscope-{round}.jsonl")),
             )?),
+            PathKind::Baseline => Some(Proxy::tpscope(
+                self.o.baseline.as_deref().ok_or("no --baseline")?,
+                self.upstream,
+                &self.tmp.path().join(format!("baseline-{round}.jsonl")),
+            )?),
             PathKind::Nginx => {
                 let dir = self.tmp.path().join(format!("nginx-{round}"));
                 std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
                 let bin = self.o.nginx.as_deref().ok_or("no nginx")?;
                 Some(Proxy::nginx(bin, self.upstream, &dir)?)
+            }
+            PathKind::Litellm => {
+                let dir = self.tmp.path().join(format!("litellm-{round}"));
+                std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+                Some(Proxy::litellm(&self.o.litellm, self.upstream, &dir)?)
             }
         };
         let addr = proxy.as_ref().map_or(self.upstream, |p| p.addr);
@@ -305,6 +340,15 @@ fn main() {
         );
         paths.retain(|p| *p != PathKind::Tpscope);
     }
+    if paths.contains(&PathKind::Baseline) && !o.baseline.as_ref().is_some_and(|b| b.is_file()) {
+        println!(
+            "skipping baseline: no binary at {} (pass --baseline PATH: another build of tpscope, e.g. main's)",
+            o.baseline
+                .as_ref()
+                .map_or("(none given)".into(), |b| b.display().to_string())
+        );
+        paths.retain(|p| *p != PathKind::Baseline);
+    }
     if paths.contains(&PathKind::Nginx) && !o.nginx.as_ref().is_some_and(|n| n.is_file()) {
         match &o.nginx {
             Some(n) => println!("skipping nginx: no binary at {}", n.display()),
@@ -313,6 +357,13 @@ fn main() {
             ),
         }
         paths.retain(|p| *p != PathKind::Nginx);
+    }
+    if paths.contains(&PathKind::Litellm) && !o.litellm.is_file() {
+        println!(
+            "skipping litellm: no LiteLLM proxy at {} (install it: scripts/litellm-venv.sh, or pass --litellm PATH)",
+            o.litellm.display()
+        );
+        paths.retain(|p| *p != PathKind::Litellm);
     }
     let origin = Instant::now();
     let upstream_rt = runtime("bench-upstream");

@@ -1,7 +1,8 @@
 //! The proxies under test as child processes (the `tpscope` release binary, Debian's
-//! nginx), and what Linux says about processes and the machine: CPU time from
-//! `/proc/PID/stat` (utime + stime), memory from `/proc/PID/status`, the whole
-//! machine's busy share from `/proc/stat`, the load average.
+//! nginx, LiteLLM's proxy server from a venv), and what Linux says about processes
+//! and the machine: CPU time from `/proc/PID/stat` (utime + stime), memory from
+//! `/proc/PID/status`, the whole machine's busy share from `/proc/stat`, the load
+//! average.
 
 use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -9,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::litellm_conf::litellm_conf;
 use crate::nginx_conf::nginx_conf;
 
 /// Clock ticks per second of `/proc` CPU times (`getconf CLK_TCK`; 100 on Linux).
@@ -140,6 +142,14 @@ pub fn load1() -> Option<f64> {
         .ok()
 }
 
+/// A free loopback port: bind port 0, note it, let it go (the proxy binds it
+/// at once; only another process taking it in between could collide).
+fn free_port() -> Result<SocketAddr, String> {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(|e| format!("no free port: {e}"))
+}
+
 /// A proxy under test, running.
 pub struct Proxy {
     child: Child,
@@ -194,15 +204,11 @@ impl Proxy {
     /// Starts nginx (`bin`) in the foreground in front of `upstream`, its config,
     /// pid file, logs and temp files in `dir`.
     pub fn nginx(bin: &Path, upstream: SocketAddr, dir: &Path) -> Result<Proxy, String> {
-        // A free port: bind port 0, note it, let it go (nginx binds it at once;
-        // only another process taking it in between could collide).
-        let listen = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map_err(|e| format!("no free port: {e}"))?;
+        let listen = free_port()?;
         let conf = dir.join("nginx.conf");
         std::fs::write(&conf, nginx_conf(dir, listen, upstream))
             .map_err(|e| format!("{}: {e}", conf.display()))?;
-        let mut child = Command::new(bin)
+        let child = Command::new(bin)
             .arg("-p")
             .arg(dir)
             .arg("-e")
@@ -214,19 +220,66 @@ impl Proxy {
             .stderr(Stdio::null())
             .spawn()
             .map_err(|e| format!("{}: {e}", bin.display()))?;
+        Proxy::listening(child, listen, "nginx", &dir.join("error.log"), 10)
+    }
+
+    /// Starts LiteLLM's proxy server (`bin`: the `litellm` command of a venv)
+    /// with one worker in front of `upstream`, its config and output in `dir`.
+    pub fn litellm(bin: &Path, upstream: SocketAddr, dir: &Path) -> Result<Proxy, String> {
+        let listen = free_port()?;
+        let conf = dir.join("litellm.yaml");
+        std::fs::write(&conf, litellm_conf(upstream))
+            .map_err(|e| format!("{}: {e}", conf.display()))?;
+        let out = dir.join("litellm.log");
+        let log = std::fs::File::create(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+        let err = log.try_clone().map_err(|e| e.to_string())?;
+        let child = Command::new(bin)
+            .arg("--config")
+            .arg(&conf)
+            .args(["--host", "127.0.0.1", "--port", &listen.port().to_string()])
+            .args(["--num_workers", "1"])
+            .envs(crate::litellm_conf::ENV)
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(err)
+            .spawn()
+            .map_err(|e| format!("{}: {e}", bin.display()))?;
+        // Importing LiteLLM's proxy takes seconds (tens on a loaded machine).
+        Proxy::listening(child, listen, "litellm", &out, 180)
+    }
+
+    /// Waits until `child` accepts connections on `listen` (at most `secs`),
+    /// then notes its processes (a master's workers included).
+    fn listening(
+        mut child: Child,
+        listen: SocketAddr,
+        name: &str,
+        log: &Path,
+        secs: u64,
+    ) -> Result<Proxy, String> {
         let t0 = Instant::now();
         while TcpStream::connect(listen).is_err() {
-            if t0.elapsed() > Duration::from_secs(10) || matches!(child.try_wait(), Ok(Some(_))) {
+            if t0.elapsed() > Duration::from_secs(secs) || matches!(child.try_wait(), Ok(Some(_))) {
                 let _ = child.kill();
                 let _ = child.wait();
-                let log = std::fs::read_to_string(dir.join("error.log")).unwrap_or_default();
-                return Err(format!("nginx did not start: {}", log.trim()));
+                let said = std::fs::read_to_string(log).unwrap_or_default();
+                let tail: Vec<&str> = said.lines().rev().take(5).collect();
+                return Err(format!(
+                    "{name} did not start within {secs} s: {}",
+                    tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
+                ));
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        let pid = child.id();
-        let mut pids = vec![pid];
-        pids.extend(children(pid));
+        // Its whole tree: nginx's workers, a Python server's worker processes.
+        let mut pids = vec![child.id()];
+        let mut i = 0;
+        while i < pids.len() {
+            let more = children(pids[i]);
+            pids.extend(more);
+            i += 1;
+        }
         Ok(Proxy {
             child,
             addr: listen,

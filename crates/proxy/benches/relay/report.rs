@@ -136,6 +136,9 @@ pub fn header(o: &Opts, paths: &[PathKind]) {
     if paths.contains(&PathKind::Tpscope) {
         println!("tpscope: {}", o.tpscope.display());
     }
+    if let (true, Some(b)) = (paths.contains(&PathKind::Baseline), &o.baseline) {
+        println!("baseline: {}", b.display());
+    }
     if let (true, Some(n)) = (paths.contains(&PathKind::Nginx), &o.nginx) {
         let v = std::process::Command::new(n)
             .arg("-v")
@@ -143,6 +146,18 @@ pub fn header(o: &Opts, paths: &[PathKind]) {
             .map(|o| String::from_utf8_lossy(&o.stderr).trim().to_string())
             .unwrap_or_default();
         println!("nginx: {} ({v})", n.display());
+    }
+    if paths.contains(&PathKind::Litellm) {
+        // The venv's interpreter, beside its `litellm` command.
+        let v = std::process::Command::new(o.litellm.with_file_name("python"))
+            .args([
+                "-c",
+                "import importlib.metadata as m; print(m.version('litellm'))",
+            ])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default();
+        println!("litellm: {} (LiteLLM {v}, one worker)", o.litellm.display());
     }
 }
 
@@ -238,6 +253,7 @@ pub fn summary(o: &Opts, paths: &[PathKind], rounds: &[Round]) {
             num(hwm.map(|s| s.max), 1),
         );
     }
+    ratios(rounds);
     let busy = Spread::of(rounds.iter().map(|r| r.costs.machine_busy));
     let ours = Spread::of(rounds.iter().map(|r| Some(r.bench_share())));
     let loads = Spread::of(rounds.iter().flat_map(|r| r.costs.load1));
@@ -255,4 +271,49 @@ pub fn summary(o: &Opts, paths: &[PathKind], rounds: &[Round]) {
         num(loads.map(|s| s.max), 2),
         errors,
     );
+}
+
+/// tpscope against the other paths, round by round (each ratio within one
+/// round, so the machine's load is the same for both): CPU per token and the
+/// added latency at the median.
+fn ratios(rounds: &[Round]) {
+    let of = |p: PathKind, round: u32| rounds.iter().find(|r| r.path == p && r.round == round);
+    let added_p50 = |r: &Round| {
+        let base = of(PathKind::Direct, r.round)?;
+        Some(r.dist.at("p50")? - base.dist.at("p50")?)
+    };
+    let mut lines = Vec::new();
+    for other in [PathKind::Baseline, PathKind::Nginx, PathKind::Litellm] {
+        let pairs: Vec<(&Round, &Round)> = rounds
+            .iter()
+            .filter(|r| r.path == PathKind::Tpscope)
+            .filter_map(|r| Some((r, of(other, r.round)?)))
+            .collect();
+        if pairs.is_empty() {
+            continue;
+        }
+        let ratio = |f: &dyn Fn(&Round) -> Option<f64>| {
+            Spread::of(pairs.iter().map(|(t, o)| Some(f(t)? / f(o)?)))
+        };
+        let cpu = ratio(&|r| r.cpu_us_per_token());
+        let lat = ratio(&added_p50);
+        let show = |s: Option<Spread>| {
+            s.map_or("–".into(), |s| {
+                format!("{:.2} [{:.2} – {:.2}]", s.median, s.min, s.max)
+            })
+        };
+        lines.push(format!(
+            "tpscope / {}: CPU per token {}, added p50 {}",
+            other.name(),
+            show(cpu),
+            show(lat)
+        ));
+    }
+    if !lines.is_empty() {
+        println!();
+        println!("Ratios, round by round (median [min – max] over the rounds):");
+        for l in lines {
+            println!("{l}");
+        }
+    }
 }

@@ -1,5 +1,5 @@
 //! Unit tests of the relay benchmark's pure parts (statistics, the schedule, the
-//! nginx config, the client's chunked decoder and event parser), run by `cargo test -p
+//! nginx and LiteLLM configs, the client's chunked decoder and event parser), run by `cargo test -p
 //! tpscope-proxy`; the benchmark itself runs only under `cargo bench` (its
 //! figures are timings, never assertions).
 
@@ -10,6 +10,8 @@
 
 #[path = "client.rs"]
 mod client;
+#[path = "litellm_conf.rs"]
+mod litellm_conf;
 #[path = "nginx_conf.rs"]
 mod nginx_conf;
 #[path = "schedule.rs"]
@@ -108,6 +110,32 @@ mod nginx_conf_tests {
         }
         // Braces balance (nginx refuses the file otherwise).
         assert_eq!(c.matches('{').count(), c.matches('}').count());
+    }
+}
+
+#[cfg(test)]
+mod litellm_conf_tests {
+    use crate::litellm_conf::*;
+
+    #[test]
+    fn the_litellm_config_routes_the_clients_model_to_the_upstream_with_logging_off() {
+        let c = litellm_conf("127.0.0.1:4002".parse().unwrap());
+        for line in [
+            "  - model_name: bench-model",
+            "      model: openai/bench-model",
+            "      api_base: http://127.0.0.1:4002/v1",
+            "  turn_off_message_logging: true",
+            "  callbacks: []",
+            "  success_callback: []",
+            "  failure_callback: []",
+        ] {
+            assert!(c.lines().any(|l| l == line), "missing `{line}` in\n{c}");
+        }
+        // The client asks for the model the config routes.
+        assert!(crate::client::BODY.contains(&format!("\"model\":\"{MODEL}\"")));
+        // Nothing that would reach beyond the loopback upstream.
+        assert!(!c.contains("https://"));
+        assert!(ENV.contains(&("LITELLM_LOCAL_MODEL_COST_MAP", "True")));
     }
 }
 
