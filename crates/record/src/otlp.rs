@@ -104,20 +104,7 @@ impl OtlpConfig {
 
     /// With a request header given as `NAME=VALUE` (e.g. `authorization=Bearer …`).
     pub fn header(mut self, kv: &str) -> Result<OtlpConfig, BadOtlp> {
-        let (k, v) = kv
-            .split_once('=')
-            .ok_or_else(|| BadOtlp(format!("`{kv}` is not NAME=VALUE")))?;
-        let k = k.trim();
-        let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
-        if k.is_empty() || !k.chars().all(token) {
-            return Err(BadOtlp(format!("`{k}` is not an HTTP header name")));
-        }
-        if v.chars().any(|c| c.is_control()) {
-            return Err(BadOtlp(format!(
-                "the value of `{k}` holds a control character"
-            )));
-        }
-        self.headers.push((k.to_string(), v.trim().to_string()));
+        self.headers.push(parse_header(kv)?);
         Ok(self)
     }
 
@@ -128,6 +115,25 @@ impl OtlpConfig {
             false => format!("http://{}:{}{}", self.host, self.port, self.path),
         }
     }
+}
+
+/// A header given as `NAME=VALUE`: a valid HTTP name, a value without control
+/// characters (which would end the header early).
+pub fn parse_header(kv: &str) -> Result<(String, String), BadOtlp> {
+    let (k, v) = kv
+        .split_once('=')
+        .ok_or_else(|| BadOtlp(format!("`{kv}` is not NAME=VALUE")))?;
+    let k = k.trim();
+    let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    if k.is_empty() || !k.chars().all(token) {
+        return Err(BadOtlp(format!("`{k}` is not an HTTP header name")));
+    }
+    if v.chars().any(|c| c.is_control()) {
+        return Err(BadOtlp(format!(
+            "the value of `{k}` holds a control character"
+        )));
+    }
+    Ok((k.to_string(), v.trim().to_string()))
 }
 
 /// What the exporter did: spans sent, and spans not sent by cause. Final once the
