@@ -110,9 +110,14 @@ impl OtlpConfig {
 
     /// The URL spans are POSTed to.
     pub fn url(&self) -> String {
+        format!("http://{}{}", self.authority(), self.path)
+    }
+
+    /// `host:port`, an IPv6 host in brackets (the `Host` header's form).
+    fn authority(&self) -> String {
         match self.host.contains(':') {
-            true => format!("http://[{}]:{}{}", self.host, self.port, self.path),
-            false => format!("http://{}:{}{}", self.host, self.port, self.path),
+            true => format!("[{}]:{}", self.host, self.port),
+            false => format!("{}:{}", self.host, self.port),
         }
     }
 }
@@ -150,7 +155,7 @@ impl ExportStats {
         self.exported.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Spans not exported (they are in the log all the same).
+    /// Spans not exported (written to the log all the same).
     pub fn not_exported(&self) -> u64 {
         self.lock().values().sum()
     }
@@ -161,10 +166,7 @@ impl ExportStats {
         let n: u64 = d.values().sum();
         (n > 0).then(|| {
             let causes: Vec<String> = d.iter().map(|(c, k)| format!("{c}: {k}")).collect();
-            format!(
-                "otlp: {n} spans not exported ({}); the span log has them all",
-                causes.join("; ")
-            )
+            format!("otlp: {n} spans not exported ({})", causes.join("; "))
         })
     }
 
@@ -319,11 +321,10 @@ fn post(cfg: &OtlpConfig, body: &[u8]) -> Result<(), String> {
         .and_then(|_| s.set_read_timeout(Some(cfg.timeout)))
         .map_err(|e| io("connecting", e))?;
     let mut head = format!(
-        "POST {} HTTP/1.1\r\nHost: {}:{}\r\nContent-Type: application/json\r\n\
+        "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
          Content-Length: {}\r\nConnection: close\r\nUser-Agent: tpscope/{}\r\n",
         cfg.path,
-        cfg.host,
-        cfg.port,
+        cfg.authority(),
         body.len(),
         env!("CARGO_PKG_VERSION")
     );
