@@ -2,7 +2,8 @@
 //! span of the log arrives as a GenAI span with its tokens and instants; the
 //! exported payloads, imported back with `tpscope import --from otlp`, give the
 //! log's output tokens, TTFT and stream TPS; a dead collector costs the export
-//! (one warning with the count and cause), never the run or its log.
+//! (one warning with the count and cause), never the run or its log, and a slow
+//! one holds the end of the run back by a bounded time.
 
 mod bench_support;
 #[path = "../../record/tests/otlp_support/mod.rs"]
@@ -140,6 +141,29 @@ fn a_dead_collector_leaves_the_run_and_its_log_whole_and_says_what_was_lost() {
     assert!(
         run.stderr
             .contains("warning: otlp: 16 spans not exported (connecting: connection refused: 16)"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_slow_collector_costs_the_export_not_the_run_and_the_close_is_bounded() {
+    // Answers after 20 s: every POST times out at the exporter's 5 s.
+    let recv = Receiver::with_delay(Duration::from_secs(20));
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = LOAD.to_vec();
+    args.extend(["--otlp-endpoint", &recv.url]);
+    let t0 = Instant::now();
+    let run = bench(dir.path(), "b.jsonl", &args);
+    assert!(run.status.success(), "{}", run.stderr);
+    // The run, then at most the 5 s the close waits and one POST's 5 s.
+    assert!(t0.elapsed() < Duration::from_secs(40), "{:?}", t0.elapsed());
+    let (spans, _) = check_log(&run.out);
+    assert_eq!(spans.len(), 16);
+    assert!(
+        run.stderr
+            .contains("warning: otlp: 16 spans not exported (")
+            && run.stderr.contains("no answer within 5 s"),
         "{}",
         run.stderr
     );
