@@ -13,7 +13,8 @@ venv="$root/.venv-py"
 bash "$root/scripts/make-venv.sh" "$venv"
 py="$venv/bin/python"
 pip=("$py" -m pip install --quiet --disable-pip-version-check)
-"${pip[@]}" "openai>=1.40,<4" pytest
+# opentelemetry-proto: the OTLP export test parses what tpscope sends with the official proto.
+"${pip[@]}" "openai>=1.40,<4" pytest "opentelemetry-proto>=1.20"
 # The anthropic SDK is optional: its test is skipped when it does not install.
 "${pip[@]}" "anthropic>=0.30,<3" || echo "anthropic SDK not installed: its test will be skipped"
 # pandas is optional too: tpscope.spans' DataFrame check runs when it installs.

@@ -46,6 +46,7 @@ import contextvars
 import importlib
 import json
 import os
+import warnings
 from typing import Any, Dict, Iterable, List, Optional, Union
 
 from . import _tpscope
@@ -185,14 +186,29 @@ class Recorder(_tpscope.Recorder):
     """Records one run of your own requests into a span log (format tpscope.spans/1).
 
     Recorder(path, *, cap=None, labels=None, sample_interval=None, mode="new",
-             model=None, url=None, api=None)
+             model=None, url=None, api=None, sample_heartbeat=None,
+             otlp_endpoint=None, otlp_headers=None)
 
     `cap` is your pipeline's concurrency limit (the gap fraction needs it);
     `sample_interval` is seconds or a duration text ("10ms", the default);
+    `sample_heartbeat` is how often a sample is written when nothing changes
+    (samples are written on a change; default 10 s);
     `mode` is "new" (never overwrite), "append" or "overwrite". The recorder samples
     its own in-flight and queued counts, writes on its own thread and flushes at
     least every 200 ms. Use it as a context manager, or call `close()`.
+
+    `otlp_endpoint` (e.g. "http://127.0.0.1:4318") also exports every span to an
+    OpenTelemetry collector (OTLP/HTTP JSON, docs/otlp.md), with `otlp_headers`
+    ({name: value}) on each export; what the collector did not take is counted in
+    `close()`'s `not_exported` and warned about (RuntimeWarning).
     """
+
+    def close(self) -> Dict[str, int]:
+        """Ends the run (see the native close); warns when the OTLP export lost spans."""
+        counts = super().close()
+        if counts.get("not_exported"):
+            warnings.warn(self.otlp_warning, RuntimeWarning, stacklevel=2)
+        return counts
 
     def request(self, id: Union[str, Request] = "") -> RequestBlock:
         """A context manager (sync or async) around one request; see RequestBlock.

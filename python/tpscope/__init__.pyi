@@ -53,9 +53,14 @@ class Recorder:
         model: Optional[str] = None,
         url: Optional[str] = None,
         api: Optional[str] = None,
+        sample_heartbeat: Union[float, str, None] = None,
+        otlp_endpoint: Optional[str] = None,
+        otlp_headers: Optional[Mapping[str, str]] = None,
     ) -> None: ...
     @property
     def run_id(self) -> str: ...
+    @property
+    def otlp_warning(self) -> Optional[str]: ...
     @property
     def path(self) -> Path: ...
     @property

@@ -305,6 +305,8 @@ pub struct BenchArgs {
     pub sim: SimFlags,
     #[command(flatten)]
     pub server_metrics: crate::bench_scrape::ServerMetricsArgs,
+    #[command(flatten)]
+    pub otlp: crate::otlp_flags::OtlpArgs,
 }
 
 const AFTER_HELP: &str = "\

@@ -387,7 +387,8 @@ async fn bench(
         let (tee, recorded) = bench_out::tee(log.sink, &log.name, report.read);
         (Box::new(tee), Some(recorded))
     };
-    let writer = Writer::to_writer(sink, spec.tokenizer, Some(live.clone()));
+    let mut writer = Writer::to_writer(sink, spec.tokenizer, Some(live.clone()));
+    let otlp = cfg.otlp.start(&mut writer);
     let control = Control::default();
     let stopped_by = Arc::new(AtomicI32::new(0));
     let ctrlc = {
@@ -494,6 +495,7 @@ async fn bench(
         .finish()
         .failure()
         .with_context(|| format!("--out: writing {}", log.name))?;
+    crate::otlp_flags::warn_dropped(otlp.as_deref());
     let interrupted = (control.stop.is_cancelled() || control.cancel.is_cancelled())
         .then(|| stopped_by.load(Relaxed))
         .map(|signo| if signo == 0 { 2 } else { signo });

@@ -29,6 +29,8 @@ pub struct BenchConfig {
     pub quiet: bool,
     /// Where the server's metrics are scraped from, and how often.
     pub server_metrics: crate::bench_scrape::ServerMetricsArgs,
+    /// Where every span is also exported (OTLP), when asked.
+    pub otlp: crate::otlp_flags::OtlpArgs,
     /// Goodput goals and the price per hour, for the report at the end.
     pub report: ReportExtras,
 }
@@ -101,6 +103,7 @@ impl BenchConfig {
             quiet: a.quiet,
             report,
             server_metrics: a.server_metrics,
+            otlp: a.otlp,
         })
     }
 }

@@ -14,6 +14,7 @@ mod docs_flags;
 mod exit;
 mod fd_limit;
 mod import_cmd;
+mod otlp_flags;
 mod out_file;
 mod progress;
 mod proxy_cmd;

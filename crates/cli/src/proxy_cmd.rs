@@ -88,6 +88,9 @@ pub struct ProxyArgs {
     /// `bench` does (default: the upstream root's /metrics when it answers).
     #[command(flatten)]
     pub server_metrics: ServerMetricsArgs,
+    /// Every span also exported to an OpenTelemetry collector.
+    #[command(flatten)]
+    pub otlp: crate::otlp_flags::OtlpArgs,
     /// Tokenizer of the counts of responses without usage: o200k_base (default),
     /// cl100k_base, or hf:PATH (a Hugging Face tokenizer.json, or a model
     /// directory holding one; read offline). The run record names it.
@@ -179,6 +182,7 @@ pub fn run(args: ProxyArgs) -> anyhow::Result<ExitCode> {
     cfg.drain_timeout = args.drain_timeout;
     cfg.labels = args.labels.into_iter().collect::<BTreeMap<_, _>>();
     cfg.tokenizer = args.tokenizer;
+    cfg.otlp = args.otlp.config();
     // Each client and each upstream stream is a socket: make room for thousands.
     let _ = tpscope_sim::raise_nofile_limit();
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -228,6 +232,7 @@ pub fn run(args: ProxyArgs) -> anyhow::Result<ExitCode> {
             out.flush()?;
         }
         let signo = signals.recv().await;
+        let otlp = handle.export_stats();
         // A second signal ends the drain at once; what is open is still
         // written, as cancelled.
         let cut = handle.cutter();
@@ -241,6 +246,7 @@ pub fn run(args: ProxyArgs) -> anyhow::Result<ExitCode> {
             }
         };
         let (counts, scrapes) = stopped.failure()?;
+        crate::otlp_flags::warn_dropped(otlp.as_deref());
         let mut err = std::io::stderr().lock();
         if let Some(s) = scrapes.filter(|s| s.failed > 0 || !s.problems.is_empty()) {
             writeln!(

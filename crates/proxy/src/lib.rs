@@ -103,6 +103,8 @@ pub struct ProxyConfig {
     /// known (the run record's `load.pipeline_width`: the width of the gap the
     /// report infers when requests do not state their queue time).
     pub pipeline_width: Option<u32>,
+    /// Also export every span to an OpenTelemetry collector (docs/otlp.md).
+    pub otlp: Option<tpscope_record::OtlpConfig>,
 }
 
 impl ProxyConfig {
@@ -131,6 +133,7 @@ impl ProxyConfig {
             gpu_metrics: Vec::new(),
             tokenizer: Tokenizer::default(),
             pipeline_width: None,
+            otlp: None,
         }
     }
 }
@@ -235,6 +238,7 @@ pub struct ProxyHandle {
     scraper: Option<Scraper>,
     gpu_scrapers: Vec<Scraper>,
     cut: CutNow,
+    otlp: Option<Arc<tpscope_record::ExportStats>>,
 }
 
 impl ProxyHandle {
@@ -257,6 +261,12 @@ impl ProxyHandle {
     /// The run's id (in every record).
     pub fn run_id(&self) -> &str {
         &self.run_id
+    }
+
+    /// What the OTLP export did, when the proxy exports (final once the
+    /// shutdown has returned).
+    pub fn export_stats(&self) -> Option<Arc<tpscope_record::ExportStats>> {
+        self.otlp.clone()
     }
 
     /// Stops accepting, lets open requests finish (up to the drain timeout; the
@@ -371,7 +381,14 @@ pub async fn start(cfg: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
         )?),
     };
     let metrics = Arc::new(Metrics::new(cfg.cap));
-    let (running, rec) = rec::start(out, info, cfg.tokenizer, metrics.clone(), |r| header.set(r));
+    let (running, rec, otlp) = rec::start(
+        out,
+        info,
+        cfg.tokenizer,
+        cfg.otlp.clone(),
+        metrics.clone(),
+        |r| header.set(r),
+    );
     let run_id = rec.session.run_id().to_string();
     // The server's page first, then the GPU pages: each scraper's first scrape
     // precedes the first request.
@@ -443,6 +460,7 @@ pub async fn start(cfg: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
         scraper,
         gpu_scrapers,
         cut,
+        otlp,
     })
 }
 

@@ -7,7 +7,9 @@ use std::io::Write;
 use std::sync::Arc;
 
 use tpscope_model::{RunRecord, Timestamp};
-use tpscope_record::{Finished, LiveStats, RunCounts, RunInfo, Session, Writer, session};
+use tpscope_record::{
+    ExportStats, Finished, LiveStats, OtlpConfig, RunCounts, RunInfo, Session, Writer, session,
+};
 use tpscope_tokens::Tokenizer;
 
 use crate::metrics::Metrics;
@@ -47,16 +49,18 @@ pub(crate) struct Running(session::Running, Arc<Rec>);
 /// Starts the run: writes its `run` record through `out` (`on_run` makes the
 /// record known to the writer that reopens files) and starts sampling on
 /// `info`'s cadence; the writer counts responses without `usage` with
-/// `tokenizer`.
+/// `tokenizer`, and exports every span to `otlp` when given (its stats).
 pub(crate) fn start(
     out: Box<dyn Write + Send>,
     info: RunInfo,
     tokenizer: Tokenizer,
+    otlp: Option<OtlpConfig>,
     metrics: Arc<Metrics>,
     on_run: impl FnOnce(&RunRecord),
-) -> (Running, Arc<Rec>) {
+) -> (Running, Arc<Rec>, Option<Arc<ExportStats>>) {
     let live = Arc::new(LiveStats::default());
-    let writer = Writer::to_writer(out, tokenizer, Some(live.clone()));
+    let mut writer = Writer::to_writer(out, tokenizer, Some(live.clone()));
+    let otlp = otlp.map(|c| writer.export_otlp(c));
     let observed = metrics.clone();
     let observe = Box::new(move |at, in_flight, queued, cap| {
         observed.occupancy(at, in_flight, queued, cap);
@@ -67,7 +71,7 @@ pub(crate) fn start(
         metrics,
         tally: Default::default(),
     });
-    (Running(running, rec.clone()), rec)
+    (Running(running, rec.clone()), rec, otlp)
 }
 
 impl Running {

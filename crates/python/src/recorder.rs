@@ -11,7 +11,9 @@ use std::time::Duration;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use tpscope_model::Cause;
-use tpscope_record::{InFlight, OpenMode, Queued, RecordError, Recorder, RunInfo, Usage};
+use tpscope_record::{
+    InFlight, OpenMode, OtlpConfig, Queued, RecordError, Recorder, RunInfo, Usage,
+};
 
 use crate::args::{count, positive_cap};
 use crate::err;
@@ -58,29 +60,40 @@ fn closed_error(path: &std::path::Path) -> PyErr {
     ))
 }
 
-/// A cadence given as seconds (a number) or in the duration grammar (`"10ms"`).
-fn interval(v: &Bound<'_, PyAny>) -> PyResult<Duration> {
+/// A cadence (keyword `name`) given as seconds (a number) or in the duration
+/// grammar (`"10ms"`).
+fn interval(name: &str, v: &Bound<'_, PyAny>) -> PyResult<Duration> {
     let d = if let Ok(text) = v.extract::<String>() {
-        tpscope_model::units::parse_duration(&text)
-            .map_err(|e| err(format!("sample_interval: {e}")))?
+        tpscope_model::units::parse_duration(&text).map_err(|e| err(format!("{name}: {e}")))?
     } else {
         let secs: f64 = v.extract()?;
         Duration::try_from_secs_f64(secs).map_err(|_| {
             err(format!(
-                "sample_interval: {secs} is not a non-negative number of seconds"
+                "{name}: {secs} is not a non-negative number of seconds"
             ))
         })?
     };
     if d.is_zero() {
-        return Err(err("sample_interval: must be longer than 0"));
+        return Err(err(format!("{name}: must be longer than 0")));
     }
     Ok(d)
+}
+
+/// The OTLP export of `otlp_endpoint=` with `otlp_headers=` ({name: value}).
+fn otlp(endpoint: &str, headers: Option<BTreeMap<String, String>>) -> PyResult<OtlpConfig> {
+    let mut cfg = OtlpConfig::new(endpoint).map_err(|e| err(format!("otlp_endpoint: {e}")))?;
+    for (k, v) in headers.unwrap_or_default() {
+        cfg = cfg
+            .header(&format!("{k}={v}"))
+            .map_err(|e| err(format!("otlp_headers: {e}")))?;
+    }
+    Ok(cfg)
 }
 
 #[pymethods]
 impl PyRecorder {
     #[new]
-    #[pyo3(signature = (path, *, cap=None, labels=None, sample_interval=None, mode="new", model=None, url=None, api=None))]
+    #[pyo3(signature = (path, *, cap=None, labels=None, sample_interval=None, mode="new", model=None, url=None, api=None, sample_heartbeat=None, otlp_endpoint=None, otlp_headers=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         path: PathBuf,
@@ -91,13 +104,23 @@ impl PyRecorder {
         model: Option<String>,
         url: Option<String>,
         api: Option<String>,
+        sample_heartbeat: Option<&Bound<'_, PyAny>>,
+        otlp_endpoint: Option<String>,
+        otlp_headers: Option<BTreeMap<String, String>>,
     ) -> PyResult<Self> {
         let mut info = RunInfo::new();
         info.cap = cap.map(|c| positive_cap("cap", c)).transpose()?;
         info.labels = labels.unwrap_or_default();
         if let Some(v) = sample_interval {
-            info.sample_interval = Some(interval(v)?);
+            info.sample_interval = Some(interval("sample_interval", v)?);
         }
+        if let Some(v) = sample_heartbeat {
+            info.sample_heartbeat = Some(interval("sample_heartbeat", v)?);
+        }
+        if otlp_headers.is_some() && otlp_endpoint.is_none() {
+            return Err(err("otlp_headers: given without otlp_endpoint"));
+        }
+        let export = otlp_endpoint.map(|e| otlp(&e, otlp_headers)).transpose()?;
         if let Some(m) = model {
             info = info.model(m);
         }
@@ -107,7 +130,11 @@ impl PyRecorder {
         if let Some(a) = api {
             info = info.api(a);
         }
-        let inner = Recorder::open(path, info, open_mode(mode)?).map_err(open_error)?;
+        let mut builder = Recorder::builder(path, info).mode(open_mode(mode)?);
+        if let Some(cfg) = export {
+            builder = builder.otlp(cfg);
+        }
+        let inner = builder.open().map_err(open_error)?;
         Ok(PyRecorder {
             inner,
             closed: Arc::new(AtomicBool::new(false)),
@@ -163,9 +190,18 @@ impl PyRecorder {
         Ok(())
     }
 
+    /// What the OTLP export did not send and why (`otlp: N spans not exported
+    /// (cause: n)`), once closed; `None` when everything was sent or nothing is
+    /// exported.
+    #[getter]
+    fn otlp_warning(&self) -> Option<String> {
+        self.inner.export_stats().and_then(|s| s.warning())
+    }
+
     /// Ends the run (writes the `end` record); returns what was written:
-    /// `spans`, `ok`, `error`, `cancelled`, `samples`, `unfinished`. Closing again
-    /// returns zeros; any other call afterwards raises.
+    /// `spans`, `ok`, `error`, `cancelled`, `samples`, `unfinished`, and when
+    /// exporting `not_exported` (spans the OTLP export dropped; they are in the log).
+    /// Closing again returns zeros; any other call afterwards raises.
     fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         self.closed.store(true, Relaxed);
         let closed = py.detach(|| self.inner.close()).map_err(err)?;
@@ -177,6 +213,9 @@ impl PyRecorder {
         d.set_item("cancelled", c.cancelled)?;
         d.set_item("samples", c.samples)?;
         d.set_item("unfinished", closed.unfinished)?;
+        if self.inner.export_stats().is_some() {
+            d.set_item("not_exported", closed.not_exported)?;
+        }
         Ok(d)
     }
 }

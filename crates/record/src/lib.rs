@@ -3,7 +3,9 @@
 //! ones through one [`Session`]): span assembly from attempts and its one
 //! validation ([`checked_span`]), admission (the cap and its FIFO queue), the
 //! sampler, the writer thread (through `tpscope_log`'s writer), live counters and
-//! the run record's metadata. No async runtime, no network, no randomness.
+//! the run record's metadata; and the optional OTLP exporter of every span written
+//! ([`OtlpConfig`], docs/otlp.md), whose blocking HTTP POSTs on its own thread are
+//! the crate's only network use. No async runtime, no randomness.
 //!
 //! A producer's life, as the bench does it: start a [`Writer`]; per run, send a
 //! [`RunInfo`]'s record; let requests through an [`Admission`] while a [`Sampler`]
@@ -40,6 +42,7 @@ pub mod assemble;
 pub mod lag;
 pub mod live;
 mod lock;
+pub mod otlp;
 pub mod recorder;
 pub mod request;
 pub mod run;
@@ -51,7 +54,10 @@ pub use admission::{Admission, BadDispatch, Dispatch};
 pub use assemble::{Finished, ToCount, apply_counts, assemble, checked_span};
 pub use lag::ClientLag;
 pub use live::{LiveSnapshot, LiveStats};
-pub use recorder::{Closed, DEFAULT_SAMPLE_INTERVAL, OpenMode, RecordError, Recorder};
+pub use otlp::{BadOtlp, ExportStats, OtlpConfig};
+pub use recorder::{
+    Closed, DEFAULT_SAMPLE_INTERVAL, OpenMode, RecordError, Recorder, RecorderBuilder,
+};
 pub use request::{InFlight, Queued};
 pub use run::{RunInfo, TOOL, new_run_id, redact_url, utc_compact};
 pub use sampler::{Reading, Sampler};

@@ -14,6 +14,7 @@ use tpscope_model::Timestamp;
 use tpscope_tokens::Tokenizer;
 
 use crate::live::{LiveSnapshot, LiveStats};
+use crate::otlp::{ExportStats, OtlpConfig};
 use crate::request::Queued;
 use crate::run::RunInfo;
 use crate::session::{Running, Session};
@@ -89,6 +90,9 @@ pub struct Closed {
     /// Requests still queued or in flight at the close: their handles were neither
     /// finished nor dropped, so they are not in the log.
     pub unfinished: u64,
+    /// Spans the OTLP export dropped (they are in the log):
+    /// [`Recorder::export_stats`] says why.
+    pub not_exported: u64,
 }
 
 /// Records one run of the caller's own requests into a span log. `Send + Sync`:
@@ -99,25 +103,44 @@ pub struct Recorder {
     live: Arc<LiveStats>,
     path: PathBuf,
     running: Mutex<Option<Running>>,
+    otlp: Option<Arc<ExportStats>>,
 }
 
-impl Recorder {
-    /// Starts recording into a new file at `path`; an existing file is an error
-    /// ([`RecordError::Exists`]), never truncated.
-    pub fn create(path: impl AsRef<Path>, info: RunInfo) -> Result<Recorder, RecordError> {
-        Recorder::open(path, info, OpenMode::New)
+/// A [`Recorder`] with options beyond its run: how an existing file is treated,
+/// and an OTLP export of its spans.
+#[derive(Clone, Debug)]
+pub struct RecorderBuilder {
+    path: PathBuf,
+    info: RunInfo,
+    mode: OpenMode,
+    otlp: Option<OtlpConfig>,
+}
+
+impl RecorderBuilder {
+    /// Treats an existing file as `mode` says (default [`OpenMode::New`]).
+    pub fn mode(mut self, mode: OpenMode) -> RecorderBuilder {
+        self.mode = mode;
+        self
     }
 
-    /// Starts recording into `path`, treating an existing file as `mode` says.
-    pub fn open(
-        path: impl AsRef<Path>,
-        mut info: RunInfo,
-        mode: OpenMode,
-    ) -> Result<Recorder, RecordError> {
-        let path = path.as_ref().to_path_buf();
+    /// Also exports every span to an OpenTelemetry collector (docs/otlp.md).
+    pub fn otlp(mut self, cfg: OtlpConfig) -> RecorderBuilder {
+        self.otlp = Some(cfg);
+        self
+    }
+
+    /// Starts recording.
+    pub fn open(self) -> Result<Recorder, RecordError> {
+        let RecorderBuilder {
+            path,
+            mut info,
+            mode,
+            otlp,
+        } = self;
         let file = open_file(&path, mode)?;
         let live = Arc::new(LiveStats::default());
-        let writer = Writer::to_writer(file, Tokenizer::default(), Some(live.clone()));
+        let mut writer = Writer::to_writer(file, Tokenizer::default(), Some(live.clone()));
+        let otlp = otlp.map(|cfg| writer.export_otlp(cfg));
         info.sample_interval.get_or_insert(DEFAULT_SAMPLE_INTERVAL);
         if info.tool.is_empty() {
             info.tool = crate::run::TOOL.into();
@@ -128,7 +151,42 @@ impl Recorder {
             live,
             path,
             running: Mutex::new(Some(running)),
+            otlp,
         })
+    }
+}
+
+impl Recorder {
+    /// A recorder into `path` with options ([`RecorderBuilder`]): `Recorder::builder(path,
+    /// info).otlp(cfg).open()`.
+    pub fn builder(path: impl AsRef<Path>, info: RunInfo) -> RecorderBuilder {
+        RecorderBuilder {
+            path: path.as_ref().to_path_buf(),
+            info,
+            mode: OpenMode::New,
+            otlp: None,
+        }
+    }
+
+    /// Starts recording into a new file at `path`; an existing file is an error
+    /// ([`RecordError::Exists`]), never truncated.
+    pub fn create(path: impl AsRef<Path>, info: RunInfo) -> Result<Recorder, RecordError> {
+        Recorder::open(path, info, OpenMode::New)
+    }
+
+    /// Starts recording into `path`, treating an existing file as `mode` says.
+    pub fn open(
+        path: impl AsRef<Path>,
+        info: RunInfo,
+        mode: OpenMode,
+    ) -> Result<Recorder, RecordError> {
+        Recorder::builder(path, info).mode(mode).open()
+    }
+
+    /// What the OTLP export did, when the recorder exports (final after
+    /// [`Recorder::close`]).
+    pub fn export_stats(&self) -> Option<&ExportStats> {
+        self.otlp.as_deref()
     }
 
     /// A request became ready (`queued_at` is now); `id` is the caller's name for
@@ -189,6 +247,7 @@ impl Recorder {
         Ok(Closed {
             counts,
             unfinished: u64::from(in_flight) + u64::from(queued),
+            not_exported: self.otlp.as_ref().map_or(0, |s| s.not_exported()),
         })
     }
 }

@@ -15,12 +15,13 @@ use std::time::{Duration, Instant};
 
 use tpscope_log::LogWriter;
 use tpscope_model::{
-    EndRecord, Record, RunRecord, SampleRecord, ServerSampleRecord, Span, Status, Timestamp,
+    EndRecord, Record, RunRecord, SampleRecord, ServerSampleRecord, Span, Status, Target, Timestamp,
 };
 use tpscope_tokens::Tokenizer;
 
 use crate::assemble::{Finished, ToCount, apply_counts, checked_span};
 use crate::live::LiveStats;
+use crate::otlp::{ExportStats, ExportTx, Exporter, OtlpConfig};
 
 /// The longest records wait in the buffer before being flushed to the file.
 pub const FLUSH_EVERY: Duration = Duration::from_millis(200);
@@ -38,6 +39,7 @@ enum Msg {
         proxy: Option<ProxyEnd>,
     },
     Sync(mpsc::Sender<()>),
+    Export(ExportTx),
     Close,
 }
 
@@ -139,6 +141,7 @@ impl WriterTx {
 pub struct Writer {
     tx: WriterTx,
     handle: Option<JoinHandle<io::Result<HashMap<String, RunCounts>>>>,
+    exporter: Option<Exporter>,
 }
 
 impl Writer {
@@ -169,7 +172,23 @@ impl Writer {
         Writer {
             tx: WriterTx { tx },
             handle: Some(handle),
+            exporter: None,
         }
+    }
+
+    /// Also sends every span written from now on to an OpenTelemetry collector
+    /// (docs/otlp.md), from a thread of its own through a bounded queue: the log
+    /// never waits for it, and what cannot be exported is counted in the returned
+    /// stats (final once [`Writer::finish`] returns).
+    pub fn export_otlp(&mut self, cfg: OtlpConfig) -> Arc<ExportStats> {
+        let (ex, tx) = Exporter::start(cfg);
+        let stats = ex.stats();
+        let _ = self.tx.tx.send(Msg::Export(tx));
+        if let Some(mut old) = self.exporter.replace(ex) {
+            // Its queue's sender was replaced on the writer thread.
+            old.finish();
+        }
+        stats
     }
 
     /// A handle for sending records.
@@ -179,13 +198,19 @@ impl Writer {
 
     /// Writes everything sent so far, flushes, stops the thread, and returns the
     /// counts per run (or the first write error).
+    /// Stops the exporter, if any, after the writer thread (which dropped the
+    /// queue's sender) so that it sends what is still queued, for a bounded time.
     pub fn finish(mut self) -> io::Result<HashMap<String, RunCounts>> {
         let _ = self.tx.tx.send(Msg::Close);
-        match self.handle.take().map(JoinHandle::join) {
+        let r = match self.handle.take().map(JoinHandle::join) {
             Some(Ok(r)) => r,
             Some(Err(_)) => Err(io::Error::other("the recorder thread panicked")),
             None => Ok(HashMap::new()),
+        };
+        if let Some(ex) = &mut self.exporter {
+            ex.finish();
         }
+        r
     }
 }
 
@@ -194,6 +219,9 @@ impl Drop for Writer {
         if let Some(h) = self.handle.take() {
             let _ = self.tx.tx.send(Msg::Close);
             let _ = h.join();
+        }
+        if let Some(ex) = &mut self.exporter {
+            ex.finish();
         }
     }
 }
@@ -209,6 +237,9 @@ fn writer_loop<W: Write>(
     let mut last_flush = Instant::now();
     let mut dirty = false;
     let mut finished_seq: HashMap<Arc<str>, u64> = HashMap::new();
+    // The exporter's queue, and each run's target for its spans' attributes.
+    let mut export: Option<ExportTx> = None;
+    let mut targets: HashMap<String, Arc<Target>> = HashMap::new();
     loop {
         let msg = match rx.recv_timeout(FLUSH_EVERY / 2) {
             Ok(m) => m,
@@ -237,8 +268,13 @@ fn writer_loop<W: Write>(
                 let _ = ack.send(());
                 continue;
             }
+            Msg::Export(tx) => {
+                export = Some(tx);
+                continue;
+            }
             Msg::Run(r) => {
                 counts.entry(r.run_id.clone()).or_default();
+                targets.insert(r.run_id.clone(), Arc::new(r.target.clone()));
                 Record::Run(*r)
             }
             msg @ (Msg::Span(..) | Msg::Finished(..)) => {
@@ -315,6 +351,10 @@ fn writer_loop<W: Write>(
                 error = Some(e);
             }
             dirty = true;
+        }
+        // After the write: the log never waits for the export.
+        if let (Some(ex), Record::Span(s)) = (&export, &record) {
+            ex.offer(targets.get(&s.run_id).cloned(), s);
         }
         // Checked on every record (a clock read is small beside a record's
         // serialisation): a steady trickle of samples never times the receive out.

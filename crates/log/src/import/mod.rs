@@ -12,6 +12,8 @@ pub mod inference_perf;
 mod lanes;
 pub mod llmperf;
 pub mod otlp;
+pub mod otlp_encode;
+pub mod otlp_names;
 pub mod vllm;
 
 use std::collections::BTreeMap;

@@ -27,6 +27,7 @@ use tpscope_model::{Cause, Target, Timestamp, TokenSource};
 
 use super::ImportError;
 use super::build::{Cx, Raw, cause_of_status, secs};
+use super::otlp_names::{self as n, INSTANTS};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -134,9 +135,9 @@ impl OSpan {
         self.attr(key)?.string_value.as_deref()
     }
     fn is_genai(&self) -> bool {
-        self.attr("gen_ai.operation.name").is_some()
-            || self.attr("gen_ai.usage.output_tokens").is_some()
-            || self.attr("gen_ai.usage.completion_tokens").is_some()
+        self.attr(n::OPERATION).is_some()
+            || self.attr(n::OUTPUT_TOKENS).is_some()
+            || self.attr(n::COMPLETION_TOKENS_OLD).is_some()
             || self.attr(VLLM_TTFT).is_some()
     }
     /// Whether the call streamed, where the instrumentation says (OpenLLMetry).
@@ -163,16 +164,17 @@ impl OSpan {
     }
 }
 
-const OUTPUT: &[&str] = &[
-    "gen_ai.usage.output_tokens",
-    "gen_ai.usage.completion_tokens",
-];
-const INPUT: &[&str] = &["gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"];
+const OUTPUT: &[&str] = &[n::OUTPUT_TOKENS, n::COMPLETION_TOKENS_OLD];
+const INPUT: &[&str] = &[n::INPUT_TOKENS, n::PROMPT_TOKENS_OLD];
 /// vLLM's server-side time to first token (seconds from the span's start).
 const VLLM_TTFT: &str = "gen_ai.latency.time_to_first_token";
 
 fn cause_of(s: &OSpan) -> Cause {
-    let kind = s.str_attr("error.type").unwrap_or("").to_ascii_lowercase();
+    // tpscope's own export names the cause exactly.
+    if let Some(c) = s.str_attr(n::CAUSE).and_then(|c| c.parse().ok()) {
+        return c;
+    }
+    let kind = s.str_attr(n::ERROR_TYPE).unwrap_or("").to_ascii_lowercase();
     let fallback = if kind.contains("ratelimit") {
         Cause::Http429
     } else if kind.contains("timeout") {
@@ -260,7 +262,7 @@ fn span(cx: &Cx<'_>, record: &str, call: &Call<'_>, lacks: &mut Lacks) -> Result
             .status
             .as_ref()
             .and_then(|st| st.message.clone())
-            .or_else(|| s.str_attr("error.type").map(str::to_string))
+            .or_else(|| s.str_attr(n::ERROR_TYPE).map(str::to_string))
             .unwrap_or_default();
         (cause_of(s), msg)
     });
@@ -301,11 +303,12 @@ fn span(cx: &Cx<'_>, record: &str, call: &Call<'_>, lacks: &mut Lacks) -> Result
         }
         o => (o, None),
     };
-    Ok(Raw {
+    let mut raw = Raw {
         request_id: std::iter::once(s)
             .chain(call.inner.iter().copied())
             .find_map(|i| {
-                i.str_attr("gen_ai.response.id")
+                i.str_attr(n::REQUEST_ID)
+                    .or(i.str_attr(n::RESPONSE_ID))
                     .or(i.str_attr("gen_ai.request.id"))
             })
             .map(str::to_string)
@@ -319,7 +322,28 @@ fn span(cx: &Cx<'_>, record: &str, call: &Call<'_>, lacks: &mut Lacks) -> Result
         token_source,
         error,
         ..Raw::default()
-    })
+    };
+    tpscope_instants(s, &mut raw);
+    Ok(raw)
+}
+
+/// The instants a span exported by tpscope carries as events (queued, admitted,
+/// first and last token, released), which are exact where the span's own start
+/// and end are not (its end is not its last token).
+fn tpscope_instants(s: &OSpan, raw: &mut Raw) {
+    for i in &INSTANTS {
+        let Some(set) = i.import else { continue };
+        let at = s
+            .events
+            .iter()
+            .find(|e| e.name == i.name)
+            .and_then(|e| e.time_unix_nano.as_ref().and_then(int))
+            .filter(|n| *n > 0)
+            .map(Timestamp::from_unix_nanos);
+        if let Some(at) = at {
+            set(raw, at);
+        }
+    }
 }
 
 /// The file's documents: one, a JSON array of them, or one per line (the
@@ -417,10 +441,12 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
             .iter()
             .flat_map(|c| std::iter::once(c.outer).chain(c.inner.iter().copied()))
     };
-    if let Some(m) = genai().find_map(|s| s.str_attr("gen_ai.request.model")) {
+    // Spans exported by tpscope state their queue time (an event).
+    cx.queue_known = genai().any(|s| s.events.iter().any(|e| e.name == INSTANTS[0].name));
+    if let Some(m) = genai().find_map(|s| s.str_attr(n::REQUEST_MODEL)) {
         let server = genai().find_map(|s| {
-            let host = s.str_attr("server.address")?;
-            Some(match s.int_attr(&["server.port"]) {
+            let host = s.str_attr(n::SERVER_ADDRESS)?;
+            Some(match s.int_attr(&[n::SERVER_PORT]) {
                 Some(p) => format!("{host}:{p}"),
                 None => host.to_string(),
             })
@@ -428,10 +454,7 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
         cx.run.target = Target {
             url: server,
             model: Some(m.to_string()),
-            api: calls[0]
-                .outer
-                .str_attr("gen_ai.operation.name")
-                .map(str::to_string),
+            api: calls[0].outer.str_attr(n::OPERATION).map(str::to_string),
         };
     }
     let mut lacks = Lacks::default();
