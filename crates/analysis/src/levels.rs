@@ -228,6 +228,11 @@ mod tests {
     /// A closed-loop sweep level: `n` requests through `cap` slots, each taking
     /// `first` ms to its first token and 200 ms in all.
     fn level(i: u64, cap: u32, first: i64) -> RunInput {
+        level_taking(i, cap, first, 200, 20)
+    }
+
+    /// The same with `n` requests, each taking `hold` ms in all.
+    fn level_taking(i: u64, cap: u32, first: i64, hold: i64, n: i64) -> RunInput {
         let mut input = capped_run(cap);
         input.run_id = format!("r{i}");
         if let Some(r) = input.run.as_mut() {
@@ -236,15 +241,15 @@ mod tests {
                 "sweep": {"parameter": "concurrency", "level": cap, "index": i, "levels": 3}
             });
         }
-        for k in 0..20i64 {
-            let a = (k / i64::from(cap)) * 200;
+        for k in 0..n {
+            let a = (k / i64::from(cap)) * hold;
             input.push_span(
                 SpanFacts::ok(
                     ts(0),
                     Some(ts(a)),
                     Some(ts(a + first)),
-                    Some(ts(a + 199)),
-                    ts(a + 200),
+                    Some(ts(a + hold - 1)),
+                    ts(a + hold),
                     50,
                 ),
                 None,
@@ -301,5 +306,51 @@ mod tests {
         let t = sweep_tables(&runs, 0.9);
         assert_eq!(t.len(), 2);
         assert!(t.iter().all(|t| t.rows.len() == 3));
+    }
+
+    /// A level above the sweep's knee (16 slots, each request 4.5 times as
+    /// slow as at 4: less throughput) never advises raising the cap; the knee's
+    /// own level keeps its diagnosis.
+    #[test]
+    fn above_the_knee_no_run_of_the_sweep_is_told_to_raise_its_cap() {
+        let mut inputs = [
+            level(0, 1, 20),
+            level(1, 4, 60),
+            level_taking(2, 16, 150, 900, 64),
+        ];
+        // The server's gauges say it ran every request the client held: at the
+        // cap with work waiting, on its own, that would be the client's cap.
+        inputs[2].server_samples = vec![tpscope_model::ServerSampleRecord {
+            run_id: "r2".into(),
+            at: ts(0),
+            running: Some(16.0),
+            waiting: Some(0.0),
+            kv_cache_usage: Some(0.1),
+            preemptions_total: Some(0.0),
+            ..Default::default()
+        }];
+        let opts = Options::default();
+        let mut reports: Vec<RunReport> = inputs.iter().map(|i| analyze(i, &opts)).collect();
+        let runs: Vec<_> = inputs.iter().zip(&reports).collect();
+        let t = sweep_tables(&runs, 0.9);
+        assert_eq!(t[0].knee_level, Some(4.0), "{:?}", t[0].knee);
+        let at_knee = reports[1].diagnosis.clone();
+        let before = reports[2].diagnosis.as_ref().unwrap();
+        assert_eq!(before.limit, Some(crate::diagnosis::State::ClientCap));
+        assert!(
+            before.sentence.contains("raise the client's cap"),
+            "{before:?}"
+        );
+        apply_knees(&mut reports, &t);
+        let above = reports[2].diagnosis.as_ref().unwrap();
+        assert!(
+            above.sentence.contains("above the sweep's knee (4)"),
+            "{above:?}"
+        );
+        assert!(
+            !above.sentence.contains("raise the client's cap"),
+            "{above:?}"
+        );
+        assert_eq!(reports[1].diagnosis, at_knee);
     }
 }

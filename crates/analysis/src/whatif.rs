@@ -48,14 +48,24 @@ pub fn what_if(
     price_per_hour: Option<f64>,
 ) -> Option<WhatIf> {
     let cap = input.run_cap().filter(|&c| c > 0)? as usize;
-    // (arrival, original admission, hold) of each admitted span, in arrival order.
-    let mut jobs: Vec<(i64, i64, i64)> = input
+    // (arrival, original admission, first answer, hold) of each admitted span,
+    // in arrival order. Requests queued and admitted at one instant (a wave)
+    // keep the order the server answered them in, which follows the order they
+    // were sent: ordered by hold, the shortest went first and the longest were
+    // left for the end, a tail the run never had.
+    let mut jobs: Vec<(i64, i64, i64, i64)> = input
         .spans
         .iter()
         .filter_map(|s| {
             let a = s.admitted_at?;
             let hold = s.released_at.signed_nanos_since(a).max(0);
-            Some((s.queued_at.unix_nanos(), a.unix_nanos(), hold))
+            let answered = s.first_token_at.unwrap_or(s.released_at);
+            Some((
+                s.queued_at.unix_nanos(),
+                a.unix_nanos(),
+                answered.unix_nanos(),
+                hold,
+            ))
         })
         .collect();
     if jobs.is_empty() {
@@ -68,7 +78,7 @@ pub fn what_if(
         .map(|_| Reverse(i64::MIN))
         .collect();
     let mut end = start;
-    for &(arrival, _, hold) in &jobs {
+    for &(arrival, _, _, hold) in &jobs {
         let Reverse(slot) = free.pop().unwrap_or(Reverse(arrival));
         let done = arrival.max(slot).saturating_add(hold);
         end = end.max(done);
@@ -144,6 +154,22 @@ mod tests {
         let w = what_if(&input, None, None).unwrap();
         assert!((w.work_conserving.window_s - 0.51).abs() < 1e-12);
         assert_eq!(w.work_conserving.gain, None);
+    }
+
+    /// One wave of three through two slots, the long request answered first:
+    /// replayed in that order it shares the window with the two short ones
+    /// (30 ms); taken shortest first, it would start after them (40 ms).
+    #[test]
+    fn a_wave_is_replayed_in_the_order_it_was_answered_not_shortest_first() {
+        let mut input = capped_run(2);
+        let span = |first: i64, r: i64| {
+            let mut s = ok(0, 0, r);
+            s.first_token_at = Some(ts(first));
+            s
+        };
+        input.spans.extend([span(3, 10), span(2, 10), span(1, 30)]);
+        let w = what_if(&input, None, None).unwrap();
+        assert!((w.work_conserving.window_s - 0.03).abs() < 1e-12, "{w:?}");
     }
 
     #[test]

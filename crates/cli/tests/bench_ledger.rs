@@ -2,10 +2,20 @@
 //! run and a work-conserving run of the same workload (same seed) tells held-back
 //! slot-time from work, the what-if of the waves run predicts the work-conserving
 //! run's system TPS, and a retry-heavy run shows failed attempts and back-off.
+//!
+//! The what-if check compares two runs, made robust to a loaded machine by
+//! construction: both simulators keep their schedule (`keep_schedule`: a host
+//! stall is caught up instead of stretching the run, so service times are the
+//! model's), and the two runs go side by side, so whatever else loads the
+//! machine delays both clients alike. The test keeps every core busy meanwhile.
 
 mod bench_support;
 
-use bench_support::{analyze, bench, check_log};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use bench_support::{analyze, bench, check_log, spawn, wait};
 use tpscope_analysis::ledger::Part;
 
 const LOAD: &[&str] = &[
@@ -22,6 +32,48 @@ const LOAD: &[&str] = &[
     "--output-tokens",
     "uniform:16..256",
 ];
+
+/// The load's flags with a simulator that keeps its schedule.
+fn scheduled_load(dir: &Path) -> Vec<String> {
+    let config = dir.join("sim.toml");
+    std::fs::write(&config, "keep_schedule = true\n").unwrap();
+    let mut args: Vec<String> = LOAD.iter().map(|a| a.to_string()).collect();
+    args.extend(["--sim-config".into(), config.display().to_string()]);
+    args
+}
+
+/// Busy threads, one per core, spinning until dropped: the machine loaded.
+struct Busy(Arc<AtomicBool>, Vec<std::thread::JoinHandle<()>>);
+
+impl Busy {
+    fn start() -> Busy {
+        let stop = Arc::new(AtomicBool::new(false));
+        let n = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let threads = (0..n)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    let mut x = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        x = std::hint::black_box(
+                            x.wrapping_mul(6364136223846793005).wrapping_add(1),
+                        );
+                    }
+                })
+            })
+            .collect();
+        Busy(stop, threads)
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+        for t in self.1.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
 
 fn share(r: &tpscope_analysis::RunReport, p: Part) -> f64 {
     r.capacity.as_ref().unwrap().share(p).unwrap()
@@ -41,12 +93,18 @@ fn assert_sums(r: &tpscope_analysis::RunReport) {
 #[test]
 fn waves_hold_back_slot_time_and_the_what_if_predicts_work_conserving() {
     let dir = tempfile::tempdir().unwrap();
-    let wc = bench(dir.path(), "wc.jsonl", LOAD);
+    let load = scheduled_load(dir.path());
+    let load: Vec<&str> = load.iter().map(String::as_str).collect();
+    let mut waves_args = load.clone();
+    waves_args.extend(["--dispatch", "waves"]);
+    let busy = Busy::start();
+    // Side by side: whatever else loads the machine loads both runs alike.
+    let (w, w_out) = spawn(dir.path(), "waves.jsonl", &waves_args);
+    let (c, c_out) = spawn(dir.path(), "wc.jsonl", &load);
+    let (waves, wc) = (wait(w, w_out), wait(c, c_out));
+    drop(busy);
     assert_eq!(wc.status.code(), Some(0), "{}", wc.stderr);
     check_log(&wc.out);
-    let mut waves_args = LOAD.to_vec();
-    waves_args.extend(["--dispatch", "waves"]);
-    let waves = bench(dir.path(), "waves.jsonl", &waves_args);
     assert_eq!(waves.status.code(), Some(0), "{}", waves.stderr);
     check_log(&waves.out);
     let (w, c) = (&analyze(&waves.out)[0], &analyze(&wc.out)[0]);

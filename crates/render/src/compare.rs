@@ -242,7 +242,10 @@ pub fn text(c: &Comparison, color: bool) -> Vec<u8> {
     let rows: Vec<Vec<String>> = c.headline.iter().map(headline_cells).collect();
     crate::fmt::text_table(&mut o, &heads, &rows);
     o.push('\n');
-    o.push_str(&crate::ledger::compare_text(c));
+    if let Some(s) = crate::ledger::compare_section(c) {
+        o.push_str(s.text().trim_start_matches('\n'));
+        o.push('\n');
+    }
     let _ = writeln!(o, "  {}", method_line(c));
     if !c.warnings.is_empty() {
         o.push('\n');
@@ -307,7 +310,10 @@ pub fn markdown(c: &Comparison) -> Vec<u8> {
             let _ = writeln!(o, "> ⚠️ {}", md(w));
         }
     }
-    o.push_str(&crate::ledger::compare_markdown(c));
+    if let Some(s) = crate::ledger::compare_section(c) {
+        o.push('\n');
+        o.push_str(&s.markdown());
+    }
     o.push_str("\n<details><summary>Headline metrics</summary>\n\n");
     let heads: Vec<String> = ["metric", "baseline", "candidate", "change"]
         .map(String::from)

@@ -1,4 +1,4 @@
-//! The `diagnosis` and "server vs client" sections of a run, as rows and lines the
+//! The `diagnosis` and "server vs client" sections of a run, as [`Section`]s the
 //! text, markdown and HTML renderers lay out alike. Formatting only.
 
 use tpscope_analysis::RunReport;
@@ -6,6 +6,7 @@ use tpscope_analysis::diagnosis::Diagnosis;
 use tpscope_analysis::server::ServerVsClient;
 
 use crate::fmt::{or_dash, pct, secs};
+use crate::section::{Block, Chart, Section};
 
 /// Heads of the diagnosis table.
 pub const DIAGNOSIS_HEADS: [&str; 5] = ["state", "share", "time", "meaning", "next step"];
@@ -95,59 +96,27 @@ pub fn server_rows(r: &RunReport, s: &ServerVsClient) -> Vec<[String; 3]> {
     ]
 }
 
-/// Both sections as terminal text (indented like the rest of a run).
-pub fn text(r: &RunReport) -> String {
-    let mut o = String::new();
-    if let Some(d) = &r.diagnosis {
-        o.push_str(&format!(
-            "\n  {}:\n    {}\n",
-            diagnosis_heading(d),
-            d.sentence
-        ));
-        for s in &d.states {
-            o.push_str(&format!(
-                "    {:<24} {:>8}  {:>10}  {}\n",
-                s.name,
-                pct(s.share),
-                secs(s.time),
-                s.meaning
-            ));
-        }
-        for n in &d.notes {
-            o.push_str(&format!("    note: {n}\n"));
-        }
+/// The diagnosis section: its limit sentence, the states, and its notes.
+pub fn section(r: &RunReport) -> Option<Section<'_>> {
+    let d = r.diagnosis.as_ref()?;
+    // A terminal has the limit's next step in the sentence; the others' are
+    // in markdown and the page.
+    let mut s = Section::new("diagnosis", diagnosis_heading(d))
+        .with(Block::Lead(d.sentence.clone()))
+        .prose_table(&DIAGNOSIS_HEADS, diagnosis_rows(d), 2, 1);
+    for n in &d.notes {
+        s = s.with(Block::Note(n.trim_end_matches('.').to_string()));
     }
-    if let Some(s) = &r.server {
-        o.push_str(&format!("\n  {}:\n", server_heading(s)));
-        let rows = server_rows(r, s);
-        let w = rows.iter().map(|x| x[0].chars().count()).max().unwrap_or(0);
-        o.push_str(&format!(
-            "    {:<w$}  {:>16}  {:>12}\n",
-            "", "server", "client"
-        ));
-        for [what, sv, cl] in rows {
-            o.push_str(&format!("    {what:<w$}  {sv:>16}  {cl:>12}\n"));
-        }
-    }
-    o
+    Some(s)
 }
 
-/// Both sections as markdown.
-pub fn markdown(r: &RunReport) -> String {
-    let mut o = String::new();
-    if let Some(d) = &r.diagnosis {
-        o.push_str(&format!("**{}:** {}\n\n", diagnosis_heading(d), d.sentence));
-        crate::fmt::md_table(&mut o, &DIAGNOSIS_HEADS, &diagnosis_rows(d));
-        for n in &d.notes {
-            o.push_str(&format!("\n_{n}_\n"));
-        }
-        o.push('\n');
-    }
-    if let Some(s) = &r.server {
-        o.push_str(&format!("**{}:**\n\n", server_heading(s)));
-        let rows: Vec<Vec<String>> = server_rows(r, s).into_iter().map(Vec::from).collect();
-        crate::fmt::md_table(&mut o, &["", "server", "client"], &rows);
-        o.push('\n');
-    }
-    o
+/// The server-vs-client section: the two sides' figures and, in a page, a chart.
+pub fn server_section(r: &RunReport) -> Option<Section<'_>> {
+    let s = r.server.as_ref()?;
+    let rows: Vec<Vec<String>> = server_rows(r, s).into_iter().map(Vec::from).collect();
+    Some(
+        Section::new("server", server_heading(s))
+            .table(&["", "server", "client"], rows)
+            .with(Block::Chart(Chart::Server(s))),
+    )
 }

@@ -1,16 +1,14 @@
-//! The capacity section: the ledger of slot-seconds by part, as a
-//! table that text, markdown and HTML lay out alike, and in HTML a stacked
-//! area of the parts per bucket. Each format calls it with one line.
+//! The capacity section: the ledger of slot-seconds by part, its total, the
+//! gap's causes and the what-if, as a [`Section`] that text, markdown and HTML
+//! lay out alike; and the two ledgers of a comparison side by side.
 
 use tpscope_analysis::RunReport;
 use tpscope_analysis::compare::Comparison;
 use tpscope_analysis::compare::ledger::LedgerChange;
 use tpscope_analysis::ledger::{Capacity, Part};
 
-use crate::fmt::{capitalised, md_table, text_table};
-use crate::html::charts::{TIME_LABEL, figure};
-use crate::html::page::{Cell, table};
-use crate::html::svg::{Axis, Chart, Geometry, esc};
+use crate::fmt::capitalised;
+use crate::section::{Block, Section};
 
 /// The section's heading.
 pub const HEADING: &str = "capacity: where every slot-second went";
@@ -111,173 +109,19 @@ pub fn findings(r: &RunReport) -> Vec<String> {
     out
 }
 
-/// The section as text; empty for a run without a ledger.
-pub fn text(r: &RunReport) -> String {
-    let Some(c) = &r.capacity else {
-        return String::new();
-    };
-    let mut out = format!("\n  {HEADING}\n");
-    // The figures right-aligned, then what each part is, left-aligned.
-    let rows = rows(c);
-    let figures: Vec<Vec<String>> = rows.iter().map(|r| r[..3].to_vec()).collect();
-    let mut table = String::new();
-    text_table(&mut table, &HEADS[..3], &figures);
-    let width = table.lines().map(|l| l.chars().count()).max().unwrap_or(0);
-    let notes = std::iter::once(HEADS[3]).chain(rows.iter().map(|r| r[3].as_str()));
-    for (line, note) in table.lines().zip(notes) {
-        let pad = width - line.chars().count();
-        out.push_str(&format!("{line}{}   {note}\n", " ".repeat(pad)));
-    }
-    out.push_str(&format!("  {}\n", total_line(c)));
-    for f in findings(r) {
-        out.push_str(&format!("  {f}.\n"));
-    }
-    out
-}
-
-/// The section as markdown; empty for a run without a ledger.
-pub fn markdown(r: &RunReport) -> String {
-    let Some(c) = &r.capacity else {
-        return String::new();
-    };
-    let mut out = format!("**{}**\n\n", capitalised(HEADING));
-    md_table(&mut out, &HEADS, &rows(c));
-    out.push_str(&format!("\n{}.\n\n", capitalised(&total_line(c))));
-    for f in findings(r) {
-        out.push_str(&format!("- {f}.\n"));
-    }
-    out.push('\n');
-    out
-}
-
-/// The CSS class of a part's band in the stacked chart.
-fn class(p: Part) -> &'static str {
-    match p {
-        Part::Connect => "lg-connect",
-        Part::FirstTokenWait => "lg-wait",
-        Part::Generating => "lg-gen",
-        Part::Post => "lg-post",
-        Part::Failed => "lg-failed",
-        Part::Backoff => "lg-backoff",
-        Part::Handoff => "lg-handoff",
-        Part::HeldBack => "lg-held",
-        Part::NoDemand => "lg-idle",
-    }
-}
-
-/// The parts stacked per bucket (mean slots in each part), drawn under the
-/// in-flight chart; empty without a ledger or a time series.
-pub fn html_chart(prefix: &str, r: &RunReport) -> String {
-    match &r.capacity {
-        Some(c) => stacked(&format!("{prefix}-capacity"), r, c),
-        None => String::new(),
-    }
-}
-
-/// The section as HTML: the table; empty without a ledger.
-pub fn html(r: &RunReport) -> String {
-    let Some(c) = &r.capacity else {
-        return String::new();
-    };
-    let heads: Vec<String> = HEADS.iter().map(|h| h.to_string()).collect();
-    let rows: Vec<Vec<Cell>> = rows(c)
-        .into_iter()
-        .map(|row| {
-            let mut cells: Vec<Cell> = row.into_iter().map(Cell::Text).collect();
-            if let Some(Cell::Text(w)) = cells.pop() {
-                cells.push(Cell::Why(w));
-            }
-            cells
-        })
-        .collect();
-    let mut s = format!("<h2>{}</h2>\n", esc(&capitalised(HEADING)));
-    s.push_str(&table(&heads, &rows));
-    s.push_str(&format!(
-        "<p class=\"note\">{}.</p>\n",
-        esc(&capitalised(&total_line(c)))
-    ));
+/// The section: the ledger's table, its total, then the findings; `None` for
+/// a run without a ledger. A page draws the parts over time in its timeline
+/// ([`crate::html`]).
+pub fn section(r: &RunReport) -> Option<Section<'_>> {
+    let c = r.capacity.as_ref()?;
+    let mut s = Section::new("capacity", HEADING)
+        .prose_table(&HEADS, rows(c), 1, 0)
+        .with(Block::Note(total_line(c)));
     let found = findings(r);
     if !found.is_empty() {
-        s.push_str("<ul>\n");
-        for f in found {
-            s.push_str(&format!("<li>{}.</li>\n", esc(&f)));
-        }
-        s.push_str("</ul>\n");
+        s = s.with(Block::Findings(found));
     }
-    s
-}
-
-/// Mean slots per part in each bucket, stacked from the busy parts up.
-fn stacked(id: &str, r: &RunReport, c: &Capacity) -> String {
-    let (Some(rows), Some(ts), Some(w)) = (&c.buckets, &r.time_series, &r.window) else {
-        return String::new();
-    };
-    let from = w.from.as_secs_f64();
-    let xs: Vec<f64> = ts
-        .buckets
-        .iter()
-        .map(|b| from + b.start.as_secs_f64())
-        .collect();
-    let lens: Vec<f64> = ts
-        .buckets
-        .iter()
-        .map(|b| b.duration.as_secs_f64())
-        .collect();
-    let end = ts
-        .buckets
-        .last()
-        .map_or(from, |b| from + (b.start + b.duration).as_secs_f64());
-    let shown: Vec<Part> = Part::ALL
-        .into_iter()
-        .filter(|&p| c.seconds(p).is_some_and(|x| x > 0.0))
-        .collect();
-    let mut lower = vec![0.0; rows.len()];
-    let mut bands = Vec::new();
-    for &p in &shown {
-        let upper: Vec<f64> = rows
-            .iter()
-            .zip(&lens)
-            .zip(&lower)
-            .map(|((row, &len), lo)| {
-                lo + if len > 0.0 {
-                    row[p as usize] / len
-                } else {
-                    0.0
-                }
-            })
-            .collect();
-        bands.push((p, lower.clone(), upper.clone()));
-        lower = upper;
-    }
-    let top = lower.iter().cloned().fold(0.0, f64::max);
-    let x = Axis::linear(TIME_LABEL, 0.0, end.max(1e-9));
-    let y = Axis::linear("slots (mean per bucket)", 0.0, top * 1.08 + 0.5)
-        .integer()
-        .nice();
-    let mut ch = Chart::new(
-        id,
-        "Slots by what they were doing, per bucket (stacked)",
-        Geometry::standard(260.0),
-        &x,
-        &y,
-    );
-    let mut xs_end = xs.clone();
-    xs_end.push(end);
-    for (p, lo, hi) in &bands {
-        let mut lo = lo.clone();
-        let mut hi = hi.clone();
-        lo.push(*lo.last().unwrap_or(&0.0));
-        hi.push(*hi.last().unwrap_or(&0.0));
-        ch.step_band(&format!("lg {}", class(*p)), &xs_end, &lo, &hi);
-    }
-    if bands.is_empty() {
-        ch.mark_empty("no slot-time in this window");
-    }
-    let keys: Vec<(String, String)> = shown
-        .iter()
-        .map(|&p| (format!("lg {}", class(p)), p.name().to_string()))
-        .collect();
-    figure(ch.finish(), &keys)
+    Some(s)
 }
 
 /// The heads of the two ledgers side by side.
@@ -307,41 +151,14 @@ pub fn compare_rows(l: &LedgerChange) -> Vec<Vec<String>> {
         .collect()
 }
 
-/// Where the slot-seconds moved, as text; empty unless both runs have a ledger.
-pub fn compare_text(c: &Comparison) -> String {
-    let Some(l) = &c.capacity else {
-        return String::new();
-    };
-    let mut out = String::from("  capacity: where the slot-seconds moved\n");
-    text_table(&mut out, &COMPARE_HEADS, &compare_rows(l));
-    out.push_str(&format!("  {}.\n\n", capitalised(&l.verdict)));
-    out
-}
-
-/// Where the slot-seconds moved, as markdown; empty unless both runs have a ledger.
-pub fn compare_markdown(c: &Comparison) -> String {
-    let Some(l) = &c.capacity else {
-        return String::new();
-    };
-    let mut out = String::from("\n**Capacity: where the slot-seconds moved**\n\n");
-    md_table(&mut out, &COMPARE_HEADS, &compare_rows(l));
-    out.push_str(&format!("\n{}.\n", capitalised(&l.verdict)));
-    out
-}
-
-/// Where the slot-seconds moved, as HTML; empty unless both runs have a ledger.
-pub fn compare_html(c: &Comparison) -> String {
-    let Some(l) = &c.capacity else {
-        return String::new();
-    };
-    let heads: Vec<String> = COMPARE_HEADS.iter().map(|h| h.to_string()).collect();
-    let rows: Vec<Vec<Cell>> = compare_rows(l)
-        .into_iter()
-        .map(|r| r.into_iter().map(Cell::Text).collect())
-        .collect();
-    format!(
-        "<h2>Capacity: where the slot-seconds moved</h2>\n{}<p>{}.</p>\n",
-        table(&heads, &rows),
-        esc(&capitalised(&l.verdict))
+/// Where the slot-seconds moved: the two ledgers side by side and the verdict;
+/// `None` unless both runs have a ledger.
+pub fn compare_section(c: &Comparison) -> Option<Section<'_>> {
+    let l = c.capacity.as_ref()?;
+    Some(
+        Section::new("capacity", "capacity: where the slot-seconds moved")
+            .table(&COMPARE_HEADS, compare_rows(l))
+            // The verdict is read as a sentence of its own, capital and all.
+            .with(Block::Sentence(capitalised(&l.verdict))),
     )
 }

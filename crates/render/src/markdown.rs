@@ -91,13 +91,7 @@ pub fn render(report: &Report) -> Vec<u8> {
         if !missing.is_empty() {
             let _ = writeln!(o, "\nOk spans lacking a metric: {}.", missing.join("; "));
         }
-        if let Some(q) = crate::quality::section(r) {
-            o.push('\n');
-            o.push_str(&q.markdown());
-        }
         o.push('\n');
-        o.push_str(&crate::diagnosis::markdown(r));
-        o.push_str(&crate::ledger::markdown(r));
         for s in run_sections(r) {
             o.push_str(&s.markdown());
         }

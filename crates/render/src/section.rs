@@ -5,6 +5,7 @@
 //! [`Section`] and one entry of [`run_sections`], with its snapshot.
 
 use tpscope_analysis::RunReport;
+use tpscope_analysis::server::ServerVsClient;
 use tpscope_analysis::sessions::SessionReport;
 
 use crate::fmt::{capitalised, md_table, text_table};
@@ -31,9 +32,23 @@ pub enum Block<'a> {
         heads: Vec<String>,
         /// The rows.
         rows: Vec<Vec<String>>,
+        /// How many of the last columns are words, not figures (`what it is`):
+        /// text sets them left-aligned after the figures, a page as notes.
+        prose: usize,
+        /// How many of the last columns text leaves out (long words that the
+        /// section's other blocks already say; markdown and a page show them).
+        brief: usize,
     },
+    /// The section's conclusion, a whole sentence, set right after the heading
+    /// (text and markdown run it in; a page sets it in bold).
+    Lead(String),
     /// A sentence, lower case and without its final stop (each format adds them).
     Sentence(String),
+    /// A remark in small print (what a figure covers), written like a sentence.
+    Note(String),
+    /// Sentences that each stand on their own (causes, what fixing gains),
+    /// without their final stops: a line each in text, a list elsewhere.
+    Findings(Vec<String>),
     /// A list of lines.
     Items(Vec<String>),
     /// A chart (only a page draws one).
@@ -45,6 +60,8 @@ pub enum Block<'a> {
 pub enum Chart<'a> {
     /// TTFT p50 and p90 by turn.
     TtftByTurn(&'a SessionReport),
+    /// The server's running, waiting and KV usage beside the client's in flight.
+    Server(&'a ServerVsClient),
 }
 
 impl<'a> Section<'a> {
@@ -70,11 +87,25 @@ impl<'a> Section<'a> {
         self
     }
 
-    /// The same with a table.
+    /// The same with a table of figures.
     pub fn table<H: ToString>(self, heads: &[H], rows: Vec<Vec<String>>) -> Section<'a> {
+        self.prose_table(heads, rows, 0, 0)
+    }
+
+    /// The same with a table whose last `prose` columns are words, of which
+    /// text leaves out the last `brief`.
+    pub fn prose_table<H: ToString>(
+        self,
+        heads: &[H],
+        rows: Vec<Vec<String>>,
+        prose: usize,
+        brief: usize,
+    ) -> Section<'a> {
         self.with(Block::Table {
             heads: heads.iter().map(ToString::to_string).collect(),
             rows,
+            prose,
+            brief,
         })
     }
 
@@ -99,8 +130,8 @@ impl<'a> Section<'a> {
         if let Some(s) = self.run_in() {
             return format!("\n  {}: {s}\n", self.heading());
         }
-        // A heading that introduces a list ends with a colon.
-        let colon = if matches!(self.blocks.first(), Some(Block::Items(_))) {
+        // A heading that introduces a list or a conclusion ends with a colon.
+        let colon = if matches!(self.blocks.first(), Some(Block::Items(_) | Block::Lead(_))) {
             ":"
         } else {
             ""
@@ -108,8 +139,19 @@ impl<'a> Section<'a> {
         let mut o = format!("\n  {}{colon}\n", self.heading());
         for b in &self.blocks {
             match b {
-                Block::Table { heads, rows } => text_table(&mut o, heads, rows),
-                Block::Sentence(s) => o.push_str(&format!("  {s}\n")),
+                Block::Table {
+                    heads,
+                    rows,
+                    prose,
+                    brief,
+                } => prose_text_table(&mut o, heads, rows, *prose, *brief),
+                Block::Lead(s) => o.push_str(&format!("    {s}\n")),
+                Block::Sentence(s) | Block::Note(s) => o.push_str(&format!("  {s}\n")),
+                Block::Findings(lines) => {
+                    for l in lines {
+                        o.push_str(&format!("  {}.\n", capitalised(l)));
+                    }
+                }
                 Block::Items(lines) => {
                     for l in lines {
                         o.push_str(&format!("    {l}\n"));
@@ -121,22 +163,39 @@ impl<'a> Section<'a> {
         o
     }
 
-    /// The section as markdown.
+    /// The section as markdown, ending with a blank line.
     pub fn markdown(&self) -> String {
         let title = capitalised(&self.title);
         if let Some(s) = self.run_in() {
             return format!("**{title}.** {}.\n\n", capitalised(s));
         }
-        let gloss = self
-            .gloss
-            .as_ref()
-            .map(|g| format!(": {g}"))
-            .unwrap_or_default();
-        let mut o = format!("**{title}**{gloss}\n\n");
-        for b in &self.blocks {
+        let mut blocks = self.blocks.as_slice();
+        let mut o = match blocks {
+            [Block::Lead(s), rest @ ..] => {
+                blocks = rest;
+                format!("**{title}:** {s}\n\n")
+            }
+            _ => {
+                let gloss = self
+                    .gloss
+                    .as_ref()
+                    .map(|g| format!(": {g}"))
+                    .unwrap_or_default();
+                format!("**{title}**{gloss}\n\n")
+            }
+        };
+        for b in blocks {
             match b {
-                Block::Table { heads, rows } => md_table(&mut o, heads, rows),
-                Block::Sentence(s) => o.push_str(&format!("\n{}.\n\n", capitalised(s))),
+                Block::Table { heads, rows, .. } => md_table(&mut o, heads, rows),
+                Block::Lead(s) => o.push_str(&format!("**{s}**\n\n")),
+                Block::Sentence(s) | Block::Note(s) => {
+                    o.push_str(&format!("\n{}.\n\n", capitalised(s)))
+                }
+                Block::Findings(lines) => {
+                    for l in lines {
+                        o.push_str(&format!("- {}.\n", capitalised(l)));
+                    }
+                }
                 Block::Items(lines) => {
                     for l in lines {
                         o.push_str(&format!("- {l}\n"));
@@ -145,14 +204,61 @@ impl<'a> Section<'a> {
                 Block::Chart(_) => {}
             }
         }
+        // A table or a list right before the next heading would run into it.
+        if !o.ends_with("\n\n") {
+            o.push('\n');
+        }
         o
     }
 }
 
-/// The sections every format shows after a run's diagnosis, in order; a run
-/// lacks those it has nothing for.
+/// Appends a table as text: the figures as [`text_table`] sets them, then the
+/// `prose` columns left-aligned after them, less the last `brief` columns.
+fn prose_text_table(
+    o: &mut String,
+    heads: &[String],
+    rows: &[Vec<String>],
+    prose: usize,
+    brief: usize,
+) {
+    let shown = heads.len().saturating_sub(brief);
+    let figures = heads.len().saturating_sub(prose).min(shown);
+    let cut = |r: &[String], a: usize, b: usize| r[a.min(r.len())..b.min(r.len())].to_vec();
+    let mut table = String::new();
+    let figure_rows: Vec<Vec<String>> = rows.iter().map(|r| cut(r, 0, figures)).collect();
+    text_table(&mut table, &heads[..figures], &figure_rows);
+    if figures == shown {
+        o.push_str(&table);
+        return;
+    }
+    let words: Vec<Vec<String>> = std::iter::once(cut(heads, figures, shown))
+        .chain(rows.iter().map(|r| cut(r, figures, shown)))
+        .collect();
+    let mut width = vec![0; shown - figures];
+    for w in &words {
+        for (i, c) in w.iter().enumerate() {
+            width[i] = width[i].max(c.chars().count());
+        }
+    }
+    let left = table.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+    for (line, cells) in table.lines().zip(&words) {
+        let mut l = format!("{line}{}", " ".repeat(left - line.chars().count()));
+        for (c, w) in cells.iter().zip(&width) {
+            l.push_str(&format!("   {c:<w$}"));
+        }
+        o.push_str(l.trim_end());
+        o.push('\n');
+    }
+}
+
+/// The sections every format shows after a run's summary and distributions,
+/// in order; a run lacks those it has nothing for.
 pub fn run_sections(r: &RunReport) -> Vec<Section<'_>> {
     [
+        crate::quality::section(r),
+        crate::diagnosis::section(r),
+        crate::diagnosis::server_section(r),
+        crate::ledger::section(r),
         crate::energy::section(r),
         crate::ramp::section(r),
         crate::sessions::section(r),
@@ -197,9 +303,52 @@ mod tests {
     fn a_list_follows_a_heading_with_a_colon_and_a_gloss_follows_the_title() {
         let s = Section::new("k", "quality").with(Block::Items(vec!["x".into(), "y".into()]));
         assert_eq!(s.text(), "\n  quality:\n    x\n    y\n");
-        assert_eq!(s.markdown(), "**Quality**\n\n- x\n- y\n");
+        assert_eq!(s.markdown(), "**Quality**\n\n- x\n- y\n\n");
         let g = Section::new("k", "sessions").gloss("TTFT by turn");
         assert_eq!(g.text(), "\n  sessions: TTFT by turn\n");
         assert_eq!(g.markdown(), "**Sessions**: TTFT by turn\n\n");
+    }
+
+    #[test]
+    fn prose_columns_follow_the_figures_and_text_leaves_out_the_brief_ones() {
+        let rows = vec![
+            vec!["a".into(), "1.5".into(), "short".into(), "do x".into()],
+            vec![
+                "bbb".into(),
+                "22".into(),
+                "a longer one".into(),
+                "do y".into(),
+            ],
+        ];
+        let s = Section::new("k", "why").prose_table(&["part", "n", "what", "next"], rows, 2, 1);
+        assert_eq!(
+            s.text(),
+            "\n  why\n  part    n   what\n  a     1.5   short\n  bbb    22   a longer one\n"
+        );
+        // Markdown keeps every column.
+        assert!(
+            s.markdown().contains("| a | 1.5 | short | do x |"),
+            "{}",
+            s.markdown()
+        );
+    }
+
+    #[test]
+    fn a_lead_runs_in_and_notes_and_findings_close_the_section() {
+        let s = Section::new("k", "diagnosis")
+            .with(Block::Lead("It was the cap.".into()))
+            .with(Block::Note("slot-time 2 s".into()))
+            .with(Block::Findings(vec![
+                "held back 1 s".into(),
+                "Gains 2×".into(),
+            ]));
+        assert_eq!(
+            s.text(),
+            "\n  diagnosis:\n    It was the cap.\n  slot-time 2 s\n  Held back 1 s.\n  Gains 2×.\n"
+        );
+        assert_eq!(
+            s.markdown(),
+            "**Diagnosis:** It was the cap.\n\n\nSlot-time 2 s.\n\n- Held back 1 s.\n- Gains 2×.\n\n"
+        );
     }
 }

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use tpscope_analysis::Report;
+use tpscope_analysis::{Report, RunReport};
 
 use crate::fmt::{SUMMARY_HEADS, summary_cells, text_table as table};
 use crate::rows::*;
@@ -15,70 +15,7 @@ pub fn render(report: &Report) -> Vec<u8> {
         if i > 0 {
             o.push('\n');
         }
-        let _ = writeln!(
-            o,
-            "run {}{}",
-            r.run_id,
-            r.tool
-                .as_ref()
-                .map(|t| format!(" ({t})"))
-                .unwrap_or_default()
-        );
-        let t = &r.target;
-        let _ = writeln!(
-            o,
-            "  target {} · model {} · api {} · cap {} · tokens from {}",
-            target_name(r),
-            t.model.as_deref().unwrap_or("?"),
-            t.api.as_deref().unwrap_or("?"),
-            r.cap.map_or("none".to_string(), |c| c.to_string()),
-            if r.token_sources.is_empty() {
-                "?".to_string()
-            } else {
-                r.token_sources
-                    .iter()
-                    .map(|s| format!("{} ({})", s.source, s.spans))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            }
-        );
-        if !r.labels.is_empty() {
-            let labels: Vec<String> = r.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            let _ = writeln!(o, "  labels {}", labels.join(" "));
-        }
-        let _ = writeln!(
-            o,
-            "  {}{}",
-            window_line(r),
-            if r.complete {
-                ""
-            } else {
-                " · INCOMPLETE (no end record)"
-            }
-        );
-        let c = &r.counts;
-        let _ = writeln!(
-            o,
-            "  spans {}: ok {}, error {}, cancelled {}{} · failures by cause: {}",
-            c.spans,
-            c.ok,
-            c.error,
-            c.cancelled,
-            backlog_left(c),
-            by_cause(&c.errors_by_cause)
-        );
-        for line in failure_message_lines(r) {
-            let _ = writeln!(o, "    {line}");
-        }
-        let _ = writeln!(
-            o,
-            "  retries {} ({}) · wasted tokens {} · output tokens {} · input tokens {}",
-            c.retries,
-            by_cause(&c.retries_by_cause),
-            c.wasted_tokens,
-            c.output_tokens,
-            c.input_tokens
-        );
+        head(&mut o, r);
         o.push('\n');
         let heads = headline_rows(r);
         let w = heads.iter().map(|h| h.0.len()).max().unwrap_or(0);
@@ -133,11 +70,6 @@ pub fn render(report: &Report) -> Vec<u8> {
                 let _ = writeln!(o, "    {m}");
             }
         }
-        if let Some(q) = crate::quality::section(r) {
-            o.push_str(&q.text());
-        }
-        o.push_str(&crate::diagnosis::text(r));
-        o.push_str(&crate::ledger::text(r));
         for s in run_sections(r) {
             o.push_str(&s.text());
         }
@@ -160,4 +92,73 @@ pub fn render(report: &Report) -> Vec<u8> {
         let _ = writeln!(o, "\nwarning: {w}");
     }
     o.into_bytes()
+}
+
+/// A run's first lines: its id, target, labels, window, span counts and
+/// failures, retries and tokens.
+fn head(o: &mut String, r: &RunReport) {
+    let _ = writeln!(
+        o,
+        "run {}{}",
+        r.run_id,
+        r.tool
+            .as_ref()
+            .map(|t| format!(" ({t})"))
+            .unwrap_or_default()
+    );
+    let t = &r.target;
+    let _ = writeln!(
+        o,
+        "  target {} · model {} · api {} · cap {} · tokens from {}",
+        target_name(r),
+        t.model.as_deref().unwrap_or("?"),
+        t.api.as_deref().unwrap_or("?"),
+        r.cap.map_or("none".to_string(), |c| c.to_string()),
+        if r.token_sources.is_empty() {
+            "?".to_string()
+        } else {
+            r.token_sources
+                .iter()
+                .map(|s| format!("{} ({})", s.source, s.spans))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    );
+    if !r.labels.is_empty() {
+        let labels: Vec<String> = r.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = writeln!(o, "  labels {}", labels.join(" "));
+    }
+    let _ = writeln!(
+        o,
+        "  {}{}",
+        window_line(r),
+        if r.complete {
+            ""
+        } else {
+            " · INCOMPLETE (no end record)"
+        }
+    );
+    let c = &r.counts;
+    let _ = writeln!(
+        o,
+        "  spans {}: ok {}, error {}, cancelled {}{} · failures by cause: {}",
+        c.spans,
+        c.ok,
+        c.error,
+        c.cancelled,
+        backlog_left(c),
+        by_cause(&c.errors_by_cause)
+    );
+    for line in failure_message_lines(r) {
+        let _ = writeln!(o, "    {line}");
+    }
+    let _ = writeln!(
+        o,
+        "  retries {} ({}) · wasted tokens {} · output tokens {} · input tokens {}",
+        c.retries,
+        by_cause(&c.retries_by_cause),
+        c.wasted_tokens,
+        c.output_tokens,
+        c.input_tokens
+    );
 }

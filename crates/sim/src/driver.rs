@@ -24,7 +24,8 @@ use crate::sync::lock;
 const SPIN: Duration = Duration::from_micros(250);
 
 /// A deadline further behind than this is abandoned (no catching up: a real GPU
-/// does not run faster after a hiccup of the host).
+/// does not run faster after a hiccup of the host), unless the configuration
+/// keeps the schedule (runs compared with each other on a loaded machine).
 const MAX_BEHIND: Duration = Duration::from_millis(5);
 
 struct SeqData {
@@ -42,6 +43,8 @@ pub(crate) struct Driver {
     metrics: Arc<Mutex<Metrics>>,
     lateness: Arc<Mutex<Lateness>>,
     factor: Option<f64>,
+    /// Whether a deadline far behind is caught up rather than abandoned.
+    keep_schedule: bool,
     anchor: Instant,
     /// Simulated seconds since the anchor.
     sim_now: f64,
@@ -75,6 +78,7 @@ impl Driver {
             metrics,
             lateness,
             factor: cfg.speed.factor(),
+            keep_schedule: cfg.keep_schedule,
             anchor: now,
             sim_now: 0.0,
             deadline: now,
@@ -188,7 +192,7 @@ impl Driver {
             let step = plan.duration.div_f64(f);
             self.deadline += step;
             let now = Instant::now();
-            if self.deadline + MAX_BEHIND < now {
+            if !self.keep_schedule && self.deadline + MAX_BEHIND < now {
                 self.deadline = now;
             }
             let late = sleep_until(self.deadline);

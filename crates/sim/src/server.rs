@@ -20,7 +20,7 @@ use crate::app::{App, Cmd, Submission};
 use crate::draws::{self, Fault};
 use crate::handoff::{Done, SeqShared, WaitDone};
 use crate::prefix_cache::block_hashes;
-use crate::request::{Endpoint, parse};
+use crate::request::{Endpoint, Parsed, parse};
 use crate::stream::{ChunkFmt, Delivery, OnceBody, SseBody};
 use crate::sync::lock;
 use crate::truth::TruthRecord;
@@ -121,43 +121,36 @@ fn ids(endpoint: Endpoint, index: u64) -> String {
     }
 }
 
-async fn completion(app: Arc<App>, endpoint: Endpoint, req: Request) -> Response {
-    let received = Instant::now();
-    let body = match axum::body::to_bytes(req.into_body(), MAX_BODY).await {
-        Ok(b) => b,
-        Err(e) => {
-            return ApiError::new(
+/// Reads and parses a request's body, and checks its model and length against
+/// the simulator's: the parsed request and the room its reply has, or the answer.
+async fn accept(app: &App, endpoint: Endpoint, req: Request) -> Result<(Parsed, u32), ApiError> {
+    let body = axum::body::to_bytes(req.into_body(), MAX_BODY)
+        .await
+        .map_err(|e| {
+            ApiError::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "invalid_request_error",
                 format!("could not read the request body (limit {MAX_BODY} bytes): {e}"),
             )
-            .into_response();
-        }
-    };
+        })?;
     let tok = app.config.tokenizer;
     let units = app.config.prefix_caching;
     // Counting a long prompt takes milliseconds: keep it off the async workers.
-    let parsed = if body.len() > 16 * 1024 {
-        match tokio::task::spawn_blocking(move || parse(endpoint, &body, tok, units)).await {
-            Ok(p) => p,
-            Err(_) => {
-                return ApiError::new(
+    let p = if body.len() > 16 * 1024 {
+        tokio::task::spawn_blocking(move || parse(endpoint, &body, tok, units))
+            .await
+            .map_err(|_| {
+                ApiError::new(
                     StatusCode::INTERNAL_SERVER_ERROR,
                     "server_error",
                     "request parsing failed",
                 )
-                .into_response();
-            }
-        }
+            })??
     } else {
-        parse(endpoint, &body, tok, units)
-    };
-    let p = match parsed {
-        Ok(p) => p,
-        Err(e) => return e.into_response(),
+        parse(endpoint, &body, tok, units)?
     };
     if p.model != app.model_name {
-        return ApiError {
+        return Err(ApiError {
             code: Some("model_not_found"),
             param: Some("model"),
             ..ApiError::new(
@@ -168,14 +161,13 @@ async fn completion(app: Arc<App>, endpoint: Endpoint, req: Request) -> Response
                     p.model, app.model_name
                 ),
             )
-        }
-        .into_response();
+        });
     }
     let max_len = app.config.model.max_model_len;
     let room = max_len.saturating_sub(p.prompt_tokens);
     if room == 0 || p.max_tokens.is_some_and(|m| m > room) {
         let asked = p.max_tokens.unwrap_or(1);
-        return ApiError::bad_request(
+        return Err(ApiError::bad_request(
             format!(
                 "This model's maximum context length is {max_len} tokens. However, you requested \
                  {} tokens ({} in the messages, {asked} in the completion). Please reduce the \
@@ -188,28 +180,14 @@ async fn completion(app: Arc<App>, endpoint: Endpoint, req: Request) -> Response
             } else {
                 "messages"
             }),
-        )
-        .into_response();
+        ));
     }
-    let seed = app.config.seed;
-    let index = app.next_index.fetch_add(1, Ordering::Relaxed);
-    let fault = draws::fault(&app.config.faults, seed, index);
-    let id = ids(endpoint, index);
-    let mut truth = TruthRecord {
-        request_id: id.clone(),
-        index,
-        endpoint: endpoint.name(),
-        stream: p.stream,
-        status: 200,
-        received_at: app.clock.at(received),
-        first_token_at: None,
-        last_token_at: None,
-        tokens: 0,
-        prompt_tokens: p.prompt_tokens,
-        fault: fault.map(Fault::name),
-        finish_reason: None,
-    };
-    let immediate = match fault {
+    Ok((p, room))
+}
+
+/// The error answer of a fault that fails a request at once, if `fault` is one.
+fn immediate_error(app: &App, fault: Option<Fault>) -> Option<ApiError> {
+    match fault {
         Some(Fault::Http429) => Some(ApiError {
             code: Some("rate_limit_exceeded"),
             retry_after: Some(app.config.faults.retry_after.as_secs_f64().ceil() as u64),
@@ -230,25 +208,56 @@ async fn completion(app: Arc<App>, endpoint: Endpoint, req: Request) -> Response
             "The engine is currently overloaded, please try again later (simulated fault).",
         )),
         _ => None,
+    }
+}
+
+/// How many tokens the reply gets: all of `max_tokens` when the request ignores
+/// EOS, else a seeded draw (the n-th request of the same shape draws the n-th).
+fn output_target(app: &App, p: &Parsed, max_tokens: u32) -> u32 {
+    if p.ignore_eos {
+        return max_tokens;
+    }
+    let nth = {
+        let mut seen = lock(&app.eos_seen);
+        let n = seen.entry((p.prompt_tokens, p.max_tokens)).or_default();
+        *n += 1;
+        *n - 1
     };
-    if let Some(e) = immediate {
+    let key = draws::eos_key(p.prompt_tokens, p.max_tokens, nth);
+    draws::output_len(&app.config.output_len, app.config.seed, key).min(max_tokens)
+}
+
+async fn completion(app: Arc<App>, endpoint: Endpoint, req: Request) -> Response {
+    let received = Instant::now();
+    let (p, room) = match accept(&app, endpoint, req).await {
+        Ok(x) => x,
+        Err(e) => return e.into_response(),
+    };
+    let seed = app.config.seed;
+    let index = app.next_index.fetch_add(1, Ordering::Relaxed);
+    let fault = draws::fault(&app.config.faults, seed, index);
+    let id = ids(endpoint, index);
+    let mut truth = TruthRecord {
+        request_id: id.clone(),
+        index,
+        endpoint: endpoint.name(),
+        stream: p.stream,
+        status: 200,
+        received_at: app.clock.at(received),
+        first_token_at: None,
+        last_token_at: None,
+        tokens: 0,
+        prompt_tokens: p.prompt_tokens,
+        fault: fault.map(Fault::name),
+        finish_reason: None,
+    };
+    if let Some(e) = immediate_error(&app, fault) {
         truth.status = e.status.as_u16();
         app.record_truth(truth);
         return with_id(e.into_response(), &id);
     }
     let max_tokens = p.max_tokens.unwrap_or(room);
-    let target = if p.ignore_eos {
-        max_tokens
-    } else {
-        let nth = {
-            let mut seen = lock(&app.eos_seen);
-            let n = seen.entry((p.prompt_tokens, p.max_tokens)).or_default();
-            *n += 1;
-            *n - 1
-        };
-        let key = draws::eos_key(p.prompt_tokens, p.max_tokens, nth);
-        draws::output_len(&app.config.output_len, seed, key).min(max_tokens)
-    };
+    let target = output_target(&app, &p, max_tokens);
     let shared = Arc::new(SeqShared::default());
     let word_seed = draws::text_seed(seed, index);
     // Prefix caching: the blocks of the prompt and of the reply this request will

@@ -3,6 +3,7 @@
 //! schemes. One file, no network: no external scripts, fonts or images. The pages
 //! draw [`Detail`] chart data and format report values; they compute nothing.
 
+mod capacity;
 pub(crate) mod charts;
 pub(crate) mod page;
 mod section;
@@ -224,39 +225,33 @@ fn run_section(prefix: &str, r: &RunReport, d: Option<&Detail>, heading: &str) -
     s.push_str("<h2>Summary</h2>\n");
     s.push_str(&lead_table(r));
     s.push_str(&summary_tables(r));
-    if let Some(q) = crate::quality::section(r) {
-        s.push_str(&section::html(prefix, &q));
-    }
-    match d {
-        Some(d) => {
-            let one = [Series {
-                detail: d,
-                label: &r.run_id,
-                class: None,
-            }];
-            s.push_str("<h2>Timeline</h2>\n");
-            s.push_str(&charts::occupancy(&format!("{prefix}-occupancy"), &one));
-            s.push_str(&crate::ledger::html_chart(prefix, r));
-            s.push_str(&charts::queue(&format!("{prefix}-queue"), &one));
-            s.push_str(&server::sections(prefix, r, &one));
-            s.push_str("<h2>System TPS over time</h2>\n");
-            s.push_str(&charts::tps(&format!("{prefix}-tps"), &one));
-            s.push_str("<h2>Request waterfall</h2>\n");
-            s.push_str(&charts::waterfall(&format!("{prefix}-waterfall"), &one[0]));
-            s.push_str("<h2>Distributions</h2>\n");
-            s.push_str(&cdf_grid(prefix, &one));
-            s.push_str(CDF_NOTE);
-            s.push_str("<h2>Stream TPS against output length</h2>\n");
-            s.push_str(&charts::scatter(&format!("{prefix}-scatter"), &one));
-        }
-        None => {
-            s.push_str(&server::sections(prefix, r, &[]));
-            s.push_str("<p class=\"note\">No chart data for this run.</p>\n");
-        }
-    }
-    s.push_str(&crate::ledger::html(r));
+    let one: Vec<Series<'_>> = d
+        .map(|d| Series {
+            detail: d,
+            label: &r.run_id,
+            class: None,
+        })
+        .into_iter()
+        .collect();
     for sec in crate::section::run_sections(r) {
-        s.push_str(&section::html(prefix, &sec));
+        s.push_str(&section::html(prefix, &sec, &one));
+    }
+    if let [run] = one.as_slice() {
+        s.push_str("<h2>Timeline</h2>\n");
+        s.push_str(&charts::occupancy(&format!("{prefix}-occupancy"), &one));
+        s.push_str(&capacity::chart(prefix, r));
+        s.push_str(&charts::queue(&format!("{prefix}-queue"), &one));
+        s.push_str("<h2>System TPS over time</h2>\n");
+        s.push_str(&charts::tps(&format!("{prefix}-tps"), &one));
+        s.push_str("<h2>Request waterfall</h2>\n");
+        s.push_str(&charts::waterfall(&format!("{prefix}-waterfall"), run));
+        s.push_str("<h2>Distributions</h2>\n");
+        s.push_str(&cdf_grid(prefix, &one));
+        s.push_str(CDF_NOTE);
+        s.push_str("<h2>Stream TPS against output length</h2>\n");
+        s.push_str(&charts::scatter(&format!("{prefix}-scatter"), &one));
+    } else {
+        s.push_str("<p class=\"note\">No chart data for this run.</p>\n");
     }
     s.push_str("<h2>Distribution tables</h2>\n");
     s.push_str(&distribution_tables(r));
@@ -363,7 +358,9 @@ pub fn compare(compared: &Compared, baseline: &Detail, candidate: &Detail) -> Ve
         ],
         &rows,
     ));
-    body.push_str(&crate::ledger::compare_html(c));
+    if let Some(s) = crate::ledger::compare_section(c) {
+        body.push_str(&section::html("cmp", &s, &[]));
+    }
 
     let runs = [
         Series {

@@ -1,63 +1,14 @@
-//! The HTML `diagnosis` and "server vs client" sections: the diagnosis table and
-//! sentence, the two sides' figures, and a chart of the server's running, waiting
+//! The chart of the "server vs client" section: the server's running, waiting
 //! and KV usage beside the client's in-flight and queue on one time axis.
 
-use tpscope_analysis::RunReport;
 use tpscope_analysis::server::ServerVsClient;
 
 use super::charts::{Series, TIME_LABEL, figure, step_values, steps_with_end, time_extent};
-use super::page::{Cell, table};
-use super::svg::{Axis, Chart, Geometry, esc};
-use crate::diagnosis::{
-    DIAGNOSIS_HEADS, diagnosis_heading, diagnosis_rows, server_heading, server_rows,
-};
-use crate::fmt::capitalised;
-
-/// Both sections of a run (`one`: its chart data, when it has any).
-pub fn sections(prefix: &str, r: &RunReport, one: &[Series<'_>]) -> String {
-    let mut s = String::new();
-    if let Some(d) = &r.diagnosis {
-        s.push_str(&format!(
-            "<h2>{}</h2>\n<p class=\"limit\"><strong>{}</strong></p>\n",
-            esc(&capitalised(diagnosis_heading(d))),
-            esc(&d.sentence)
-        ));
-        let heads: Vec<String> = DIAGNOSIS_HEADS.iter().map(|h| h.to_string()).collect();
-        let rows: Vec<Vec<Cell>> = diagnosis_rows(d)
-            .into_iter()
-            .map(|row| {
-                row.into_iter()
-                    .enumerate()
-                    .map(|(i, c)| if i >= 3 { Cell::Why(c) } else { Cell::Text(c) })
-                    .collect()
-            })
-            .collect();
-        s.push_str(&table(&heads, &rows));
-        for n in &d.notes {
-            s.push_str(&format!("<p class=\"note\">{}</p>\n", esc(n)));
-        }
-    }
-    if let Some(sv) = &r.server {
-        s.push_str(&format!(
-            "<h2>{}</h2>\n",
-            esc(&capitalised(&server_heading(sv)))
-        ));
-        let rows: Vec<Vec<Cell>> = server_rows(r, sv)
-            .into_iter()
-            .map(|row| row.into_iter().map(Cell::Text).collect())
-            .collect();
-        s.push_str(&table(
-            &["".into(), "server".into(), "client".into()],
-            &rows,
-        ));
-        s.push_str(&chart(&format!("{prefix}-server"), sv, one));
-    }
-    s
-}
+use super::svg::{Axis, Chart, Geometry};
 
 /// Server running and waiting (dashed) over the client's in-flight and queue,
 /// and the server's KV usage below, on the run's time axis.
-fn chart(id: &str, sv: &ServerVsClient, one: &[Series<'_>]) -> String {
+pub(crate) fn chart(id: &str, sv: &ServerVsClient, one: &[Series<'_>]) -> String {
     let pts = |f: fn(&tpscope_analysis::server::ServerPoint) -> Option<f64>| -> Vec<(f64, f64)> {
         sv.series
             .iter()

@@ -324,6 +324,9 @@ knobs! {
         step_overhead_per_seq: Duration => |c, v| c.step_overhead_per_seq = v,
         /// realtime, max (no sleeping), or a factor such as 10.
         speed: String => |c, v| c.speed = v.parse::<Speed>()?,
+        /// Catch up after the host stalls instead of abandoning the step's
+        /// deadline: steps keep to the wall clock (× speed) on a loaded machine.
+        keep_schedule: bool => |c, v| c.keep_schedule = v,
         /// Seed of output lengths, text and faults.
         seed: u64 => |c, v| c.seed = v,
         /// Automatic prefix caching: hashed 16-token blocks, LRU eviction, cached

@@ -48,6 +48,10 @@ pub struct SimConfig {
     pub step_overhead_per_seq: Duration,
     /// Simulated time versus wall time.
     pub speed: Speed,
+    /// Catch up after a host stall (back-to-back steps until the deadline is
+    /// met) instead of abandoning the deadline: simulated time keeps to the
+    /// wall clock however loaded the host is.
+    pub keep_schedule: bool,
     /// Seed of every random draw (output lengths, faults, output text).
     pub seed: u64,
     /// Tokenizer counting prompts and defining output tokens.
@@ -103,6 +107,7 @@ impl SimConfig {
             step_overhead: Duration::from_micros(1500),
             step_overhead_per_seq: Duration::from_micros(10),
             speed: Speed::Realtime,
+            keep_schedule: false,
             seed: 0,
             tokenizer: Tokenizer::O200kBase,
             prefix_caching: false,
