@@ -14,17 +14,13 @@ use std::sync::atomic::{AtomicI32, Ordering::Relaxed};
 use std::time::Duration;
 
 use anyhow::Context;
-use tpscope_client::{Client, Endpoint, LiveTokens};
-use tpscope_load::{BenchSpec, Control, RunSummary, execute};
+use tpscope_load::bench::{BenchError, BenchTarget, Live, Observer, Simulated};
+use tpscope_load::{BenchSpec, Control, RunSummary};
 use tpscope_log::LogSet;
-use tpscope_model::{RunClock, Target};
-use tpscope_record::{LiveStats, RunInfo, TOOL, Writer, new_run_id, redact_url};
-use tpscope_sim::SimConfig;
 
 use crate::bench_args::BenchArgs;
 use crate::bench_config::{BenchConfig, TargetConfig, simulator_settings};
 use crate::bench_out::{self, OpenedLog, Recorded};
-use crate::bench_scrape;
 use crate::bench_sweep::print_sweep_table;
 use crate::exit::{EXIT_FAILURE, ResultExt};
 use crate::progress;
@@ -77,57 +73,10 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     // The report's settings are `tpscope report`'s own defaults.
     let mut report = ReportConfig::from_args(&ReportArgs::for_file(Path::new(&log_name)))?;
     cfg.report.apply(&mut report.analysis)?;
-    // The simulator gets a runtime (and threads) of its own, so its work does not
-    // queue behind the client's and its CPU time can be told apart.
-    let sim_rt = match &cfg.target {
-        TargetConfig::Sim(_) => Some(
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .enable_all()
-                .thread_name("tpscope-sim-http")
-                .build()
-                .failure()
-                .context("starting the simulator's runtime")?,
-        ),
-        TargetConfig::Url(_) => None,
-    };
-    let (sim, base_url) = match (&cfg.target, &sim_rt) {
-        (TargetConfig::Sim(sc), Some(srt)) => {
-            let sc = (**sc).clone();
-            let h = srt
-                .block_on(tpscope_sim::start(
-                    sc,
-                    SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
-                ))
-                .map_err(|e| anyhow::anyhow!("starting the built-in simulator: {e}"))
-                .failure()?;
-            let url = h.base_url();
-            (Some(h), url)
-        }
-        (TargetConfig::Url(u), _) => (None, u.clone()),
-        _ => unreachable!("a simulator target has its runtime"),
-    };
-    let outcome = rt.block_on(bench(
-        &cfg,
-        base_url,
-        sim.as_ref().map(|h| h.config().clone()),
-        signals,
-        log,
-        &report,
-    ));
-    if let (Some(h), Some(srt)) = (sim, sim_rt) {
-        // Bounded: a simulator that does not stop must not hang the benchmark,
-        // whose log is complete by now.
-        match srt
-            .block_on(async { tokio::time::timeout(Duration::from_secs(5), h.shutdown()).await })
-        {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => eprintln!("warning: stopping the built-in simulator: {e}"),
-            Err(_) => {
-                eprintln!("warning: the built-in simulator did not stop within 5 s; leaving it")
-            }
-        }
-        srt.shutdown_timeout(Duration::from_millis(500));
+    let (sim, target) = start_simulator(&cfg.target)?;
+    let outcome = rt.block_on(bench(&cfg, target, signals, log, &report));
+    if let Some(sim) = sim {
+        sim.stop();
     }
     let Finished {
         summaries,
@@ -136,13 +85,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     } = outcome?;
     created.keep();
     rt.shutdown_timeout(Duration::from_secs(1));
-    let total: RunSummary = summaries.iter().fold(RunSummary::default(), |mut acc, s| {
-        acc.spans += s.spans;
-        acc.ok += s.ok;
-        acc.error += s.error;
-        acc.cancelled += s.cancelled;
-        acc
-    });
+    let total = RunSummary::total(&summaries);
     let spec = &cfg.spec;
     if interrupted.is_some() && summaries.is_empty() {
         // Stopped before the measured run began (during the warm-up, or before
@@ -180,10 +123,18 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         "wrote {} spans ({} ok, {} error, {} cancelled) to {log_name}",
         total.spans, total.ok, total.error, total.cancelled,
     );
+    Ok(exit_status(spec, &summaries, interrupted))
+}
+
+/// The exit status of a bench that ran (said on standard error when it is not
+/// success): the signal's, or 1 when no request succeeded or a run's failures
+/// are above `--max-error-rate`.
+fn exit_status(spec: &BenchSpec, summaries: &[RunSummary], interrupted: Option<i32>) -> ExitCode {
+    let total = RunSummary::total(summaries);
     if let Some(signo) = interrupted {
-        return Ok(ExitCode::from(signals::exit_status(signo)));
+        return ExitCode::from(signals::exit_status(signo));
     }
-    let reasons = failure_reasons(&summaries);
+    let reasons = failure_reasons(summaries);
     if total.error > 0 && total.ok > 0 {
         // The server's own words (what broke: "--model nope" said only "no request
         // succeeded"; the reason was in the log).
@@ -194,15 +145,71 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             Some(first) => eprintln!("error: no request succeeded; {first}"),
             None => eprintln!("error: no request succeeded"),
         }
-        return Ok(ExitCode::from(EXIT_FAILURE));
+        return ExitCode::from(EXIT_FAILURE);
     }
     if let Some(max) = spec.max_error_rate
-        && let Some(line) = error_rate_exceeded(spec, &summaries, max)
+        && let Some(line) = error_rate_exceeded(spec, summaries, max)
     {
         eprintln!("error: {line}");
-        return Ok(ExitCode::from(EXIT_FAILURE));
+        return ExitCode::from(EXIT_FAILURE);
     }
-    Ok(ExitCode::SUCCESS)
+    ExitCode::SUCCESS
+}
+
+/// The built-in simulator, on a runtime (and threads) of its own, so its work
+/// does not queue behind the client's and its CPU time can be told apart.
+struct BuiltIn {
+    handle: tpscope_sim::SimHandle,
+    rt: tokio::runtime::Runtime,
+}
+
+/// Starts the built-in simulator when it is the target; the target to measure.
+fn start_simulator(target: &TargetConfig) -> anyhow::Result<(Option<BuiltIn>, BenchTarget)> {
+    let sc = match target {
+        TargetConfig::Url(u) => return Ok((None, BenchTarget::url(u.clone()))),
+        TargetConfig::Sim(sc) => (**sc).clone(),
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .thread_name("tpscope-sim-http")
+        .build()
+        .failure()
+        .context("starting the simulator's runtime")?;
+    let handle = rt
+        .block_on(tpscope_sim::start(
+            sc,
+            SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+        ))
+        .map_err(|e| anyhow::anyhow!("starting the built-in simulator: {e}"))
+        .failure()?;
+    let target = BenchTarget {
+        base_url: handle.base_url(),
+        simulator: Some(Simulated {
+            settings: simulator_settings(handle.config()),
+            max_model_len: handle.config().model.max_model_len,
+        }),
+    };
+    Ok((Some(BuiltIn { handle, rt }), target))
+}
+
+impl BuiltIn {
+    /// Stops the simulator, bounded: one that does not stop must not hang the
+    /// benchmark, whose log is complete by now.
+    fn stop(self) {
+        let h = self.handle;
+        match self
+            .rt
+            .block_on(async { tokio::time::timeout(Duration::from_secs(5), h.shutdown()).await })
+        {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => eprintln!("warning: stopping the built-in simulator: {e}"),
+            Err(_) => {
+                eprintln!("warning: the built-in simulator did not stop within 5 s; leaving it")
+            }
+        }
+        self.rt.shutdown_timeout(Duration::from_millis(500));
+    }
 }
 
 /// The report of one run, or a sweep's table, from the log as recorded.
@@ -306,89 +313,54 @@ fn error_rate_exceeded(spec: &BenchSpec, summaries: &[RunSummary], max: f64) -> 
     })
 }
 
+/// Prints the library's notes and warnings on standard error.
+struct Say;
+
+impl Observer for Say {
+    fn note(&self, line: &str) {
+        eprintln!("note: {line}");
+    }
+
+    fn warning(&self, line: &str) {
+        eprintln!("warning: {line}");
+    }
+}
+
+/// A library error as the command line says it (the flag it names, exit 1 for
+/// what went wrong while running).
+fn bench_error(e: BenchError, log_name: &str) -> anyhow::Error {
+    match e {
+        BenchError::Log(io) => Err::<(), _>(io)
+            .failure()
+            .with_context(|| format!("--out: writing {log_name}"))
+            .unwrap_err(),
+        e if e.is_failure() => Err::<(), _>(e).failure().unwrap_err(),
+        e => e.into(),
+    }
+}
+
 async fn bench(
     cfg: &BenchConfig,
-    base_url: String,
-    sim: Option<SimConfig>,
+    target: BenchTarget,
     mut signals: StopSignals,
     log: OpenedLog,
     report: &ReportConfig,
 ) -> anyhow::Result<Finished> {
     let spec = &cfg.spec;
-    let mut endpoint = Endpoint::new(
-        base_url.clone(),
-        spec.api,
-        spec.model.clone().unwrap_or_default(),
-    );
-    endpoint.api_key = spec.api_key.clone();
-    endpoint.headers = spec.headers.clone();
-    endpoint.extra_body = spec.extra_body.clone();
-    endpoint.include_usage = spec.include_usage;
-    let shown_url = redact_url(&base_url);
-    // The model's context, when known: the simulator's own, or what the server's
-    // model list says (vLLM's max_model_len).
-    let mut max_model_len = sim.as_ref().map(|s| s.model.max_model_len);
-    let mut model_root = None;
-    if endpoint.model.is_empty() {
-        let probe = Client::new(endpoint.clone(), spec.client.clone()).context("--url")?;
-        let limit = spec.model_lookup_timeout();
-        let models = tokio::time::timeout(
-            limit,
-            crate::progress::said_after_2s(
-                probe.models(),
-                format!(
-                    "waiting for {shown_url}/models to name the model (up to {} s; give --model \
-                 to skip this)",
-                    limit.as_secs_f64()
-                ),
-            ),
-        )
+    let base_url = target.base_url.clone();
+    let live = Live::default();
+    let mut connected = tpscope_load::bench::connect(spec, target, live.clone(), &Say)
         .await
-        .map_err(|_| {
-            anyhow::anyhow!(
-                "no answer within {} s: is it an OpenAI-compatible server, and up?",
-                limit.as_secs_f64()
-            )
-        })
-        .and_then(|r| Ok(r?))
-        .failure()
-        .with_context(|| {
-            format!("asking {shown_url}/models for a model (give --model to skip this)")
-        })?;
-        let first = models
-            .into_iter()
-            .next()
-            .with_context(|| format!("{shown_url}/models lists no model: give --model"))?;
-        endpoint.model = first.id;
-        max_model_len = max_model_len.or(first.max_model_len);
-        model_root = first.root;
+        .map_err(|e| bench_error(e, &log.name))?;
+    if let Some(c) = cfg.otlp.config() {
+        connected.export_otlp(c);
     }
-    let context = match max_model_len {
-        // Unmarked: lengths that cannot fit are bad input (exit 2).
-        Some(m) => spec.context_fit(m)?,
-        None => Default::default(),
-    };
-    if let Some(note) = &context.note {
-        eprintln!("note: {note}");
-    }
-    let streamed = Arc::new(LiveTokens::default());
-    let client = Arc::new(
-        Client::with_live(
-            endpoint.clone(),
-            spec.client.clone(),
-            Some(streamed.clone()),
-        )
-        .context("--url")?,
-    );
-    let live = Arc::new(LiveStats::default());
     let (sink, recorded): (Box<dyn Write + Send>, _) = if cfg.quiet {
         (log.sink, None)
     } else {
         let (tee, recorded) = bench_out::tee(log.sink, &log.name, report.read);
         (Box::new(tee), Some(recorded))
     };
-    let mut writer = Writer::to_writer(sink, spec.tokenizer, Some(live.clone()));
-    let otlp = cfg.otlp.start(&mut writer);
     let control = Control::default();
     let stopped_by = Arc::new(AtomicI32::new(0));
     let ctrlc = {
@@ -409,98 +381,17 @@ async fn bench(
         })
     };
     let scrape = cfg.server_metrics.resolve_all(&base_url).await?;
-    let progress = progress::Progress::start(live.clone(), streamed.clone(), cfg.quiet);
-    if let Some(plan) = spec.warmup_plan() {
-        let planned = plan.requests;
-        live.start_run("warm-up", planned, plan.cap);
-        streamed.reset();
-        if planned != Some(0) {
-            execute(
-                plan,
-                RunClock::start(),
-                client.clone(),
-                None,
-                live.clone(),
-                &control,
-            )
-            .await;
-        }
-    }
-    let mut summaries = Vec::new();
-    for (i, level) in spec.levels.iter().enumerate() {
-        if control.stop.is_cancelled() {
-            break;
-        }
-        let run_id = new_run_id(i);
-        let clock = RunClock::start();
-        let mut labels = spec.labels.clone();
-        if let Some(l) = &level.label {
-            labels.insert("sweep".into(), l.replace(' ', "="));
-        }
-        if let Some(root) = &model_root {
-            labels.insert(
-                tpscope_analysis::count_check::MODEL_ROOT_LABEL.into(),
-                root.clone(),
-            );
-        }
-        let mut load = spec.load_settings(i, sim.as_ref().map(simulator_settings));
-        load.context_limit = context.limit;
-        let info = RunInfo {
-            tool: TOOL.into(),
-            target: Target {
-                url: match &cfg.target {
-                    TargetConfig::Url(_) => Some(shown_url.clone()),
-                    TargetConfig::Sim(_) => None,
-                },
-                model: Some(endpoint.model.clone()),
-                api: Some(spec.api.as_str().into()),
-            },
-            cap: level.cap,
-            token_source: Some(spec.token_source()),
-            tokenizer: Some(spec.tokenizer.name().into()),
-            sample_interval: Some(spec.sample_interval),
-            // The bench's sampler writes every tick (no heartbeat).
-            sample_heartbeat: None,
-            load: serde_json::to_value(load).context("the run's load settings")?,
-            labels,
-        };
-        let rec = writer.sender();
-        rec.run(info.record(run_id.clone(), &clock));
-        live.start_run(
-            level.label.as_deref().unwrap_or(""),
-            level.requests,
-            level.cap,
-        );
-        streamed.reset();
-        let mut plan = spec.plan(level, run_id.clone());
-        plan.context = context.limit;
-        let scraper = bench_scrape::start(&scrape, &run_id, clock, rec.clone()).await;
-        let summary = execute(
-            plan,
-            clock,
-            client.clone(),
-            Some(rec.clone()),
-            live.clone(),
-            &control,
-        )
-        .await;
-        bench_scrape::stop(scraper).await;
-        rec.end(&run_id, clock.now(), live.lag.schedule_late_max());
-        rec.sync();
-        summaries.push(summary);
-    }
+    let progress = progress::Progress::start(live.stats.clone(), live.tokens.clone(), cfg.quiet);
+    let ran = connected.run(sink, &scrape, &control, &Say).await;
     progress.finish();
     ctrlc.abort();
-    writer
-        .finish()
-        .failure()
-        .with_context(|| format!("--out: writing {}", log.name))?;
-    crate::otlp_flags::warn_dropped(otlp.as_deref());
+    let ran = ran.map_err(|e| bench_error(e, &log.name))?;
+    crate::otlp_flags::warn_dropped(ran.otlp.as_deref());
     let interrupted = (control.stop.is_cancelled() || control.cancel.is_cancelled())
         .then(|| stopped_by.load(Relaxed))
         .map(|signo| if signo == 0 { 2 } else { signo });
     Ok(Finished {
-        summaries,
+        summaries: ran.summaries,
         interrupted,
         recorded,
     })

@@ -64,19 +64,19 @@ impl BenchConfig {
     /// exists is refused here, before anything runs.
     pub fn from_args(a: BenchArgs) -> anyhow::Result<BenchConfig> {
         crate::bench_out::check_inputs(&a)?;
-        let spec = BenchSpec::from_flags(a.flags())?;
+        let spec = BenchSpec::from_flags(a.flags.clone())?;
         let target = match &spec.url {
             Some(u) => TargetConfig::Url(u.clone()),
             None => {
                 let cfg = a
                     .sim
-                    .overrides(a.seed, a.tokenizer)?
+                    .overrides(a.flags.seed, a.flags.tokenizer)?
                     .resolve()
                     .map_err(|e| anyhow::anyhow!("built-in simulator (--sim-*): {e}"))?;
                 TargetConfig::Sim(Box::new(cfg))
             }
         };
-        if a.url.is_some() && a.sim.any() {
+        if a.flags.url.is_some() && a.sim.any() {
             anyhow::bail!(
                 "--sim-* flags configure the built-in simulator and cannot be used with --url"
             );

@@ -70,26 +70,27 @@ pub fn check(spec: &BenchSpec) -> anyhow::Result<()> {
 /// Refuses an `--out` or `--sim-truth-log` that is one of the run's own input
 /// files (or both on one file), even with `--overwrite`; a truth log that exists
 /// is refused without it.
-pub fn check_inputs(a: &crate::bench_args::BenchArgs) -> anyhow::Result<()> {
+pub fn check_inputs(args: &crate::bench_args::BenchArgs) -> anyhow::Result<()> {
     use crate::out_file::{Target, check};
+    let (a, sim) = (&args.flags, &args.sim);
     let mut inputs: Vec<&Path> = [
         &a.dataset,
         &a.sharegpt,
         &a.conversations,
         &a.dataset_path,
-        &a.sim.sim_config,
+        &sim.sim_config,
     ]
     .into_iter()
     .filter_map(|p| p.as_deref())
     .collect();
     inputs.extend(a.trace.as_ref().map(|(_, p)| p.as_path()));
-    let targets: Vec<Target<'_>> = [("--out", &a.out), ("--sim-truth-log", &a.sim.sim_truth_log)]
+    let targets: Vec<Target<'_>> = [("--out", &a.out), ("--sim-truth-log", &sim.sim_truth_log)]
         .into_iter()
         .filter_map(|(flag, p)| p.as_deref().map(|path| Target { flag, path }))
         .collect();
     // --out's existence is `check`'s (a FIFO is fine); here only its inputs.
     check(&targets, &inputs, true)?;
-    match a.sim.sim_truth_log.as_deref() {
+    match sim.sim_truth_log.as_deref() {
         Some(path) => check(
             &[Target {
                 flag: "--sim-truth-log",

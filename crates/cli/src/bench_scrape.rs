@@ -1,15 +1,13 @@
 //! `bench`'s and the proxy's scraping of the server's own metrics (docs/design.md §8
 //! `server_sample`) and of GPU telemetry: the `--server-metrics`,
 //! `--server-metrics-interval` and `--gpu-metrics` flags, where the server's page
-//! is (the target root's `/metrics` unless told), and one scraper per page and
-//! run, started before its first request and stopped after its last.
+//! is (the target root's `/metrics` unless told). The scrapers themselves run
+//! in the load engine's bench (`tpscope_load::bench`), one per page and run.
 
 use std::time::Duration;
 
-use tpscope_model::RunClock;
 use tpscope_model::units::parse_duration;
-use tpscope_record::WriterTx;
-use tpscope_scrape::{ScrapeSummary, Scraper, ScraperConfig, metrics_url_of};
+use tpscope_scrape::{Scraper, ScraperConfig, metrics_url_of};
 
 /// Where the server's metrics are.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -125,42 +123,6 @@ impl ServerMetricsArgs {
                     }
                 }
             }
-        }
-    }
-}
-
-/// Starts a run's scrapers, one per page (each first scrape taken before this
-/// returns).
-pub async fn start(
-    pages: &[ScraperConfig],
-    run_id: &str,
-    clock: RunClock,
-    tx: WriterTx,
-) -> Vec<Scraper> {
-    let mut out = Vec::with_capacity(pages.len());
-    for cfg in pages {
-        match Scraper::start(cfg.clone(), run_id.to_string(), clock, tx.clone()).await {
-            Ok(s) => out.push(s),
-            Err(e) => eprintln!("warning: {} is not scraped: {e}", cfg.url),
-        }
-    }
-    out
-}
-
-/// Takes each page's last scrape and stops its scraper, warning when scrapes failed.
-pub async fn stop(scrapers: Vec<Scraper>) {
-    for s in scrapers {
-        let url = s.url().to_string();
-        let summary: ScrapeSummary = tokio::task::spawn_blocking(move || s.stop())
-            .await
-            .unwrap_or_default();
-        if summary.failed > 0 || !summary.problems.is_empty() {
-            eprintln!(
-                "warning: {} of {} scrapes of {url} failed; {}",
-                summary.failed,
-                summary.failed + summary.scrapes,
-                summary.problems.join("; ")
-            );
         }
     }
 }

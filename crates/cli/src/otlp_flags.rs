@@ -2,10 +2,8 @@
 //! run writes is also exported to an OpenTelemetry collector (docs/otlp.md); the
 //! exporter itself is the recording seam's (`tpscope_record::OtlpConfig`).
 
-use std::sync::Arc;
-
 use tpscope_record::otlp::parse_header;
-use tpscope_record::{ExportStats, OtlpConfig, Writer};
+use tpscope_record::{ExportStats, OtlpConfig};
 
 /// The flags.
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -37,11 +35,6 @@ impl OtlpArgs {
             c.headers.extend(self.otlp_header.iter().cloned());
             c
         })
-    }
-
-    /// Starts exporting what `writer` writes, when asked for.
-    pub fn start(&self, writer: &mut Writer) -> Option<Arc<ExportStats>> {
-        self.config().map(|c| writer.export_otlp(c))
     }
 }
 

@@ -2,8 +2,7 @@
 //! times a second, only when stderr is a terminal and `--quiet` is not given. It
 //! reads the recorder's live counters and the client's tokens as they stream
 //! (tok/s is not only the finished requests'), and flags streams gone silent; it
-//! never owns a measurement. Also the note said when a wait before the run (the
-//! server's model list) lasts more than 2 s.
+//! never owns a measurement.
 
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
@@ -136,19 +135,6 @@ impl Drop for Progress {
         self.stop.store(true, Relaxed);
         if let Some(h) = self.handle.take() {
             let _ = h.join();
-        }
-    }
-}
-
-/// Awaits `work`; if it is not done within 2 s, says `what` on standard error
-/// (a dead server's model list was a 30 s silent wait).
-pub async fn said_after_2s<T>(work: impl std::future::Future<Output = T>, what: String) -> T {
-    tokio::pin!(work);
-    tokio::select! {
-        out = &mut work => out,
-        () = tokio::time::sleep(std::time::Duration::from_secs(2)) => {
-            eprintln!("note: {what}");
-            work.await
         }
     }
 }

@@ -5,6 +5,7 @@
 #![warn(missing_docs)]
 
 mod azure;
+pub mod bench;
 pub mod dist;
 pub mod executor;
 pub mod http;

@@ -19,7 +19,7 @@ pub mod normalize;
 pub mod scraper;
 pub mod text;
 
-pub use normalize::{Dialect, normalize};
+pub use normalize::{ServerKind, normalize};
 pub use scraper::{
     DEFAULT_INTERVAL, ScrapeSummary, Scraper, ScraperConfig, StartError, metrics_url_of,
 };

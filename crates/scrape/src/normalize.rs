@@ -16,7 +16,7 @@ use crate::text::{Exposition, PromSample};
 
 /// The servers whose names tpscope knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Dialect {
+pub enum ServerKind {
     /// vLLM V1 and the older V0 names; `tpscope sim` speaks it too.
     Vllm,
     /// SGLang.
@@ -29,26 +29,26 @@ pub enum Dialect {
     TrtLlm,
 }
 
-impl Dialect {
+impl ServerKind {
     /// The name written in the record's `server` field.
     pub fn as_str(self) -> &'static str {
         match self {
-            Dialect::Vllm => "vllm",
-            Dialect::Sglang => "sglang",
-            Dialect::Tgi => "tgi",
-            Dialect::LlamaCpp => "llamacpp",
-            Dialect::TrtLlm => "trtllm",
+            ServerKind::Vllm => "vllm",
+            ServerKind::Sglang => "sglang",
+            ServerKind::Tgi => "tgi",
+            ServerKind::LlamaCpp => "llamacpp",
+            ServerKind::TrtLlm => "trtllm",
         }
     }
 
     /// The dialect whose prefix the page's names carry first, in this order.
-    fn detect(page: &Exposition) -> Option<Dialect> {
-        const PREFIXES: [(&str, Dialect); 5] = [
-            ("vllm:", Dialect::Vllm),
-            ("sglang:", Dialect::Sglang),
-            ("tgi_", Dialect::Tgi),
-            ("llamacpp:", Dialect::LlamaCpp),
-            ("nv_trt_llm_", Dialect::TrtLlm),
+    fn detect(page: &Exposition) -> Option<ServerKind> {
+        const PREFIXES: [(&str, ServerKind); 5] = [
+            ("vllm:", ServerKind::Vllm),
+            ("sglang:", ServerKind::Sglang),
+            ("tgi_", ServerKind::Tgi),
+            ("llamacpp:", ServerKind::LlamaCpp),
+            ("nv_trt_llm_", ServerKind::TrtLlm),
         ];
         PREFIXES
             .iter()
@@ -242,13 +242,13 @@ fn trtllm(page: &Exposition, out: &mut ServerSampleRecord) {
 /// The normalised view of a page, as a `server_sample` of run `run_id` taken at
 /// `at`. An unknown server gets its raw values and no normalised ones.
 pub fn normalize(page: &Exposition, run_id: &str, at: Timestamp) -> ServerSampleRecord {
-    let dialect = Dialect::detect(page);
+    let dialect = ServerKind::detect(page);
     let names = match dialect {
-        Some(Dialect::Vllm) => &VLLM,
-        Some(Dialect::Sglang) => &SGLANG,
-        Some(Dialect::Tgi) => &TGI,
-        Some(Dialect::LlamaCpp) => &LLAMACPP,
-        Some(Dialect::TrtLlm) | None => &NONE,
+        Some(ServerKind::Vllm) => &VLLM,
+        Some(ServerKind::Sglang) => &SGLANG,
+        Some(ServerKind::Tgi) => &TGI,
+        Some(ServerKind::LlamaCpp) => &LLAMACPP,
+        Some(ServerKind::TrtLlm) | None => &NONE,
     };
     let mut raw = BTreeMap::new();
     for s in &page.samples {
@@ -272,7 +272,7 @@ pub fn normalize(page: &Exposition, run_id: &str, at: Timestamp) -> ServerSample
         raw,
         gpus: Vec::new(),
     };
-    if dialect == Some(Dialect::TrtLlm) {
+    if dialect == Some(ServerKind::TrtLlm) {
         trtllm(page, &mut out);
     }
     if dialect.is_none() && crate::dcgm::is_dcgm(page) {

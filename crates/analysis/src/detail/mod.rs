@@ -59,7 +59,7 @@ pub struct OccupancyStep {
 
 /// In-flight, queue depth and cap over the whole run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct Occupancy {
+pub struct OccupancySeries {
     /// The steps, in time order.
     pub steps: Vec<OccupancyStep>,
     /// Where the last step ends.
@@ -248,7 +248,7 @@ pub struct Detail {
     /// The steady-state window, when the run has one.
     pub steady: Option<TimeRange>,
     /// In-flight, queue depth and cap over the whole run.
-    pub occupancy: Occupancy,
+    pub occupancy: OccupancySeries,
     /// Gap time over the whole run.
     pub gaps: Vec<GapBand>,
     /// Whether `gaps` is binned (then `share` is each bin's gap fraction).

@@ -7,7 +7,7 @@ use std::time::Duration;
 use tpscope_model::Timestamp;
 
 use super::{
-    GapBand, MAX_EXACT_STEPS, MAX_GAP_INTERVALS, OCCUPANCY_BINS, Occupancy, OccupancyStep,
+    GapBand, MAX_EXACT_STEPS, MAX_GAP_INTERVALS, OCCUPANCY_BINS, OccupancySeries, OccupancyStep,
 };
 use crate::input::RunInput;
 use crate::sweep::Sweep;
@@ -17,11 +17,11 @@ use crate::sweep::Sweep;
 pub(super) fn occupancy_and_gaps(
     input: &RunInput,
     origin: Timestamp,
-) -> (Occupancy, Vec<GapBand>, bool) {
+) -> (OccupancySeries, Vec<GapBand>, bool) {
     let sweep = Sweep::new(input);
     let segments: Vec<_> = sweep.segments().collect();
     let (Some(first), Some(last)) = (segments.first(), segments.last()) else {
-        return (Occupancy::default(), Vec::new(), false);
+        return (OccupancySeries::default(), Vec::new(), false);
     };
     let (t0, t1) = (first.start.unix_nanos(), last.end.unix_nanos());
     let o = origin.unix_nanos();
@@ -44,7 +44,7 @@ pub(super) fn occupancy_and_gaps(
     let bin_of = |ns: i64| (((ns - t0) / bin_ns).clamp(0, bins - 1)) as usize;
 
     let occupancy = if segments.len() <= MAX_EXACT_STEPS {
-        Occupancy {
+        OccupancySeries {
             steps: segments
                 .iter()
                 .map(|s| OccupancyStep {
@@ -82,7 +82,7 @@ pub(super) fn occupancy_and_gaps(
                 };
             }
         }
-        Occupancy {
+        OccupancySeries {
             steps: steps
                 .into_iter()
                 .enumerate()

@@ -82,3 +82,16 @@ pub struct RunSummary {
     /// server's own words reach the user even without a report.
     pub errors: tpscope_analysis::ErrorMessages,
 }
+
+impl RunSummary {
+    /// The counts of several runs together (a sweep's levels): spans by status.
+    pub fn total(runs: &[RunSummary]) -> RunSummary {
+        runs.iter().fold(RunSummary::default(), |mut acc, s| {
+            acc.spans += s.spans;
+            acc.ok += s.ok;
+            acc.error += s.error;
+            acc.cancelled += s.cancelled;
+            acc
+        })
+    }
+}

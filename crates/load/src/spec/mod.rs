@@ -9,7 +9,9 @@
 mod context;
 mod error;
 mod flags;
+mod layout;
 mod output;
+pub mod parse;
 mod ramp;
 mod settings;
 mod sources;
@@ -27,24 +29,22 @@ use tpscope_model::units::Warmup;
 use tpscope_record::Dispatch;
 use tpscope_tokens::{Tokenizer, mix};
 
-use crate::dist::{Column, LengthDist};
 use crate::executor::RunPlan;
 use crate::retry::RetryPolicy;
-use crate::schedule::{Arrival, Schedule, scale_offsets};
-use crate::workload::prompts::{read_prompts_jsonl, read_sharegpt};
+use crate::schedule::Schedule;
+use crate::workload::Workload;
 use crate::workload::sessions::SessionPlan;
-use crate::workload::trace::TraceEntry;
-use crate::workload::{Prompt, Workload};
 
 pub use context::{ContextFit, fit as fit_context, usable as usable_context};
 pub use error::SpecError;
-pub use flags::{BadDatasetName, DatasetName, Flags};
+pub use flags::{BadDatasetName, DatasetName, Flags, Limit, defaults};
+use layout::lay_out;
 pub use output::{Output, unique_name};
 pub use settings::{
     ConnectionSettings, LoadSettings, RampSettings, SessionSettings, SimulatorSettings,
     SweepSettings, TimeoutSettings, WarmupSettings,
 };
-use sources::{dataset_name, exact_lengths, session_plan};
+use sources::{dataset_name, exact_lengths, session_plan, workload_of};
 pub use target::{ResolvedTarget, resolve_target};
 
 /// The cap of a closed loop when `--concurrency` is not given.
@@ -153,246 +153,27 @@ impl BenchSpec {
         if !(a.time_scale.is_finite() && a.time_scale > 0.0) {
             return Err(SpecError::TimeScale(a.time_scale));
         }
-        let sources = [a.dataset.is_some(), a.sharegpt.is_some(), a.trace.is_some()]
-            .iter()
-            .filter(|b| **b)
-            .count();
-        if sources > 1 {
-            return Err(SpecError::Sources);
-        }
-        if a.input_tokens.is_some() && sources > 0 {
-            return Err(SpecError::InputWithFile);
-        }
-        let tokenizer = a.tokenizer;
-        let mut trace: Option<Vec<TraceEntry>> = None;
-        let workload = if let Some(p) = &a.dataset {
-            let items = read_prompts_jsonl(p).map_err(SpecError::Dataset)?;
-            if target.api == Api::Completions
-                && let Some(i) = items
-                    .iter()
-                    .position(|i| matches!(i.prompt, Prompt::Messages(_)))
-            {
-                notes.push(format!(
-                    "--dataset {}: prompt {} holds chat messages; with --api completions their contents are joined into one prompt",
-                    p.display(),
-                    i + 1
-                ));
-            }
-            Workload::Prompts {
-                source: p.display().to_string(),
-                items: Arc::new(items),
-                output: a
-                    .output_tokens
-                    .clone()
-                    .unwrap_or(LengthDist::Azure(Column::Output)),
-            }
-        } else if let Some(p) = &a.sharegpt {
-            let items = read_sharegpt(p, tokenizer).map_err(SpecError::ShareGpt)?;
-            Workload::Prompts {
-                source: p.display().to_string(),
-                items: Arc::new(items),
-                output: a
-                    .output_tokens
-                    .clone()
-                    .unwrap_or(LengthDist::Azure(Column::Output)),
-            }
-        } else if let Some((fmt, p)) = &a.trace {
-            if a.output_tokens.is_some() {
-                return Err(SpecError::OutputWithTrace);
-            }
-            let entries = fmt.read(p).map_err(SpecError::Trace)?;
-            trace = Some(entries.clone());
-            Workload::Trace {
-                source: format!("{}:{}", fmt.name(), p.display()),
-                entries: Arc::new(entries),
-            }
-        } else if let Some(len) = a.prefix_len {
-            let (count, share) = (a.prefix_count.unwrap_or(1), a.prefix_share.unwrap_or(1.0));
-            if count == 0 || !(0.0..=1.0).contains(&share) {
-                return Err(SpecError::PrefixRange);
-            }
-            Workload::SharedPrefix {
-                count,
-                len,
-                share,
-                input: a
-                    .input_tokens
-                    .clone()
-                    .unwrap_or(LengthDist::Azure(Column::Input)),
-                output: a
-                    .output_tokens
-                    .clone()
-                    .unwrap_or(LengthDist::Azure(Column::Output)),
-            }
-        } else if a.input_tokens.is_none() && a.output_tokens.is_none() {
-            Workload::AzureChat
-        } else {
-            Workload::Synthetic {
-                input: a
-                    .input_tokens
-                    .clone()
-                    .unwrap_or(LengthDist::Azure(Column::Input)),
-                output: a
-                    .output_tokens
-                    .clone()
-                    .unwrap_or(LengthDist::Azure(Column::Output)),
-            }
-        };
-
-        if (a.prefix_count.is_some() || a.prefix_share.is_some()) && a.prefix_len.is_none()
-            || a.prefix_len.is_some() && sources > 0
-        {
-            return Err(SpecError::PrefixFlags);
-        }
+        let (workload, trace) = workload_of(&a, target.api, &mut notes)?;
         let sessions = session_plan(&a)?;
-        let arrival = match (a.arrival, a.burstiness) {
-            (Some(x), _) => x,
-            (None, Some(b)) => Arrival::from_burstiness(b),
-            (None, None) => Arrival::Poisson,
-        };
-        let open_rates: Vec<f64> = a.rate.iter().flatten().copied().collect();
-        if !open_rates.is_empty() && open_rates.len() != a.rate.len() {
-            return Err(SpecError::RateMix);
-        }
-        if a.arrival.is_some() && open_rates.is_empty() {
-            return Err(SpecError::ArrivalWithoutRate);
-        }
-        if let Some(b) = a.burstiness.filter(|b| *b != 1.0 && open_rates.is_empty()) {
-            // As in vLLM, where `--request-rate inf` sends every request at once.
-            notes.push(format!(
-                "--burstiness {b} shapes an open loop (--request-rate R); without one every request is ready at once and it has no effect"
-            ));
-        }
-        if open_rates.len() > 1 && a.concurrency.len() > 1 {
-            return Err(SpecError::TwoSweeps);
-        }
-        if trace.is_none() && a.time_scale != 1.0 {
-            return Err(SpecError::TimeScaleWithoutTrace);
-        }
-        let mut sorted = a.concurrency.clone();
-        sorted.sort_unstable();
-        sorted.dedup();
-        if sorted.len() != a.concurrency.len() {
-            return Err(SpecError::RepeatedLevel);
-        }
-        let open = !open_rates.is_empty();
-        if sessions.is_some() && (open || trace.is_some()) {
-            return Err(SpecError::SessionsOpenLoop);
-        }
-        let replay = trace.is_some() && !open;
-        let file_len = workload.len().map(|n| n as u64);
-        let default_requests = |cap: Option<u32>| -> Option<u64> {
-            if let Some(n) = a.requests {
-                // A replayed trace ends with its last entry.
-                return Some(if replay {
-                    n.min(file_len.unwrap_or(n))
-                } else {
-                    n
-                });
-            }
-            if let Some(n) = file_len {
-                return Some(n);
-            }
-            if open || a.duration.is_some() {
-                // Bounded by time: in closed loop an endless backlog.
-                return None;
-            }
-            Some((u64::from(cap.unwrap_or(DEFAULT_CONCURRENCY)) * 10).max(40))
-        };
-        let duration = match (
-            a.duration,
-            open && a.requests.is_none() && file_len.is_none(),
-        ) {
-            (Some(d), _) => Some(d),
-            (None, true) => Some(DEFAULT_OPEN_DURATION),
-            (None, false) => None,
-        };
-        if duration.is_some_and(|d| d.is_zero()) {
-            return Err(SpecError::ZeroDuration);
-        }
-        let mut levels = Vec::new();
-        let mut sweep = None;
-        if open_rates.len() > 1 {
-            sweep = Some("rate");
-            let cap = a.concurrency.first().copied();
-            let mut rs = open_rates.clone();
-            rs.sort_by(f64::total_cmp);
-            for r in rs {
-                levels.push(Level {
-                    cap,
-                    schedule: Schedule::Rate { rate: r, arrival },
-                    requests: default_requests(cap),
-                    label: Some(format!("rate {r}")),
-                    value: r,
-                });
-            }
-        } else {
-            let caps: Vec<Option<u32>> = if a.concurrency.is_empty() {
-                vec![if open || replay {
-                    None
-                } else {
-                    Some(DEFAULT_CONCURRENCY)
-                }]
-            } else {
-                sorted.iter().map(|c| Some(*c)).collect()
-            };
-            if caps.len() > 1 {
-                sweep = Some("concurrency");
-            }
-            let schedule = if let Some(&r) = open_rates.first() {
-                Schedule::Rate { rate: r, arrival }
-            } else if let Some(t) = &trace {
-                Schedule::Trace {
-                    offsets: Arc::new(scale_offsets(t.iter().map(|e| e.offset), a.time_scale)),
-                }
-            } else {
-                Schedule::Backlog
-            };
-            for cap in caps {
-                levels.push(Level {
-                    cap,
-                    schedule: schedule.clone(),
-                    requests: default_requests(cap),
-                    label: sweep.map(|_| format!("concurrency {}", cap.unwrap_or(0))),
-                    value: f64::from(cap.unwrap_or(0)),
-                });
-            }
-        }
-        if let Some(ramp) = a.ramp_up {
-            ramp::ramp_levels(
-                &mut levels,
-                ramp,
-                duration,
-                &a.concurrency,
-                sessions.is_some(),
-            )?;
-        }
+        let (levels, sweep, duration) = lay_out(
+            &a,
+            &workload,
+            trace.as_deref(),
+            sessions.is_some(),
+            &mut notes,
+        )?;
         if a.dispatch == Dispatch::Waves && levels.iter().any(|l| l.cap.is_none()) {
             return Err(SpecError::WavesWithoutCap);
         }
 
-        let mut extra_body = a.extra_body.unwrap_or_default();
+        let mut extra_body = a.extra_body.take().unwrap_or_default();
         let (ignore_eos, min_tokens) = exact_lengths(
             &mut extra_body,
-            a.ignore_eos,
+            a.ignore_eos(),
             a.output_tokens.as_ref(),
             &workload,
         );
-        let client = ClientConfig {
-            timeouts: Timeouts {
-                connect: Some(a.timeout_connect),
-                first_token: a
-                    .timeout_first_token
-                    .unwrap_or(Some(DEFAULT_FIRST_TOKEN_TIMEOUT)),
-                stall: a.timeout_stall.unwrap_or(Some(DEFAULT_STALL_TIMEOUT)),
-                total: a.timeout_total,
-            },
-            record_chunks: a.record_chunks,
-            keep_text: true,
-            rx_timestamps: a.rx_timestamps,
-            keepalive: !a.no_keepalive,
-            ..ClientConfig::default()
-        };
+        let client = client_config(&a);
         Ok(BenchSpec {
             url: target.url,
             api: target.api,
@@ -419,7 +200,7 @@ impl BenchSpec {
             drain_timeout: a.drain_timeout,
             workload: Arc::new(workload),
             sessions,
-            tokenizer,
+            tokenizer: a.tokenizer,
             warmup: a.warmup,
             out: Output::from_flag(a.out),
             overwrite: a.overwrite,
@@ -568,6 +349,25 @@ impl BenchSpec {
             .timeouts
             .first_token
             .map_or(MODEL_LOOKUP_TIMEOUT, |t| t.min(MODEL_LOOKUP_TIMEOUT))
+    }
+}
+
+/// The client's settings from the flags (the default limits where none is given).
+fn client_config(a: &Flags) -> ClientConfig {
+    ClientConfig {
+        timeouts: Timeouts {
+            connect: Some(a.timeout_connect),
+            first_token: a
+                .timeout_first_token
+                .map_or(Some(DEFAULT_FIRST_TOKEN_TIMEOUT), |l| l.0),
+            stall: a.timeout_stall.map_or(Some(DEFAULT_STALL_TIMEOUT), |l| l.0),
+            total: a.timeout_total,
+        },
+        record_chunks: a.record_chunks,
+        keep_text: true,
+        rx_timestamps: a.rx_timestamps,
+        keepalive: !a.no_keepalive,
+        ..ClientConfig::default()
     }
 }
 

@@ -2,62 +2,17 @@
 //! and the load settings serialised as the run record carries them.
 
 use super::*;
+use crate::dist::LengthDist;
+use crate::schedule::Arrival;
 use tpscope_client::RxTimestamps;
 
-/// The flags as the command line's defaults leave them.
+/// The flags as the command line's defaults leave them (with a log file named,
+/// and user-space stamps).
 fn flags() -> Flags {
     Flags {
-        url: None,
-        endpoint: None,
-        api: None,
-        model: None,
-        api_key: None,
-        headers: vec![],
-        extra_body: None,
-        no_usage: false,
-        input_tokens: None,
-        output_tokens: None,
-        dataset: None,
-        sharegpt: None,
-        dataset_name: None,
-        dataset_path: None,
-        ignore_eos: None,
-        trace: None,
-        time_scale: 1.0,
-        seed: 0,
-        same_prompts: false,
-        concurrency: vec![],
-        requests: None,
-        duration: None,
-        rate: vec![],
-        arrival: None,
-        burstiness: None,
-        ramp_up: None,
-        warmup: None,
-        dispatch: Dispatch::WorkConserving,
-        drain_timeout: Duration::from_secs(30),
-        max_retries: 0,
-        retry_backoff: Duration::from_millis(500),
-        timeout_connect: Duration::from_secs(10),
-        timeout_first_token: None,
-        timeout_stall: None,
-        timeout_total: None,
         out: Some("x.jsonl".into()),
-        overwrite: false,
-        max_error_rate: None,
-        sample_interval: Duration::from_millis(10),
-        record_chunks: false,
         rx_timestamps: RxTimestamps::User,
-        no_keepalive: false,
-        labels: vec![],
-        tokenizer: tpscope_tokens::Tokenizer::O200kBase,
-        sessions: None,
-        turns: None,
-        think_time: None,
-        conversations: None,
-        prefix_count: None,
-        prefix_len: None,
-        prefix_share: None,
+        ..Flags::default()
     }
 }
 
@@ -212,15 +167,15 @@ fn requests_get_first_token_and_stall_limits_by_default_that_none_lifts() {
     assert_eq!(t.stall, Some(DEFAULT_STALL_TIMEOUT));
     assert_eq!(s.model_lookup_timeout(), MODEL_LOOKUP_TIMEOUT);
     let s = BenchSpec::from_flags(Flags {
-        timeout_first_token: Some(None),
-        timeout_stall: Some(Some(Duration::from_secs(2))),
+        timeout_first_token: Some(Limit(None)),
+        timeout_stall: Some(Limit(Some(Duration::from_secs(2)))),
         ..flags()
     })
     .unwrap();
     assert_eq!(s.client.timeouts.first_token, None);
     assert_eq!(s.client.timeouts.stall, Some(Duration::from_secs(2)));
     let s = BenchSpec::from_flags(Flags {
-        timeout_first_token: Some(Some(Duration::from_secs(1))),
+        timeout_first_token: Some(Limit(Some(Duration::from_secs(1)))),
         ..flags()
     })
     .unwrap();
@@ -229,10 +184,12 @@ fn requests_get_first_token_and_stall_limits_by_default_that_none_lifts() {
 
 #[test]
 fn a_fixed_output_length_is_exact_unless_turned_off() {
-    let fixed = |ignore_eos, extra: Option<serde_json::Value>| {
+    // `None`: neither flag; `Some(b)`: --ignore-eos or --no-ignore-eos.
+    let fixed = |ignore_eos: Option<bool>, extra: Option<serde_json::Value>| {
         BenchSpec::from_flags(Flags {
             output_tokens: Some(LengthDist::Fixed(64)),
-            ignore_eos,
+            ignore_eos: ignore_eos == Some(true),
+            no_ignore_eos: ignore_eos == Some(false),
             extra_body: extra.map(|v| v.as_object().unwrap().clone()),
             ..flags()
         })
@@ -263,7 +220,7 @@ fn a_fixed_output_length_is_exact_unless_turned_off() {
     .unwrap();
     assert!(!s.ignore_eos && s.extra_body.is_empty());
     let s = BenchSpec::from_flags(Flags {
-        ignore_eos: Some(true),
+        ignore_eos: true,
         ..flags()
     })
     .unwrap();
