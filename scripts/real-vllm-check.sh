@@ -5,7 +5,11 @@
 # Runs, each through the release binary: a multi-turn run and a shared-prefix run
 # (vLLM's own prefix-cache hit counter must rise), an Anthropic Messages run, and a
 # bench → proxy → vLLM run; every run's output tokens must equal vLLM's
-# generation-token counter's increase.
+# generation-token counter's increase. Then a user's pipeline on the official openai
+# SDK (scripts/sdk_pipeline.py, in .venv-sdk: scripts/sdk-venv.sh) through the proxy,
+# in waves and as a worker pool: without x-tpscope-queued-at the report's inferred
+# gap must be within 0.05 of the pipeline's own (waves) or below 0.05 (pool); with
+# the header and --cap 4, the exact gap within 0.05 of it.
 set -euo pipefail
 url=${1:-http://127.0.0.1:8000}
 tok=${2:-}
@@ -67,4 +71,43 @@ check "the proxy's own log" "$dir/proxy.jsonl" "$g0"
 "$bin" report "$dir/proxy.jsonl" | grep -q "server vs client (vllm" ||
   { echo "FAIL: the proxy's report has no server section" >&2; exit 1; }
 echo "the proxy's report: server vs client from vLLM's /metrics"
+py="$root/.venv-sdk/bin/python"
+[ -x "$py" ] || bash "$root/scripts/sdk-venv.sh"
+pipeline() { # name, shape (waves|pool), header (0|1), proxy flags...
+  local name=$1 shape=$2 header=$3 port
+  shift 3
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  "$bin" proxy --upstream "$url" --listen "127.0.0.1:$port" --out "$dir/$shape$header.jsonl" \
+    "$@" 2>"$dir/$shape$header.err" & proxy_pid=$!
+  sleep 1
+  g0=$(metric vllm:generation_tokens_total)
+  "$py" "$root/scripts/sdk_pipeline.py" "http://127.0.0.1:$port/v1" --shape "$shape" --width 4 \
+    --requests 16 --tokens "${PIPELINE_TOKENS:-16}" $([ "$header" = 1 ] && echo --header) \
+    >"$dir/$shape$header.own.json"
+  kill -INT "$proxy_pid"; wait "$proxy_pid" || true; proxy_pid=
+  check "$name" "$dir/$shape$header.jsonl" "$g0"
+  "$bin" report "$dir/$shape$header.jsonl" --format json >"$dir/$shape$header.report.json"
+  python3 - "$name" "$shape" "$header" "$dir/$shape$header.own.json" "$dir/$shape$header.report.json" <<'PY'
+import json, sys
+name, shape, header, own_file, report_file = sys.argv[1:]
+own = json.load(open(own_file))["own_gap"]
+r = json.load(open(report_file))["runs"][0]
+exact, inf = r["gap_fraction"], r.get("gap_fraction_inferred")
+said = f"{name}: the pipeline's own gap {own:.3f}, the proxy's exact {exact:.3f}"
+if inf:
+    said += f", inferred {inf['value']:.3f} ({inf['method']}, width {inf['width']})"
+print(said)
+if header == "1":
+    ok = inf is None and abs(exact - own) < 0.05
+elif shape == "waves":
+    ok = inf is not None and abs(inf["value"] - own) < 0.05
+else:
+    ok = inf is not None and inf["value"] < 0.05
+sys.exit(0 if ok else f"FAIL: {name}: the proxy's gap is not the pipeline's")
+PY
+}
+pipeline "sdk waves, no header" waves 0
+pipeline "sdk pool, no header" pool 0 --cap 4
+pipeline "sdk waves, header, --cap 4" waves 1 --cap 4
+pipeline "sdk pool, header, --cap 4" pool 1 --cap 4
 echo "all checks passed against $url"

@@ -63,16 +63,9 @@ pub(crate) fn idle(
     if let (Some(exact), Some(sampled)) = (gap_fraction, gap_fraction_sampled)
         && (exact - sampled).abs() > gap_disagreement
     {
-        // A proxy samples only requests that have arrived: the queue a request
-        // states it waited in before that is in its span, never in a sample.
-        let why = if input.end.as_ref().and_then(|e| e.queued_at_stated) > Some(0) {
-            "requests stated queue times from before they reached the proxy \
-             (x-tpscope-queued-at), which samples taken at the time cannot see"
-        } else {
-            "samples may be too sparse, or spans are missing from the log"
-        };
         warnings.push(format!(
-            "exact gap fraction {exact:.4} and sampled {sampled:.4} differ by more than {gap_disagreement}: {why}"
+            "exact gap fraction {exact:.4} and sampled {sampled:.4} differ by more than \
+             {gap_disagreement}: samples may be too sparse, or spans are missing from the log"
         ));
     }
     if input.run.is_none() {
@@ -122,9 +115,12 @@ fn utilization(integrals: &Integrals, warnings: &mut Vec<String>) -> Option<f64>
 /// Without a heartbeat (one sample per tick) the fraction is the share of the
 /// window's samples that saw a gap; with one (a sample on a change and at least
 /// every heartbeat) each sample holds until the next, or the window's end, and
-/// the fraction is the share of the time they cover that was a gap.
+/// the fraction is the share of the time they cover that was a gap. Where
+/// requests stated their queue times, a sample's queue is at least the one
+/// their spans show at its instant ([`StatedQueue`]).
 fn sampled_gap(input: &RunInput, window: Option<Window>) -> (u64, Option<f64>) {
     let mut cap = input.run_cap();
+    let mut stated = StatedQueue::of(input);
     let held = input.sample_heartbeat().is_some();
     let (mut n_samples, mut n_gap) = (0u64, 0u64);
     let (mut covered_ns, mut gap_ns) = (0i64, 0i64);
@@ -145,9 +141,13 @@ fn sampled_gap(input: &RunInput, window: Option<Window>) -> (u64, Option<f64>) {
         if smp.cap.is_some() {
             cap = smp.cap;
         }
+        let queue_depth = match stated.as_mut() {
+            Some(q) => smp.queue_depth.max(q.depth_at(smp.at)),
+            None => smp.queue_depth,
+        };
         let gap = Occupancy {
             in_flight: smp.in_flight,
-            queue_depth: smp.queue_depth,
+            queue_depth,
             cap,
         }
         .is_gap();
@@ -167,6 +167,55 @@ fn sampled_gap(input: &RunInput, window: Option<Window>) -> (u64, Option<f64>) {
         hold(from, w.end, was_gap);
     }
     (n_samples, ratio(gap_ns as f64, covered_ns as f64))
+}
+
+/// The queue of a run whose requests stated when their work was ready
+/// (`x-tpscope-queued-at`, counted by the proxy's `end` record): a request is
+/// queued in its span from that instant, but a proxy samples only requests that
+/// have arrived, so its samples never counted the stretch before. The spans'
+/// queue at a sample's instant holds both the stated stretches and the
+/// arrived requests waiting for a slot (which the sample did count), so the
+/// sample's queue is the larger of the two; a sample still counts requests
+/// whose spans are missing from the log.
+struct StatedQueue {
+    /// Instants a span entered the queue, and left it, each sorted.
+    entered: Vec<Timestamp>,
+    left: Vec<Timestamp>,
+    /// How many of each lie at or before the last instant asked.
+    next: (usize, usize),
+}
+
+impl StatedQueue {
+    /// `None` unless the run's requests stated queue times.
+    fn of(input: &RunInput) -> Option<StatedQueue> {
+        if input.end.as_ref().and_then(|e| e.queued_at_stated) <= Some(0) {
+            return None;
+        }
+        // As the sweep: a span is queued over `queued_at ≤ t < dequeued_at`.
+        let (mut entered, mut left): (Vec<_>, Vec<_>) = input
+            .spans
+            .iter()
+            .filter(|s| s.dequeued_at() > s.queued_at)
+            .map(|s| (s.queued_at, s.dequeued_at()))
+            .unzip();
+        entered.sort_unstable();
+        left.sort_unstable();
+        Some(StatedQueue {
+            entered,
+            left,
+            next: (0, 0),
+        })
+    }
+
+    /// Spans queued at `at` (instants asked in order).
+    fn depth_at(&mut self, at: Timestamp) -> u32 {
+        let upto = |v: &[Timestamp], from: usize| from + v[from..].partition_point(|t| *t <= at);
+        self.next = (
+            upto(&self.entered, self.next.0),
+            upto(&self.left, self.next.1),
+        );
+        u32::try_from(self.next.0 - self.next.1).unwrap_or(u32::MAX)
+    }
 }
 
 #[cfg(test)]
@@ -277,6 +326,44 @@ mod tests {
         // Counted as if one per tick, the same samples would be far off.
         let counted = figures(&with_samples(&kept, None), &mut warnings);
         assert!((counted.gap_fraction_sampled.unwrap() - 0.25).abs() > 0.02);
+    }
+
+    #[test]
+    fn samples_follow_queue_times_stated_from_before_the_proxy_saw_the_request() {
+        // The second request says its work was ready at 0 but reached the
+        // proxy at 3 s, admitted at once: the proxy's samples never saw it
+        // queued, so without its statement they saw no gap at all.
+        let unseen: Vec<_> = ticks().into_iter().map(|(ms, i, _)| (ms, i, 0)).collect();
+        let mut input = with_samples(&unseen, None);
+        let mut warnings = Vec::new();
+        let f = figures(&input, &mut warnings);
+        assert_eq!(f.gap_fraction_sampled, Some(0.0));
+        assert!(warnings[0].contains("differ by more than"), "{warnings:?}");
+        input.end = Some(tpscope_model::EndRecord {
+            run_id: "r".into(),
+            ended_at: crate::test_support::ts(4000),
+            spans: 2,
+            ok: 2,
+            error: 0,
+            cancelled: 0,
+            samples: 401,
+            schedule_late_max: None,
+            queued_at_stated: Some(1),
+            cut_at_stop: Some(0),
+            model: None,
+        });
+        let mut warnings = Vec::new();
+        let f = figures(&input, &mut warnings);
+        // As the samples that saw the queue: 100 of 401 in 2000..3000 ms.
+        assert_eq!(f.gap_fraction_sampled, Some(100.0 / 401.0));
+        assert!(warnings.is_empty(), "{warnings:?}");
+        // Samples that counted a queue the spans do not show keep it (a span
+        // may be missing from the log).
+        let mut missing = with_samples(&ticks(), None);
+        missing.end = input.end.clone();
+        missing.spans[1] = ok_span(3000, 3000, 4000, 10);
+        let f = figures(&missing, &mut Vec::new());
+        assert_eq!(f.gap_fraction_sampled, Some(100.0 / 401.0));
     }
 
     #[test]

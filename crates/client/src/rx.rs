@@ -287,6 +287,11 @@ pub(crate) struct ReadState {
     pub plain: bool,
     /// The socket showed a backlog: take one event per read.
     pub split: bool,
+    /// A request went out and no SSE event end has been read since: reads stay
+    /// split until one is, so that a first token that waits in the socket
+    /// behind the response head (the reader held up between the two) is read
+    /// with its own arrival, not with that of the events after it.
+    pub awaiting_event: bool,
     /// The arrival of the last read's last byte (ns since the base; 0: none).
     pub prev: u64,
     /// Reads so far.
@@ -348,6 +353,7 @@ impl RxTcp {
     fn wrote(&mut self, r: &Poll<io::Result<usize>>) {
         if matches!(r, Poll::Ready(Ok(n)) if *n > 0) {
             self.state.split = true;
+            self.state.awaiting_event = true;
         }
     }
 }
@@ -533,9 +539,13 @@ mod linux {
             let tight = st.prev > 0
                 && nanos_of(fresh).saturating_sub(st.prev) <= EXACT_WITHIN.as_nanos() as u64;
             let take = if tight { n } else { split_point(peeked) };
+            let has_event = memchr::memmem::find(&peeked[..take], b"\n\n").is_some();
             let (m, stamp) = recv_stamped(fd, &mut buf[..take], 0)?;
+            if has_event && m == take {
+                st.awaiting_event = false;
+            }
             let more = m < n || n == want;
-            if !more {
+            if !more && !st.awaiting_event {
                 st.split = false;
             }
             return Ok((m, stamp, more));
@@ -608,120 +618,5 @@ mod linux {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-    #[test]
-    fn cell_is_empty_until_noted_and_only_moves_forward() {
-        let cell = RxCell::new();
-        assert_eq!(cell.latest(), None);
-        let t1 = Instant::now();
-        cell.note(t1);
-        let got = cell.latest().unwrap();
-        assert!(
-            got <= t1 && t1 - got < Duration::from_micros(1),
-            "{got:?} {t1:?}"
-        );
-        cell.note(base());
-        assert_eq!(cell.latest(), Some(got));
-    }
-
-    #[test]
-    fn read_instant_takes_the_cell_only_within_the_attempt_and_not_after_now() {
-        let start = Instant::now();
-        // No cell, or an empty one: now.
-        assert!(read_instant(None, start) >= start);
-        let cell = RxCell::new();
-        assert!(read_instant(Some(&cell), start) >= start);
-        // A stamp before the attempt's start belongs to earlier data.
-        cell.note(base());
-        let before = Instant::now();
-        assert!(read_instant(Some(&cell), before) >= before);
-        // A stamp inside the attempt is used as is.
-        let arrived = Instant::now();
-        cell.note(arrived);
-        let got = read_instant(Some(&cell), start);
-        assert!(got <= arrived && arrived - got < Duration::from_micros(1));
-        // A stamp later than now (not possible from a read, but bounded all the
-        // same) gives way to now.
-        let cell = RxCell::new();
-        cell.note(Instant::now() + Duration::from_secs(3600));
-        let t = Instant::now();
-        let got = read_instant(Some(&cell), start);
-        assert!(got >= t && got < t + Duration::from_secs(3600));
-    }
-
-    #[cfg(target_os = "linux")]
-    #[tokio::test]
-    async fn loopback_reads_carry_kernel_stamps_of_the_write_not_of_the_read() {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (sent_tx, mut sent_rx) = tokio::sync::mpsc::unbounded_channel();
-        // Answers every `g` with `hello`, telling the client when it wrote.
-        let server = tokio::spawn(async move {
-            let (mut s, _) = listener.accept().await.unwrap();
-            let mut go = [0u8; 1];
-            while s.read_exact(&mut go).await.is_ok() {
-                let _ = sent_tx.send(Instant::now());
-                s.write_all(b"hello").await.unwrap();
-            }
-        });
-        let tcp = TcpStream::connect(addr).await.unwrap();
-        let mut rx = RxTcp::new(tcp, Some(Arc::new(RxCell::new())), false);
-        let cell = rx.cell().expect("loopback TCP accepts SO_TIMESTAMPNS");
-        assert_eq!(cell.latest(), None);
-        // The kernel turns receive stamping on in deferred work when the first
-        // socket asks for it, so the first packets may come unstamped (their
-        // reads then note the read's own instant); a few rounds get past that.
-        let mut stamped = None;
-        for _ in 0..100 {
-            rx.write_all(b"g").await.unwrap();
-            // Wait until the reply has arrived, then let it sit in the socket
-            // before reading it.
-            rx.tcp.readable().await.unwrap();
-            let ready_at = Instant::now();
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            let mut got = [0u8; 5];
-            rx.read_exact(&mut got).await.unwrap();
-            let read_at = Instant::now();
-            assert_eq!(&got, b"hello");
-            let sent = sent_rx.recv().await.unwrap();
-            let arrived = cell.latest().expect("the read noted an arrival");
-            assert!(arrived <= read_at, "arrival after the read returned");
-            // A read's own instant comes after the 10 ms sleep; a kernel stamp
-            // before readiness (5 ms of slack for a preemption inside the clock
-            // conversion; such a round is just not counted).
-            if arrived <= ready_at + Duration::from_millis(5) {
-                stamped = Some((sent, arrived));
-                break;
-            }
-        }
-        drop(rx);
-        server.await.unwrap();
-        let (sent, arrived) = stamped.expect("no read in 100 carried a kernel stamp");
-        // The kernel stamped the bytes in the server's write: not before it
-        // (50 ms of slack for the wall-to-monotonic conversion).
-        assert!(
-            arrived + Duration::from_millis(50) >= sent,
-            "arrival {:?} before the write",
-            sent - arrived
-        );
-    }
-
-    #[tokio::test]
-    async fn without_a_cell_reads_are_plain() {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let server = tokio::spawn(async move {
-            let (mut s, _) = listener.accept().await.unwrap();
-            s.write_all(b"plain").await.unwrap();
-        });
-        let mut rx = RxTcp::new(TcpStream::connect(addr).await.unwrap(), None, false);
-        assert!(rx.cell().is_none());
-        let mut got = Vec::new();
-        rx.read_to_end(&mut got).await.unwrap();
-        assert_eq!(got, b"plain");
-        server.await.unwrap();
-    }
-}
+#[path = "rx_tests.rs"]
+mod tests;

@@ -323,6 +323,13 @@ impl Track {
 impl Drop for Track {
     fn drop(&mut self) {
         if !self.done {
+            // The end marker had arrived: the response was whole, whoever
+            // closed first (the openai SDK closes on `[DONE]`, often before the
+            // upstream's body has ended).
+            if self.account.is_done() {
+                self.end(Instant::now());
+                return;
+            }
             if self.rec.tally.cut_one() {
                 let msg = match self.admitted_at {
                     None => "the proxy stopped while it was queued (never sent)".to_string(),
