@@ -96,7 +96,7 @@ fn bench_exports_every_span_of_the_log_with_its_tokens_and_instants() {
 }
 
 #[test]
-fn exported_spans_imported_back_give_the_logs_tokens_ttft_and_stream_tps() {
+fn exported_spans_imported_back_give_the_logs_tokens_ttft_stream_tps_and_gap() {
     let recv = Receiver::start();
     let dir = tempfile::tempdir().unwrap();
     let full = format!("{}/v1/traces", recv.url);
@@ -126,6 +126,12 @@ fn exported_spans_imported_back_give_the_logs_tokens_ttft_and_stream_tps() {
     assert_eq!(b.distributions.ttft_user, a.distributions.ttft_user);
     assert_eq!(b.distributions.stream_tps, a.distributions.stream_tps);
     assert!(a.distributions.stream_tps.count > 0);
+    // The run's cap travels on every span: the gap fraction (16 requests at a cap
+    // of 4, none held back: 0) and the window are the log's. Without the cap the
+    // import read as uncapped and the same run showed a gap of 0.73.
+    assert_eq!(b.gap_fraction, a.gap_fraction);
+    assert_eq!(a.gap_fraction, Some(0.0));
+    assert_eq!(b.window.map(|w| w.duration), a.window.map(|w| w.duration));
 }
 
 #[test]

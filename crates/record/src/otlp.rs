@@ -15,7 +15,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use tpscope_log::import::otlp_encode::encode;
-use tpscope_model::{Span, Target};
+use tpscope_model::{RunRecord, Span};
 
 /// Why an OTLP endpoint or header was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -182,7 +182,7 @@ impl ExportStats {
 const QUEUE_FULL: &str = "the export queue was full (the collector is slower than the run)";
 const AT_CLOSE: &str = "still queued when the run closed";
 
-type Item = (Option<Arc<Target>>, Box<Span>);
+type Item = (Option<Arc<RunRecord>>, Box<Span>);
 
 /// The writer thread's end of the export queue.
 pub(crate) struct ExportTx {
@@ -192,8 +192,8 @@ pub(crate) struct ExportTx {
 
 impl ExportTx {
     /// Offers a written span to the exporter; never waits.
-    pub(crate) fn offer(&self, target: Option<Arc<Target>>, span: &Span) {
-        match self.tx.try_send((target, Box::new(span.clone()))) {
+    pub(crate) fn offer(&self, run: Option<Arc<RunRecord>>, span: &Span) {
+        match self.tx.try_send((run, Box::new(span.clone()))) {
             Ok(()) => {}
             Err(TrySendError::Full(_)) => self.stats.drop_spans(1, QUEUE_FULL),
             Err(TrySendError::Disconnected(_)) => self.stats.drop_spans(1, "the exporter stopped"),

@@ -237,9 +237,9 @@ fn writer_loop<W: Write>(
     let mut last_flush = Instant::now();
     let mut dirty = false;
     let mut finished_seq: HashMap<Arc<str>, u64> = HashMap::new();
-    // The exporter's queue, and each run's target for its spans' attributes.
+    // The exporter's queue, and each run's record for its spans' attributes.
     let mut export: Option<ExportTx> = None;
-    let mut targets: HashMap<String, Arc<Target>> = HashMap::new();
+    let mut runs: HashMap<String, Arc<RunRecord>> = HashMap::new();
     loop {
         let msg = match rx.recv_timeout(FLUSH_EVERY / 2) {
             Ok(m) => m,
@@ -274,7 +274,7 @@ fn writer_loop<W: Write>(
             }
             Msg::Run(r) => {
                 counts.entry(r.run_id.clone()).or_default();
-                targets.insert(r.run_id.clone(), Arc::new(r.target.clone()));
+                runs.insert(r.run_id.clone(), Arc::new((*r).clone()));
                 Record::Run(*r)
             }
             msg @ (Msg::Span(..) | Msg::Finished(..)) => {
@@ -354,7 +354,7 @@ fn writer_loop<W: Write>(
         }
         // After the write: the log never waits for the export.
         if let (Some(ex), Record::Span(s)) = (&export, &record) {
-            ex.offer(targets.get(&s.run_id).cloned(), s);
+            ex.offer(runs.get(&s.run_id).cloned(), s);
         }
         // Checked on every record (a clock read is small beside a record's
         // serialisation): a steady trickle of samples never times the receive out.

@@ -457,6 +457,14 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
             api: calls[0].outer.str_attr(n::OPERATION).map(str::to_string),
         };
     }
+    // tpscope's own export states its run's cap on every span: one cap for the file
+    // when they agree (the gap fraction needs it), none when they differ.
+    let mut caps = genai().map(|s| s.int_attr(&[n::CAP]));
+    if let Some(Some(first)) = caps.next()
+        && caps.all(|c| c == Some(first))
+    {
+        cx.run.cap = u32::try_from(first).ok();
+    }
     let mut lacks = Lacks::default();
     for (i, c) in calls.iter().enumerate() {
         lacks.folded += c.inner.len() as u64;

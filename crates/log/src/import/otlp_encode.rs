@@ -8,7 +8,7 @@
 //! the names are [`super::otlp_names`]'s, which the importer reads back.
 
 use serde::Serialize;
-use tpscope_model::{Span, Status, Target, Timestamp};
+use tpscope_model::{RunRecord, Span, Status, Target, Timestamp};
 
 use super::otlp_names::{self as n, INSTANTS, operation_of};
 
@@ -17,8 +17,9 @@ const KIND_CLIENT: u8 = 3;
 /// The OTLP status code `STATUS_CODE_ERROR` (`STATUS_CODE_UNSET` is 0).
 const STATUS_ERROR: u8 = 2;
 
-/// One span to encode and the target of its run (model, API, server), when known.
-pub type Item<'a> = (&'a Span, Option<&'a Target>);
+/// One span to encode and its run's record (the target: model, API, server; the
+/// cap), when known.
+pub type Item<'a> = (&'a Span, Option<&'a RunRecord>);
 
 /// The OTLP/JSON `ExportTraceServiceRequest` of `spans`, under one resource
 /// whose `service.name` is `service`.
@@ -44,7 +45,8 @@ pub fn encode<'a>(spans: impl IntoIterator<Item = Item<'a>>, service: &str) -> V
     serde_json::to_vec(&request).unwrap_or_default()
 }
 
-fn span(s: &Span, target: Option<&Target>) -> OSpan {
+fn span(s: &Span, run: Option<&RunRecord>) -> OSpan {
+    let target = run.map(|r| &r.target);
     let model = target.and_then(|t| t.model.as_deref());
     let operation = operation_of(target.and_then(|t| t.api.as_deref()));
     let mut attributes = vec![Kv::str(n::OPERATION, operation)];
@@ -86,6 +88,9 @@ fn span(s: &Span, target: Option<&Target>) -> OSpan {
     }
     if let Some(c) = s.tokenizer_output_tokens {
         attributes.push(Kv::int(n::TOKENIZER_OUTPUT_TOKENS, c));
+    }
+    if let Some(c) = run.and_then(|r| r.cap) {
+        attributes.push(Kv::int(n::CAP, u64::from(c)));
     }
     let events = INSTANTS
         .iter()

@@ -1,7 +1,9 @@
 use std::path::Path;
 
 use serde_json::Value;
-use tpscope_model::{Attempt, Cause, Span, SpanError, Status, Target, Timestamp, TokenSource};
+use tpscope_model::{
+    Attempt, Cause, RunRecord, Span, SpanError, Status, Target, Timestamp, TokenSource,
+};
 
 use super::encode;
 use crate::import::{Format, ImportOptions, import};
@@ -42,11 +44,26 @@ fn span(id: &str, status: Status) -> Span {
     }
 }
 
-fn target() -> Target {
-    Target {
-        url: Some("http://10.0.0.5:8000/v1".into()),
-        model: Some("llama-3-8b".into()),
-        api: Some("chat".into()),
+/// A run record with `target()` and a cap of 4.
+fn run() -> RunRecord {
+    RunRecord {
+        run_id: "r".into(),
+        schema: tpscope_model::SCHEMA.into(),
+        tool: "tpscope".into(),
+        started_at: t(0),
+        target: Target {
+            url: Some("http://10.0.0.5:8000/v1".into()),
+            model: Some("llama-3-8b".into()),
+            api: Some("chat".into()),
+        },
+        cap: Some(4),
+        token_source: None,
+        tokenizer: None,
+        sample_interval: None,
+        sample_heartbeat: None,
+        load: serde_json::Value::Null,
+        labels: Default::default(),
+        queue_times: Default::default(),
     }
 }
 
@@ -63,7 +80,7 @@ fn attr<'a>(span: &'a Value, key: &str) -> &'a Value {
 #[test]
 fn a_span_becomes_a_genai_client_span_in_otlp_json() {
     let ok = span("1", Status::Ok);
-    let tgt = target();
+    let tgt = run();
     let doc: Value = serde_json::from_slice(&encode([(&ok, Some(&tgt))], "tpscope")).unwrap();
     let rs = &doc["resourceSpans"][0];
     assert_eq!(rs["resource"]["attributes"][0]["key"], "service.name");
@@ -142,7 +159,7 @@ fn exported_spans_import_back_with_the_same_instants_and_counts() {
         span("2", Status::Error),
         span("3", Status::Ok),
     ];
-    let tgt = target();
+    let tgt = run();
     // Two documents, one per line, as a receiver saves two batches.
     let mut bytes = encode(spans[..2].iter().map(|s| (s, Some(&tgt))), "tpscope");
     bytes.push(b'\n');
@@ -157,6 +174,8 @@ fn exported_spans_import_back_with_the_same_instants_and_counts() {
     assert_eq!(got.spans.len(), 3);
     assert_eq!(got.run.target.model.as_deref(), Some("llama-3-8b"));
     assert_eq!(got.run.target.url.as_deref(), Some("10.0.0.5:8000"));
+    // The run's cap comes back, so the gap fraction of the import is the log's.
+    assert_eq!(got.run.cap, Some(4));
     assert_eq!(got.run.queue_times, tpscope_model::QueueTimes::Measured);
     for (a, b) in spans.iter().zip(&got.spans) {
         assert_eq!(b.request_id, a.request_id);

@@ -51,6 +51,9 @@ pub const SESSION_ID: &str = "tpscope.session_id";
 pub const TURN: &str = "tpscope.turn";
 /// The count check: the output counted by the run's tokenizer.
 pub const TOKENIZER_OUTPUT_TOKENS: &str = "tpscope.tokenizer_output_tokens";
+/// The in-flight cap of the span's run (its run record's), so the gap fraction of an
+/// import equals the log's.
+pub const CAP: &str = "tpscope.cap";
 
 /// One of tpscope's instants as a span event: its name, where the span keeps it,
 /// and where an import puts it (`None`: written for the reader, not read back).
