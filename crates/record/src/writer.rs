@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use tpscope_log::LogWriter;
 use tpscope_model::{
-    EndRecord, Record, RunRecord, SampleRecord, ServerSampleRecord, Span, Status, Target, Timestamp,
+    EndRecord, Record, RunRecord, SampleRecord, ServerSampleRecord, Span, Status, Timestamp,
 };
 use tpscope_tokens::Tokenizer;
 

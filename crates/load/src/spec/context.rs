@@ -19,13 +19,20 @@ pub struct ContextFit {
     pub note: Option<String>,
 }
 
-/// The tokens of the context kept free for the chat template and for the model's
-/// tokenizer counting the prompt differently from the one that wrote it: a tenth
-/// of the context, at least 64 tokens.
-pub fn usable(max_model_len: u32) -> u32 {
-    max_model_len
+/// The tokens of a context of `max_model_len` that requests may fill: the rest is
+/// kept free for the chat template and for the model's tokenizer counting the
+/// prompt differently from the one that wrote it. A tenth is kept (at least 64
+/// tokens); with a stand-in tokenizer (the default `o200k_base`, `own` false) only
+/// two thirds of the rest are filled, since the model's tokenizer may count the
+/// same prompt half as long again: tpscope's prompts of 1,000 and 3,000
+/// `o200k_base` tokens are 1,416–1,451 and 4,281–4,310 tokens to the tiny Llama's
+/// tokenizer (×1.42–1.45), and against real vLLM 2 of 40 default requests, fitted
+/// with only a tenth kept, failed with HTTP 400.
+pub fn usable(max_model_len: u32, own: bool) -> u32 {
+    let rest = max_model_len
         .saturating_sub((max_model_len / 10).max(64))
-        .max(2)
+        .max(2);
+    if own { rest } else { (rest / 3 * 2).max(2) }
 }
 
 /// A request's lengths shortened to fit `limit`: the output first to at most half
@@ -63,7 +70,10 @@ fn bounds(d: &LengthDist) -> (u32, Option<u32>) {
 impl BenchSpec {
     /// Fits the workload to a model context of `max_model_len` tokens.
     pub fn context_fit(&self, max_model_len: u32) -> Result<ContextFit, SpecError> {
-        let limit = usable(max_model_len);
+        // Lengths the user gave are kept as asked (a tenth of room); only the
+        // default lengths are fitted with a stand-in tokenizer's wider margin.
+        let own = matches!(self.tokenizer, tpscope_tokens::Tokenizer::Hf(_)) || self.lengths_given;
+        let limit = usable(max_model_len, own);
         let (least, most) = match &*self.workload {
             Workload::Synthetic { input, output } => {
                 let (i, o) = (bounds(input), bounds(output));
@@ -117,7 +127,13 @@ impl BenchSpec {
             note: Some(format!(
                 "the model's context is {max_model_len} tokens (max_model_len): requests of \
                  {what} longer than {limit} tokens (prompt + output) are shortened to fit, \
-                 leaving room for the chat template"
+                 leaving room for the chat template{}",
+                if own {
+                    ""
+                } else {
+                    " and for the model's tokenizer counting more tokens than o200k_base \
+                     (--tokenizer hf:PATH with the model's tokenizer.json fits more closely)"
+                }
             )),
         })
     }
@@ -133,7 +149,18 @@ mod tests {
         assert_eq!(fit(5000, 300, Some(3600)), (3300, 300));
         assert_eq!(fit(5000, 3000, Some(3600)), (1800, 1800));
         assert_eq!(fit(5000, 3000, None), (5000, 3000));
-        assert_eq!(usable(4096), 3687);
-        assert_eq!(usable(100), 36);
+        assert_eq!(usable(4096, true), 3687);
+        assert_eq!(usable(100, true), 36);
+    }
+
+    #[test]
+    fn a_stand_in_tokenizer_leaves_room_for_a_model_tokenizer_that_counts_more() {
+        // What broke: prompts o200k_base counted at about 3,000 tokens were more
+        // than the tiny Llama's 4,096-token context in its own tokens (HTTP 400):
+        // it counts them ×1.42–1.45.
+        let limit = usable(4096, false);
+        assert_eq!(limit, 2458);
+        assert!(f64::from(limit) * 1.45 < 4096.0 - 64.0);
+        assert_eq!(usable(100, false), 24);
     }
 }

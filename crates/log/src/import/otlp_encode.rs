@@ -8,7 +8,7 @@
 //! the names are [`super::otlp_names`]'s, which the importer reads back.
 
 use serde::Serialize;
-use tpscope_model::{RunRecord, Span, Status, Target, Timestamp};
+use tpscope_model::{RunRecord, Span, Status, Timestamp};
 
 use super::otlp_names::{self as n, INSTANTS, operation_of};
 
