@@ -8,27 +8,36 @@
 //! and kept; with `TPSCOPE_BENCH_TURNS=k` the spans are multi-turn sessions of k
 //! turns, as `bench --sessions` writes them). The measurement runs in a child
 //! process so that the generator's memory does not count toward the peak.
+//! The capacity ledger is then computed again on its own, to print its share of
+//! the read and analysis (docs/design.md §24: at most 5 %).
+//! `scripts/perf-compare-reader.sh` runs this and an older build's benchmark
+//! interleaved on one log and prints both speeds and their ratio.
 
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use tpscope_analysis::{Options, analyze};
+use tpscope_analysis::ledger::capacity_ledger;
+use tpscope_analysis::{Options, RunReport, Sweep, analyze};
 use tpscope_log::{LogWriter, ReadOptions, read_paths};
 use tpscope_model::{
     Attempt, Cause, Record, RunRecord, SCHEMA, SampleRecord, Span, SpanError, Status, Target,
     Timestamp, TokenSource,
 };
 
+/// The CPU time of this process (user + system), to the nanosecond: clock
+/// ticks (10 ms) were too coarse to time the ledger's share.
 fn cpu_time() -> Duration {
-    // utime + stime of this process, in clock ticks (100 Hz on Linux).
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let after = stat.rsplit_once(')').map(|x| x.1).unwrap_or("");
-    let f: Vec<&str> = after.split_whitespace().collect();
-    let ticks: u64 = f.get(11).and_then(|v| v.parse().ok()).unwrap_or(0)
-        + f.get(12).and_then(|v| v.parse().ok()).unwrap_or(0);
-    Duration::from_millis(ticks * 10)
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a valid timespec for the call to fill.
+    if unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut t) } != 0 {
+        return Duration::ZERO;
+    }
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
 }
 
 fn peak_rss_bytes() -> u64 {
@@ -197,6 +206,43 @@ fn measure(path: &PathBuf) {
         reports[0].system_tps.map(|t| t.0).unwrap_or(0.0),
         reports[0].gap_fraction
     );
+    let ledger = ledger_cpu(&set, &reports, &opts);
+    println!(
+        "ledger: {:.3} s CPU = {:.1} % of read + analysis (target ≤ 5)",
+        ledger.as_secs_f64(),
+        100.0 * ledger.as_secs_f64() / cpu.as_secs_f64().max(1e-9)
+    );
+}
+
+/// The CPU time of the capacity ledger alone (best of three), as the analysis
+/// computed it for each run: its own pass over the sweep included, the sweep's
+/// building not.
+fn ledger_cpu(set: &tpscope_log::LogSet, reports: &[RunReport], opts: &Options) -> Duration {
+    let mut best = Duration::MAX;
+    for _ in 0..3 {
+        let mut spent = Duration::ZERO;
+        for (run, report) in set.runs.iter().zip(reports) {
+            let Some(w) = report.window else { continue };
+            let sweep = Sweep::new(&run.input);
+            let buckets = report
+                .time_series
+                .as_ref()
+                .map(|t| (t.bucket, t.buckets.len()));
+            let t0 = cpu_time();
+            let c = capacity_ledger(
+                &run.input,
+                &sweep,
+                (w.start, w.end),
+                buckets,
+                opts.handoff,
+                false,
+            );
+            spent += cpu_time() - t0;
+            std::hint::black_box(c);
+        }
+        best = best.min(spent);
+    }
+    best
 }
 
 fn main() {
