@@ -9,7 +9,7 @@
 //! turns, as `bench --sessions` writes them). The measurement runs in a child
 //! process so that the generator's memory does not count toward the peak.
 //! The capacity ledger is then computed again on its own, to print what it adds
-//! to the read and analysis (docs/design.md §24: at most 5 %).
+//! to the read and analysis (docs/design.md §12: at most 5 %).
 //! `scripts/perf-compare-reader.sh` runs this and an older build's benchmark
 //! interleaved on one log and prints both speeds and their ratio.
 
