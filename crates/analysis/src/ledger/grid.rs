@@ -81,7 +81,7 @@ impl Spread {
         if t < at.end {
             return;
         }
-        if t - at.end > 4 * self.grid.b {
+        if t - at.end > self.grid.b.saturating_mul(4) {
             *at = self.at(t);
             return;
         }
