@@ -31,20 +31,28 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
     let (w0, w1) = windows.bounds();
     // Everything that needs the sweep first, so its edges are freed before the
     // per-metric vectors are built (peak memory stays near one copy of each).
-    let integrals = match window {
-        Some(_) => sweep.integrate(w0, w1),
-        None => Integrals::default(),
-    };
     let time_series = window_series(input, &sweep, window, opts.bucket, &mut warnings);
     let ramp = match (&time_series, &window) {
         (Some(ts), Some(w)) => crate::ramp::ramp_follow(input, ts, w),
         _ => None,
     };
-    let capacity = window.map(|_| {
-        let buckets = time_series.as_ref().map(|t| (t.bucket, t.buckets.len()));
-        let unmeasured = queue_unmeasured(input);
-        crate::ledger::capacity_ledger(input, &sweep, (w0, w1), buckets, opts.handoff, unmeasured)
-    });
+    // The ledger's pass over the sweep gives the idle stage's integrals too.
+    let (capacity, integrals) = match window {
+        Some(_) => {
+            let buckets = time_series.as_ref().map(|t| (t.bucket, t.buckets.len()));
+            let unmeasured = queue_unmeasured(input);
+            let (c, i) = crate::ledger::capacity_and_integrals(
+                input,
+                &sweep,
+                (w0, w1),
+                buckets,
+                opts.handoff,
+                unmeasured,
+            );
+            (Some(c), i)
+        }
+        None => (None, Integrals::default()),
+    };
     let diagnosis = window.map(|_| {
         let lag = client_lag_from_samples(
             &input.samples,

@@ -10,58 +10,20 @@ use std::time::Duration;
 use tpscope_model::{Status, Timestamp};
 
 use crate::input::RunInput;
-use crate::sweep::Sweep;
+use crate::sweep::{Integrals, Sweep};
 
 /// The default hand-off threshold (`--handoff`): a freed slot refilled within
 /// this much of work waiting was a hand-off, not held back.
 pub const DEFAULT_HANDOFF: Duration = Duration::from_millis(10);
 
 mod causes;
+mod grid;
 mod parts;
+
+use grid::{Grid, Spread};
 
 pub use causes::GapCause;
 pub use parts::*;
-
-/// Where the ledger adds up: the window `[w0, w1)` cut into `n` buckets of `b`
-/// nanoseconds (the last clipped at `w1`).
-#[derive(Clone, Copy, Debug)]
-struct Grid {
-    w0: i64,
-    w1: i64,
-    b: i64,
-    n: usize,
-}
-
-impl Grid {
-    fn idx(&self, t: i64) -> usize {
-        (((t - self.w0).max(0) / self.b) as usize).min(self.n - 1)
-    }
-
-    fn start(&self, k: usize) -> i64 {
-        self.w0 + k as i64 * self.b
-    }
-
-    fn end(&self, k: usize) -> i64 {
-        if k + 1 == self.n {
-            self.w1
-        } else {
-            self.start(k + 1)
-        }
-    }
-
-    /// Adds `weight` slots over `[s, e)` ∩ window to `part`, bucket by bucket.
-    fn spread(&self, acc: &mut [SlotNanos], part: Part, s: i64, e: i64, weight: i128) {
-        let (s, e) = (s.max(self.w0), e.min(self.w1));
-        if e <= s || weight == 0 {
-            return;
-        }
-        let (k0, k1) = (self.idx(s), self.idx(e - 1));
-        for (k, row) in acc.iter_mut().enumerate().take(k1 + 1).skip(k0) {
-            let len = e.min(self.end(k)) - s.max(self.start(k));
-            row[part.index()] += weight * i128::from(len.max(0));
-        }
-    }
-}
 
 /// A free slot waiting to be refilled: when it became free and the gap time
 /// accumulated up to then (so its own gap time is a difference).
@@ -86,7 +48,7 @@ struct FreeSlots<'a> {
     backlog_since: Option<i64>,
     /// Refills timed (count, Σ wait ns) that were hand-offs and held back.
     refills: [(u64, i128); 2],
-    acc: &'a mut [SlotNanos],
+    spread: &'a mut Spread,
 }
 
 impl FreeSlots<'_> {
@@ -130,13 +92,21 @@ impl FreeSlots<'_> {
         for k in k0..=k1 {
             let from = if k == k0 { slot.g_open } else { self.g_at[k] };
             let to = if k == k1 { self.g } else { self.g_at[k + 1] };
-            self.acc[k][part.index()] += i128::from((to - from).max(0));
+            self.spread.acc[k][part.index()] += i128::from((to - from).max(0));
         }
     }
 
     /// Makes the count of free slots `free` at `t`: new ones open, surplus
-    /// ones (the oldest) close.
+    /// ones (the oldest) close. Inlined for the common case of no change (a
+    /// call per segment showed in instruction counts).
+    #[inline(always)]
     fn set_free(&mut self, free: u32, t: i64) {
+        if self.fifo.len() != free as usize {
+            self.change_free(free, t);
+        }
+    }
+
+    fn change_free(&mut self, free: u32, t: i64) {
         while self.fifo.len() > free as usize {
             self.close(t);
         }
@@ -181,7 +151,8 @@ struct BusyFacts {
 }
 
 /// The busy parts: each admitted span's time in the window, by phase.
-fn busy(input: &RunInput, grid: &Grid, acc: &mut [SlotNanos]) -> BusyFacts {
+fn busy(input: &RunInput, spread: &mut Spread) -> BusyFacts {
+    let grid = spread.grid;
     let mut facts = BusyFacts::default();
     let mut unsplit = false;
     let retried = retries(input);
@@ -216,17 +187,20 @@ fn busy(input: &RunInput, grid: &Grid, acc: &mut [SlotNanos]) -> BusyFacts {
         };
         let connect = s.client.connect.map_or(0, |d| d.as_nanos() as i64);
         let c = edge(a.saturating_add(connect));
-        grid.spread(acc, Part::Connect, a, c, 1);
+        // The phases follow one another: each starts its walk of the buckets
+        // where the last ended.
+        let mut pos = spread.at(a.max(grid.w0));
+        spread.add(&mut pos, Part::Connect, a, c, 1);
         let mut from = c;
         if let Some(&(_, last, wait)) = retry {
             let last = edge(last.unix_nanos());
             let b = (last - wait.as_nanos() as i64).max(from);
-            grid.spread(acc, Part::Failed, from, b, 1);
-            grid.spread(acc, Part::Backoff, b, last, 1);
+            spread.add(&mut pos, Part::Failed, from, b, 1);
+            spread.add(&mut pos, Part::Backoff, b, last, 1);
             from = last;
         }
         if s.status == Status::Error {
-            grid.spread(acc, Part::Failed, from, r, 1);
+            spread.add(&mut pos, Part::Failed, from, r, 1);
             continue;
         }
         let first = s
@@ -235,9 +209,9 @@ fn busy(input: &RunInput, grid: &Grid, acc: &mut [SlotNanos]) -> BusyFacts {
             .map_or(r, |t| t.unix_nanos());
         let f = edge(first);
         let l = edge(s.last_token_at.map_or(f, |t| t.unix_nanos()));
-        grid.spread(acc, Part::FirstTokenWait, from, f, 1);
-        grid.spread(acc, Part::Generating, f, l, 1);
-        grid.spread(acc, Part::Post, l, r, 1);
+        spread.add(&mut pos, Part::FirstTokenWait, from, f, 1);
+        spread.add(&mut pos, Part::Generating, f, l, 1);
+        spread.add(&mut pos, Part::Post, l, r, 1);
     }
     facts.unsplit = unsplit;
     facts
@@ -251,17 +225,21 @@ struct FreeTotals {
     /// Gap time (work waited while a slot was free), clipped to the window.
     gap_ns: i64,
     refills: [(u64, i128); 2],
+    /// The sweep's integrals over the window, from the same pass.
+    integrals: Integrals,
 }
 
 /// The free parts, from the sweep's segments: free slots matched to admissions
 /// first in, first out.
-fn free(sweep: &Sweep, grid: Grid, handoff: Duration, acc: &mut [SlotNanos]) -> FreeTotals {
+fn free(sweep: &Sweep, handoff: Duration, spread: &mut Spread) -> FreeTotals {
+    let grid = spread.grid;
     let mut tot = FreeTotals {
         cap_ns: 0,
         above_ns: 0,
         uncapped_ns: 0,
         gap_ns: 0,
         refills: [(0, 0); 2],
+        integrals: Integrals::default(),
     };
     let mut fs = FreeSlots {
         grid,
@@ -272,8 +250,10 @@ fn free(sweep: &Sweep, grid: Grid, handoff: Duration, acc: &mut [SlotNanos]) -> 
         next_mark: 0,
         backlog_since: None,
         refills: [(0, 0); 2],
-        acc,
+        spread,
     };
+    // The bucket the last segment began in: segments come in time order.
+    let mut pos = fs.spread.at(grid.w0);
     let mut last_end = grid.w1;
     for seg in sweep.segments() {
         let (s, e) = (seg.start.unix_nanos(), seg.end.unix_nanos());
@@ -289,6 +269,7 @@ fn free(sweep: &Sweep, grid: Grid, handoff: Duration, acc: &mut [SlotNanos]) -> 
         };
         let (cs, ce) = (s.max(grid.w0), e.min(grid.w1));
         let clipped = (ce - cs).max(0);
+        tot.integrals.add(&seg, clipped);
         let g0 = fs.g;
         // The sweep's own gap predicate: work waits while a slot is free.
         let gap = seg.is_gap() && free > 0;
@@ -305,7 +286,8 @@ fn free(sweep: &Sweep, grid: Grid, handoff: Duration, acc: &mut [SlotNanos]) -> 
             None => tot.uncapped_ns += clipped,
         }
         if !seg.is_backlog() {
-            grid.spread(fs.acc, Part::NoDemand, s, e, i128::from(free));
+            fs.spread
+                .add(&mut pos, Part::NoDemand, s, e, i64::from(free));
         }
         if s >= grid.w1 && fs.fifo.is_empty() {
             break;
@@ -330,9 +312,10 @@ struct Tally {
 }
 
 fn tally(input: &RunInput, sweep: &Sweep, grid: Grid, handoff: Duration) -> Tally {
-    let mut acc = vec![[0i128; 9]; grid.n];
-    let busy = busy(input, &grid, &mut acc);
-    let tot = free(sweep, grid, handoff, &mut acc);
+    let mut spread = Spread::new(grid);
+    let busy = busy(input, &mut spread);
+    let tot = free(sweep, handoff, &mut spread);
+    let acc = spread.finish();
     let mut sum = [0i128; 9];
     for row in &acc {
         for (s, x) in sum.iter_mut().zip(row) {
@@ -357,6 +340,20 @@ pub fn capacity_ledger(
     handoff: Duration,
     queue_unmeasured: bool,
 ) -> Capacity {
+    capacity_and_integrals(input, sweep, window, buckets, handoff, queue_unmeasured).0
+}
+
+/// [`capacity_ledger`], and the sweep's integrals over the same window (equal
+/// to [`Sweep::integrate`]'s) from the same pass over its segments: the
+/// analysis needs both, and a pass of its own cost a fifth of the ledger.
+pub fn capacity_and_integrals(
+    input: &RunInput,
+    sweep: &Sweep,
+    window: (Timestamp, Timestamp),
+    buckets: Option<(Duration, usize)>,
+    handoff: Duration,
+    queue_unmeasured: bool,
+) -> (Capacity, Integrals) {
     let (w0, w1) = (window.0.unix_nanos(), window.1.unix_nanos());
     let (b, n) = match buckets {
         Some((b, n)) if n > 0 && !b.is_zero() => (b.as_nanos() as i64, n),
@@ -418,7 +415,7 @@ pub fn capacity_ledger(
             wasted_tokens: busy.wasted_tokens,
         },
     );
-    capacity
+    (capacity, tot.integrals)
 }
 
 /// Why the run cannot know part `p` (`None`: it can).

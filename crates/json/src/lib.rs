@@ -10,7 +10,7 @@ mod number;
 mod string;
 
 pub use number::{Number, NumberError, number};
-pub use string::{hex4, plain_len, unescape_into};
+pub use string::{hex4, plain_ascii_len, plain_len, unescape_into};
 
 /// The deepest nesting either scanner accepts (serde_json's default recursion
 /// limit).

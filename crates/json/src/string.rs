@@ -20,17 +20,30 @@ fn string_stops(w: u64) -> u64 {
 /// `\` or a control byte), eight at a time.
 #[inline]
 pub fn plain_len(b: &[u8]) -> usize {
+    plain_run::<false>(b)
+}
+
+/// As [`plain_len`], stopping at any byte that is not ASCII too: what it passes
+/// over is valid UTF-8 without a check (a whole-line check cost the fast
+/// reader 8 % of its time).
+#[inline]
+pub fn plain_ascii_len(b: &[u8]) -> usize {
+    plain_run::<true>(b)
+}
+
+#[inline(always)]
+fn plain_run<const ASCII: bool>(b: &[u8]) -> usize {
     let mut pos = 0;
     while let Some(chunk) = b.get(pos..pos + 8) {
         let w = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
-        let stops = string_stops(w);
+        let stops = string_stops(w) | if ASCII { w & HIGHS } else { 0 };
         if stops != 0 {
             return pos + (stops.trailing_zeros() / 8) as usize;
         }
         pos += 8;
     }
     while let Some(&c) = b.get(pos) {
-        if c == b'"' || c == b'\\' || c < 0x20 {
+        if c == b'"' || c == b'\\' || c < 0x20 || (ASCII && c >= 0x80) {
             return pos;
         }
         pos += 1;
@@ -120,6 +133,21 @@ mod tests {
         assert_eq!(plain_len(b"ab\\"), 2);
         assert_eq!(plain_len(b"abcdefgh\tij"), 8);
         assert_eq!(plain_len("é plain".as_bytes()), 8);
+    }
+
+    #[test]
+    fn ascii_runs_stop_at_the_first_byte_that_is_not_ascii_too() {
+        for at in 0..20 {
+            let mut text = "x".repeat(at);
+            text.push_str("é\"");
+            assert_eq!(plain_ascii_len(text.as_bytes()), at, "{text}");
+            assert_eq!(plain_len(text.as_bytes()), at + 2, "{text}");
+            // Before a quote, a backslash or a control byte, those stop it.
+            let stop = format!("{}\"é", "y".repeat(at));
+            assert_eq!(plain_ascii_len(stop.as_bytes()), at);
+        }
+        assert_eq!(plain_ascii_len(b"abcdefghij\tk"), 10);
+        assert_eq!(plain_ascii_len(b"plain ascii to the end"), 22);
     }
 
     #[test]

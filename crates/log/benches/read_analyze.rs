@@ -8,27 +8,36 @@
 //! and kept; with `TPSCOPE_BENCH_TURNS=k` the spans are multi-turn sessions of k
 //! turns, as `bench --sessions` writes them). The measurement runs in a child
 //! process so that the generator's memory does not count toward the peak.
+//! The capacity ledger is then computed again on its own, to print what it adds
+//! to the read and analysis (docs/design.md §12: at most 5 %).
+//! `scripts/perf-compare-reader.sh` runs this and an older build's benchmark
+//! interleaved on one log and prints both speeds and their ratio.
 
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use tpscope_analysis::{Options, analyze};
+use tpscope_analysis::ledger::capacity_and_integrals;
+use tpscope_analysis::{Options, RunReport, Sweep, analyze};
 use tpscope_log::{LogWriter, ReadOptions, read_paths};
 use tpscope_model::{
     Attempt, Cause, Record, RunRecord, SCHEMA, SampleRecord, Span, SpanError, Status, Target,
     Timestamp, TokenSource,
 };
 
+/// The CPU time of this process (user + system), to the nanosecond: clock
+/// ticks (10 ms) were too coarse to time the ledger's share.
 fn cpu_time() -> Duration {
-    // utime + stime of this process, in clock ticks (100 Hz on Linux).
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let after = stat.rsplit_once(')').map(|x| x.1).unwrap_or("");
-    let f: Vec<&str> = after.split_whitespace().collect();
-    let ticks: u64 = f.get(11).and_then(|v| v.parse().ok()).unwrap_or(0)
-        + f.get(12).and_then(|v| v.parse().ok()).unwrap_or(0);
-    Duration::from_millis(ticks * 10)
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a valid timespec for the call to fill.
+    if unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut t) } != 0 {
+        return Duration::ZERO;
+    }
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
 }
 
 fn peak_rss_bytes() -> u64 {
@@ -197,6 +206,47 @@ fn measure(path: &PathBuf) {
         reports[0].system_tps.map(|t| t.0).unwrap_or(0.0),
         reports[0].gap_fraction
     );
+    let ledger = ledger_cpu(&set, &reports, &opts);
+    println!(
+        "ledger: {:.3} s CPU = {:.1} % of read + analysis (target ≤ 5)",
+        ledger.as_secs_f64(),
+        100.0 * ledger.as_secs_f64() / cpu.as_secs_f64().max(1e-9)
+    );
+}
+
+/// What the capacity ledger adds to the analysis, in CPU time (best of five):
+/// the ledger's pass over the sweep (which gives the idle stage its integrals
+/// too) less the pass the analysis makes for the integrals without it.
+fn ledger_cpu(set: &tpscope_log::LogSet, reports: &[RunReport], opts: &Options) -> Duration {
+    let mut best = (Duration::MAX, Duration::MAX);
+    for _ in 0..5 {
+        let mut spent = (Duration::ZERO, Duration::ZERO);
+        for (run, report) in set.runs.iter().zip(reports) {
+            let Some(w) = report.window else { continue };
+            let sweep = Sweep::new(&run.input);
+            let buckets = report
+                .time_series
+                .as_ref()
+                .map(|t| (t.bucket, t.buckets.len()));
+            let t0 = cpu_time();
+            let with = capacity_and_integrals(
+                &run.input,
+                &sweep,
+                (w.start, w.end),
+                buckets,
+                opts.handoff,
+                false,
+            );
+            let t1 = cpu_time();
+            let without = sweep.integrate(w.start, w.end);
+            spent.0 += t1 - t0;
+            spent.1 += cpu_time() - t1;
+            assert_eq!(with.1, without, "the ledger's integrals are the sweep's");
+            std::hint::black_box(with);
+        }
+        best = (best.0.min(spent.0), best.1.min(spent.1));
+    }
+    best.0.saturating_sub(best.1)
 }
 
 fn main() {

@@ -8,7 +8,7 @@ use std::num::NonZeroU32;
 use std::time::Duration;
 
 use tpscope_analysis::{ClientFacts, SampleFacts, SpanFacts};
-use tpscope_json::plain_len;
+use tpscope_json::{plain_ascii_len, plain_len};
 use tpscope_model::{
     Cause, HourCache, MAX_PLAUSIBLE_TOKENS, Status, Timestamp, TokenSource, check_lifecycle,
 };
@@ -63,14 +63,10 @@ pub(crate) enum FastRecord<'a> {
 /// Reads one line (without its line break) written in tpscope's own form; `None`
 /// when the line is anything else, valid or not (including text that is not UTF-8).
 pub(crate) fn fast_record<'a>(line: &'a [u8], hours: &mut HourCache) -> Option<FastRecord<'a>> {
-    // Validated once for the whole line, so that strings are slices of it (a
-    // check per string cost more than this).
-    let text = std::str::from_utf8(line).ok()?;
-    let mut c = Cursor {
-        text,
-        b: line,
-        pos: 0,
-    };
+    // Not validated as UTF-8 as a whole: everything outside strings must match
+    // ASCII literals, digits and timestamps, and every string is checked as
+    // it is read, so a line this accepts is valid UTF-8.
+    let mut c = Cursor { b: line, pos: 0 };
     let record = if c.lit(b"{\"kind\":\"span\"") && c.lit(key::run_id) {
         span(&mut c, hours)?
     } else if c.lit(b"{\"kind\":\"sample\",\"run_id\":") {
@@ -318,8 +314,6 @@ fn attempt(
 
 /// A position in a line.
 struct Cursor<'a> {
-    text: &'a str,
-    /// `text` as bytes.
     b: &'a [u8],
     pos: usize,
 }
@@ -348,14 +342,21 @@ impl<'a> Cursor<'a> {
     fn str(&mut self) -> Option<&'a str> {
         self.need(b"\"")?;
         let start = self.pos;
-        self.pos += plain_len(&self.b[start..]);
-        // Escapes and control bytes (invalid raw) are for the general path.
-        if self.b.get(self.pos) != Some(&b'"') {
-            return None;
-        }
-        // Both ends are at ASCII bytes, so on character boundaries.
-        let s = self.text.get(start..self.pos)?;
-        self.pos += 1;
+        let rest = &self.b[start..];
+        let ascii = plain_ascii_len(rest);
+        let s = if rest.get(ascii) == Some(&b'"') {
+            // SAFETY: `plain_ascii_len` passed only ASCII bytes.
+            unsafe { std::str::from_utf8_unchecked(&rest[..ascii]) }
+        } else {
+            // Not ASCII: checked here. Escapes and control bytes (invalid raw)
+            // are for the general path.
+            let len = plain_len(rest);
+            if rest.get(len) != Some(&b'"') {
+                return None;
+            }
+            std::str::from_utf8(&rest[..len]).ok()?
+        };
+        self.pos = start + s.len() + 1;
         Some(s)
     }
 
@@ -432,7 +433,10 @@ impl<'a> Cursor<'a> {
     fn secs(&mut self) -> Option<Duration> {
         let start = self.pos;
         self.number()?;
-        let v: f64 = self.text.get(start..self.pos)?.parse().ok()?;
+        let v: f64 = std::str::from_utf8(&self.b[start..self.pos])
+            .ok()?
+            .parse()
+            .ok()?;
         Duration::try_from_secs_f64(v).ok()
     }
 

@@ -348,6 +348,8 @@ proptest! {
         // Free parts are the sweep's free slot-time; hand-off and held back
         // its gap.
         let integ = sweep.integrate(Timestamp::from_unix_nanos(w0), Timestamp::from_unix_nanos(w1));
+        // The ledger's own pass gives the idle stage the same integrals.
+        prop_assert_eq!(t.tot.integrals, integ);
         prop_assert!((t.tot.cap_ns as f64 - integ.cap_ns).abs() < 1.0);
         let busy: i128 = Part::ALL.iter().filter(|p| !p.is_free()).map(|p| t.sum[p.index()]).sum();
         prop_assert!((busy as f64 - integ.in_flight_ns).abs() < 1.0);

@@ -130,67 +130,25 @@ pub(super) fn documents(bytes: &[u8]) -> Vec<&[u8]> {
 }
 
 pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
-    let f: File = serde_json::from_slice(bytes)
+    let mut f: File = serde_json::from_slice(bytes)
         .map_err(|e| cx.not_format(format!("{e} (expected the JSON object of --save-result)")))?;
     let ttfts = f
         .ttfts
+        .take()
         .ok_or_else(|| cx.not_format("no `ttfts`: save it with --save-result --save-detailed"))?;
     let n = ttfts.len();
-    let need = |name: &str, len: Option<usize>| -> Result<(), ImportError> {
-        match len {
-            None => Err(cx.not_format(format!(
-                "no `{name}`: save it with --save-result --save-detailed"
-            ))),
-            Some(l) if l != n => {
-                Err(cx.not_format(format!("`{name}` has {l} entries but `ttfts` has {n}")))
-            }
-            _ => Ok(()),
-        }
-    };
-    need("itls", f.itls.as_ref().map(Vec::len))?;
-    need("output_lens", f.output_lens.as_ref().map(Vec::len))?;
+    check_columns(cx, &f, n)?;
     let (itls, output_lens) = (
-        f.itls.unwrap_or_default(),
-        f.output_lens.unwrap_or_default(),
+        f.itls.take().unwrap_or_default(),
+        f.output_lens.take().unwrap_or_default(),
     );
     let latencies = f.latencies.as_deref();
-    for (name, col) in [
-        ("latencies", latencies.map(<[_]>::len)),
-        ("input_lens", f.input_lens.as_ref().map(Vec::len)),
-        ("errors", f.errors.as_ref().map(Vec::len)),
-        ("start_times", f.start_times.as_ref().map(Vec::len)),
-        ("queue_times", f.queue_times.as_ref().map(Vec::len)),
-    ] {
-        if col.is_some() {
-            need(name, col)?;
-        }
-    }
-
     let anchor = f
         .date
         .as_deref()
         .and_then(|d| date(d).or_else(|| Timestamp::parse_rfc3339(d).ok()))
         .unwrap_or(lanes::DEFAULT_ANCHOR);
-    let version = f.backend.as_deref().unwrap_or("openai");
-    cx.run.tool = format!("vllm bench serve (backend {version})");
-    cx.run.target = Target {
-        url: None,
-        model: f.model_id.clone(),
-        api: Some(format!("vllm-bench:{version}")),
-    };
-    cx.run.cap = f.max_concurrency;
-    cx.run.token_source = Some(TokenSource::Usage);
-    cx.run.tokenizer = f.tokenizer_id.clone();
-    cx.run.load = serde_json::json!({
-        "num_prompts": f.num_prompts,
-        "request_rate": f.request_rate,
-        "burstiness": f.burstiness,
-        "max_concurrency": f.max_concurrency,
-        "duration_s": f.duration,
-        "peak_output_tokens_per_s": f.max_output_tokens_per_s,
-        "peak_concurrent_requests": f.max_concurrent_requests,
-    });
-    cx.queue_known = f.queue_times.is_some() && f.start_times.is_some();
+    describe_run(cx, &f);
 
     let starts = f.start_times.as_deref();
     let origin = starts
@@ -284,11 +242,72 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
             Err(e) => cx.reject(e)?,
         }
     }
-    if starts.is_none() {
+    warn(cx, &f);
+    Ok(())
+}
+
+/// Checks that each column has one entry per request (`itls` and
+/// `output_lens` are required; the others where given).
+fn check_columns(cx: &Cx<'_>, f: &File, n: usize) -> Result<(), ImportError> {
+    let need = |name: &str, len: Option<usize>| -> Result<(), ImportError> {
+        match len {
+            None => Err(cx.not_format(format!(
+                "no `{name}`: save it with --save-result --save-detailed"
+            ))),
+            Some(l) if l != n => {
+                Err(cx.not_format(format!("`{name}` has {l} entries but `ttfts` has {n}")))
+            }
+            _ => Ok(()),
+        }
+    };
+    need("itls", f.itls.as_ref().map(Vec::len))?;
+    need("output_lens", f.output_lens.as_ref().map(Vec::len))?;
+    for (name, col) in [
+        ("latencies", f.latencies.as_ref().map(Vec::len)),
+        ("input_lens", f.input_lens.as_ref().map(Vec::len)),
+        ("errors", f.errors.as_ref().map(Vec::len)),
+        ("start_times", f.start_times.as_ref().map(Vec::len)),
+        ("queue_times", f.queue_times.as_ref().map(Vec::len)),
+    ] {
+        if col.is_some() {
+            need(name, col)?;
+        }
+    }
+    Ok(())
+}
+
+/// The run record's tool, target, cap, token source and load from the file.
+fn describe_run(cx: &mut Cx<'_>, f: &File) {
+    let version = f.backend.as_deref().unwrap_or("openai");
+    cx.run.tool = format!("vllm bench serve (backend {version})");
+    cx.run.target = Target {
+        url: None,
+        model: f.model_id.clone(),
+        api: Some(format!("vllm-bench:{version}")),
+    };
+    cx.run.cap = f.max_concurrency;
+    cx.run.token_source = Some(TokenSource::Usage);
+    cx.run.tokenizer = f.tokenizer_id.clone();
+    cx.run.load = serde_json::json!({
+        "num_prompts": f.num_prompts,
+        "request_rate": f.request_rate,
+        "burstiness": f.burstiness,
+        "max_concurrency": f.max_concurrency,
+        "duration_s": f.duration,
+        "peak_output_tokens_per_s": f.max_output_tokens_per_s,
+        "peak_concurrent_requests": f.max_concurrent_requests,
+    });
+    cx.queue_known = f.queue_times.is_some() && f.start_times.is_some();
+}
+
+/// What the import assumed or kept aside: placed requests, latencies
+/// computed, vLLM's own peaks.
+fn warn(cx: &mut Cx<'_>, f: &File) {
+    if f.start_times.is_none() {
         cx.warnings
             .push(lanes::placed_warning(cx.file, "vllm", "start_times"));
     }
-    if latencies.is_none() {
+    if f.latencies.is_none() {
         cx.warnings.push(format!(
             "{}: this vLLM result has no `latencies`: each request's latency is its TTFT \
              plus the sum of its ITLs, so it ends at its last token",
@@ -318,5 +337,4 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
             cx.file.display()
         ));
     }
-    Ok(())
 }

@@ -454,6 +454,38 @@ fn fast_path_declines_what_only_the_general_path_reads() {
     }
 }
 
+/// The fast path no longer checks a whole line as UTF-8 before reading it: a
+/// string that is not UTF-8 (cut off, overlong, a lone continuation byte,
+/// after ASCII or after valid text) must still decline the line, and a valid
+/// one read as it is.
+#[test]
+fn fast_path_declines_strings_that_are_not_utf8_without_a_whole_line_check() {
+    let line = |run_id: &[u8]| {
+        let mut b = br#"{"kind":"sample","run_id":""#.to_vec();
+        b.extend_from_slice(run_id);
+        b.extend_from_slice(
+            br#"","at":"2026-01-01T00:00:00.000000000Z","in_flight":1,"queue_depth":0}"#,
+        );
+        b
+    };
+    for bad in [
+        &b"r\xc3"[..],
+        b"\xc3",
+        b"abcdefgh\xe2\x82",
+        b"\xc0\xaf",
+        b"\x80abc",
+        "é".as_bytes().split_last().unwrap().1,
+        b"\xed\xa0\x80",
+        b"\xff",
+    ] {
+        assert!(fast(&line(bad)).is_none(), "{bad:?}");
+    }
+    let good = line("räksmörgås-ñ-€".as_bytes());
+    let text = std::str::from_utf8(&good).unwrap();
+    assert!(fast(&good).is_some());
+    assert_eq!(fast(&good), general(text));
+}
+
 /// The fast path takes its keys from the model's lists: a span with every field
 /// but `chunks` set (and every field of its attempt), as tpscope writes it, is read
 /// by the fast path alike.

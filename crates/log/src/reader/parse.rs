@@ -301,29 +301,8 @@ fn parse_run(
 }
 
 fn parse_span<'l>(line: &'l Line<'_>, unit: Option<TimeUnit>) -> FieldResult<Parsed<'l>> {
-    let span_id: Cow<'l, str> = match required("span_id", &line.span_id)? {
-        Scalar::Str(s) if !s.is_empty() => Cow::Borrowed(s.as_ref()),
-        Scalar::U(n) => Cow::Owned(n.to_string()),
-        other => {
-            return Err(problem(
-                "span_id",
-                "wrong_type",
-                format!("expected a non-empty string, found {}", other.describe()),
-            ));
-        }
-    };
-    let status = match as_str("status", required("status", &line.status)?)? {
-        "ok" => Status::Ok,
-        "error" => Status::Error,
-        "cancelled" => Status::Cancelled,
-        other => {
-            return Err(problem(
-                "status",
-                "unknown_value",
-                format!("unknown status `{other}` (expected ok, error or cancelled)"),
-            ));
-        }
-    };
+    let span_id = span_id_of(line)?;
+    let status = status_of(line)?;
     let queued_at = req_time("queued_at", &line.queued_at, unit)?;
     let admitted_at = opt_time("admitted_at", &line.admitted_at, unit)?;
     let first_token_at = opt_time("first_token_at", &line.first_token_at, unit)?;
@@ -345,7 +324,7 @@ fn parse_span<'l>(line: &'l Line<'_>, unit: Option<TimeUnit>) -> FieldResult<Par
             return Err(wrong_nested("error", "an object {cause, message}", v));
         }
     };
-    check_lifecycle(Lifecycle {
+    lifecycle_of(Lifecycle {
         status,
         queued_at,
         admitted_at,
@@ -354,14 +333,6 @@ fn parse_span<'l>(line: &'l Line<'_>, unit: Option<TimeUnit>) -> FieldResult<Par
         released_at,
         output_tokens,
         has_error: error_cause.is_some(),
-    })
-    .map_err(|e| {
-        let category = if e.problem.contains(" before ") {
-            "out_of_order"
-        } else {
-            "implausible"
-        };
-        problem(e.field, category, e.problem)
     })?;
     if let Some(n) = input_tokens
         && n > tpscope_model::MAX_PLAUSIBLE_TOKENS
@@ -376,44 +347,12 @@ fn parse_span<'l>(line: &'l Line<'_>, unit: Option<TimeUnit>) -> FieldResult<Par
         .map(|v| as_u32("retry_count", v))
         .transpose()?
         .unwrap_or(0);
-    let retry_causes = match &line.retry_causes {
-        Some(Nested::Value(list)) => {
-            let causes = list
-                .iter()
-                .map(|c| cause_of("retry_causes", c))
-                .collect::<FieldResult<Vec<_>>>()?;
-            if !causes.is_empty() && causes.len() != retry_count as usize {
-                return Err(problem(
-                    "retry_causes",
-                    "inconsistent",
-                    format!("{} causes for retry_count {retry_count}", causes.len()),
-                ));
-            }
-            causes
-        }
-        None | Some(Nested::Scalar(Scalar::Null)) => Vec::new(),
-        Some(Nested::Scalar(v)) => {
-            return Err(wrong_nested("retry_causes", "an array of cause names", v));
-        }
-    };
-    let mut wasted_tokens = 0;
-    let mut last_attempt_at = None;
-    let mut client = ClientFacts::default();
-    let (mut between, mut prev_end) = (std::time::Duration::ZERO, None);
-    attempts_of(line, unit, |i, _, a| {
-        if a.cause.is_some() {
-            wasted_tokens += a.tokens;
-        }
-        if i > 0 {
-            if let (Some(s), Some(e)) = (a.started, prev_end) {
-                between += s.since(e).unwrap_or_default();
-            }
-            last_attempt_at = a.started.map(|s| (s, between));
-        }
-        prev_end = a.ended;
-        client.add(a.client);
-        Ok(())
-    })?;
+    let retry_causes = retry_causes_of(line, retry_count)?;
+    let AttemptTotals {
+        wasted_tokens,
+        last_attempt_at,
+        client,
+    } = attempt_totals(line, unit)?;
     let chunks = match line.chunks {
         Some(raw) => parse_json::<Option<Vec<tpscope_model::ChunkMark>>>(
             "chunks",
@@ -461,6 +400,100 @@ fn parse_span<'l>(line: &'l Line<'_>, unit: Option<TimeUnit>) -> FieldResult<Par
             line.extras.tokenizer_output_tokens,
         )?,
     })
+}
+
+/// A span's `span_id`: a non-empty string, or a whole number read as one.
+fn span_id_of<'l>(line: &'l Line<'_>) -> FieldResult<Cow<'l, str>> {
+    match required("span_id", &line.span_id)? {
+        Scalar::Str(s) if !s.is_empty() => Ok(Cow::Borrowed(s.as_ref())),
+        Scalar::U(n) => Ok(Cow::Owned(n.to_string())),
+        other => Err(problem(
+            "span_id",
+            "wrong_type",
+            format!("expected a non-empty string, found {}", other.describe()),
+        )),
+    }
+}
+
+fn status_of(line: &Line<'_>) -> FieldResult<Status> {
+    match as_str("status", required("status", &line.status)?)? {
+        "ok" => Ok(Status::Ok),
+        "error" => Ok(Status::Error),
+        "cancelled" => Ok(Status::Cancelled),
+        other => Err(problem(
+            "status",
+            "unknown_value",
+            format!("unknown status `{other}` (expected ok, error or cancelled)"),
+        )),
+    }
+}
+
+/// The model's lifecycle check, its failure named out of order or implausible.
+fn lifecycle_of(l: Lifecycle) -> FieldResult<()> {
+    check_lifecycle(l).map_err(|e| {
+        let category = if e.problem.contains(" before ") {
+            "out_of_order"
+        } else {
+            "implausible"
+        };
+        problem(e.field, category, e.problem)
+    })
+}
+
+/// `retry_causes`: one cause per retry when given.
+fn retry_causes_of(line: &Line<'_>, retry_count: u32) -> FieldResult<Vec<Cause>> {
+    match &line.retry_causes {
+        Some(Nested::Value(list)) => {
+            let causes = list
+                .iter()
+                .map(|c| cause_of("retry_causes", c))
+                .collect::<FieldResult<Vec<_>>>()?;
+            if !causes.is_empty() && causes.len() != retry_count as usize {
+                return Err(problem(
+                    "retry_causes",
+                    "inconsistent",
+                    format!("{} causes for retry_count {retry_count}", causes.len()),
+                ));
+            }
+            Ok(causes)
+        }
+        None | Some(Nested::Scalar(Scalar::Null)) => Ok(Vec::new()),
+        Some(Nested::Scalar(v)) => Err(wrong_nested("retry_causes", "an array of cause names", v)),
+    }
+}
+
+/// What the analysis keeps of a span's attempts.
+struct AttemptTotals {
+    /// Tokens of the attempts that did not end ok.
+    wasted_tokens: u64,
+    /// When the last attempt started and the time between attempts, for a
+    /// span with several.
+    last_attempt_at: Option<(Timestamp, std::time::Duration)>,
+    client: ClientFacts,
+}
+
+fn attempt_totals(line: &Line<'_>, unit: Option<TimeUnit>) -> FieldResult<AttemptTotals> {
+    let mut t = AttemptTotals {
+        wasted_tokens: 0,
+        last_attempt_at: None,
+        client: ClientFacts::default(),
+    };
+    let (mut between, mut prev_end) = (std::time::Duration::ZERO, None);
+    attempts_of(line, unit, |i, _, a| {
+        if a.cause.is_some() {
+            t.wasted_tokens += a.tokens;
+        }
+        if i > 0 {
+            if let (Some(s), Some(e)) = (a.started, prev_end) {
+                between += s.since(e).unwrap_or_default();
+            }
+            t.last_attempt_at = a.started.map(|s| (s, between));
+        }
+        prev_end = a.ended;
+        t.client.add(a.client);
+        Ok(())
+    })?;
+    Ok(t)
 }
 
 /// A count kept as JSON text (`null` is not given), checked.
