@@ -222,6 +222,9 @@ impl Walk {
         let (mut pend_gap, mut pend_slot, mut releases) = (0i64, 0f64, 0u64);
         let mut last_release: Option<i64> = None;
         let mut in_burst = false;
+        // The current burst's claim on the free time before it, settled when
+        // the burst has ended (its size is known then).
+        let mut claim: Option<Claim> = None;
         for &(t, d) in events {
             if releases > 0 {
                 let dt = self.clip(prev_t, t);
@@ -235,16 +238,20 @@ impl Walk {
             if d > 0 {
                 if !in_burst {
                     self.bursts += 1;
-                    if let Some(r) = last_release
-                        && t - r <= self.prompt_ns
-                    {
-                        self.prompted += 1;
-                        self.releases_before_prompted += releases;
-                        self.gap_ns += pend_gap;
-                        self.slot_ns += pend_slot;
-                    }
+                    self.settle(claim.take());
+                    claim = last_release.map(|r| Claim {
+                        gap: pend_gap,
+                        slot: pend_slot,
+                        releases,
+                        timely: t - r <= self.prompt_ns,
+                        from_empty: n == 0,
+                        size: 0,
+                    });
                     (pend_gap, pend_slot, releases, last_release) = (0, 0.0, 0, None);
                     in_burst = true;
+                }
+                if let Some(c) = claim.as_mut() {
+                    c.size += 1;
                 }
                 n += 1;
             } else {
@@ -254,8 +261,39 @@ impl Walk {
                 n -= 1;
             }
         }
+        self.settle(claim);
         self
     }
+
+    /// Counts a burst as prompted by the releases before it, and their free
+    /// time as held back, when it came within the prompt window of a release,
+    /// or refilled a drained pipeline with several requests at once: a wave
+    /// whose client reacted late (a Python pipeline on a starved host sent its
+    /// next batch 180–280 ms after the last release, outside the window, and
+    /// its waves read as open arrivals). The late reaction is held back too: the
+    /// work was ready.
+    fn settle(&mut self, claim: Option<Claim>) {
+        let Some(c) = claim else { return };
+        if c.timely || (c.from_empty && c.size >= 2) {
+            self.prompted += 1;
+            self.releases_before_prompted += c.releases;
+            self.gap_ns += c.gap;
+            self.slot_ns += c.slot;
+        }
+    }
+}
+
+/// A burst's claim on the free time since the first release before it.
+struct Claim {
+    gap: i64,
+    slot: f64,
+    releases: u64,
+    /// It started within the prompt window of the last release.
+    timely: bool,
+    /// Nothing was in flight when it started.
+    from_empty: bool,
+    /// Admissions in the burst.
+    size: u64,
 }
 
 #[cfg(test)]
@@ -313,6 +351,20 @@ mod tests {
         let want = 4.0 * 3.005 / total;
         assert!((g.fraction.unwrap() - want).abs() < 1e-9, "{g:?}");
         assert_eq!(g.recipe, RECIPE);
+    }
+
+    #[test]
+    fn waves_whose_client_reacts_late_are_still_waves() {
+        // What broke: against real vLLM a Python pipeline's next batch came
+        // 180-280 ms after the last release, outside the prompt window, and the
+        // shape read as open arrivals (inferred 0 against its own gap of 0.29).
+        // Batches of 4 lasting 1-4 s, the next sent 600 ms after the slowest
+        // (the window is a tenth of the 2.5 s median: 250 ms).
+        let spans = waves(5, 4, 1000, 1000, 600);
+        let g = infer_gap(&spans, window(&spans), None).unwrap();
+        assert_eq!(g.method, Shape::Waves, "{g:?}");
+        assert_eq!((g.bursts, g.prompted), (5, 4));
+        assert_eq!(g.gap_time, Duration::from_millis(4 * 3600));
     }
 
     #[test]

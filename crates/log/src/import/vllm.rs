@@ -242,7 +242,7 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
             Err(e) => cx.reject(e)?,
         }
     }
-    warn(cx, &f);
+    warn(cx, &f, &ended_ok);
     Ok(())
 }
 
@@ -301,8 +301,9 @@ fn describe_run(cx: &mut Cx<'_>, f: &File) {
 }
 
 /// What the import assumed or kept aside: placed requests, latencies
-/// computed, vLLM's own peaks.
-fn warn(cx: &mut Cx<'_>, f: &File) {
+/// computed (`ended_ok`: the latencies, in seconds, of the requests that ended
+/// ok), vLLM's own peaks.
+fn warn(cx: &mut Cx<'_>, f: &File, ended_ok: &[f64]) {
     if f.start_times.is_none() {
         cx.warnings
             .push(lanes::placed_warning(cx.file, "vllm", "start_times"));
