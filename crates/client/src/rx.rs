@@ -41,8 +41,9 @@ fn base() -> Instant {
 /// of LLM servers (150–500 bytes), so a client that keeps up reads each event
 /// whole, and small enough that the first read of a backlog spans only a few.
 pub(crate) const READ_CAP: usize = 1024;
-/// How much a backlogged reader peeks to find the next event's end.
-const PEEK_CAP: usize = 4096;
+/// How much a backlogged reader peeks: enough to see a server write of many
+/// events whole (one HTTP chunk), so that one read can take it.
+const PEEK_CAP: usize = 64 << 10;
 /// A stamp counts as exact when it is the arrival of the event's own last byte,
 /// or when every byte of its read arrived within this span.
 pub(crate) const EXACT_WITHIN: Duration = Duration::from_micros(100);
@@ -190,11 +191,20 @@ fn several_events(buf: &[u8]) -> bool {
     memchr::memmem::find_iter(buf, b"\n\n").nth(1).is_some()
 }
 
-/// Where a backlogged reader should stop: just past the first event end in
-/// `peeked` and the line breaks after it (the chunk's CRLF), or all of it.
+/// Where a backlogged reader should stop: just past the first server write in
+/// `peeked` and the line breaks after it. A write is one HTTP chunk, so its end
+/// is an event end followed by the chunk's CRLF (`\n\n\r\n`); its events
+/// arrived together, so one read, stamped with the arrival of the write's last
+/// byte, stamps them all exactly, and splitting it further buys nothing. A body
+/// without chunks shows no such end: then the first event end. All of `peeked`
+/// when it holds neither.
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 fn split_point(peeked: &[u8]) -> usize {
-    match memchr::memmem::find(peeked, b"\n\n") {
+    let end = match memchr::memmem::find(peeked, b"\n\n\r\n") {
+        Some(i) => Some(i),
+        None => memchr::memmem::find(peeked, b"\n\n"),
+    };
+    match end {
         None => peeked.len(),
         Some(i) => {
             let mut p = i + 2;
@@ -204,6 +214,14 @@ fn split_point(peeked: &[u8]) -> usize {
             p
         }
     }
+}
+
+/// Whether bytes that arrived by `last` (ns since the base) are within the
+/// exactness bound of a read that arrived at `prev` (0: no read yet), so that
+/// one read can take them all and its stamp serve each of their events.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+fn within_bound(prev: u64, last: u64) -> bool {
+    prev > 0 && last.saturating_sub(prev) <= EXACT_WITHIN.as_nanos() as u64
 }
 
 /// The stamp of a body frame `data` read from a connection with cell `cell`
@@ -291,6 +309,9 @@ pub(crate) struct ReadState {
     pub prev: u64,
     /// Reads so far.
     pub seq: u64,
+    /// Bytes a peek saw after the split it chose: when they all arrived within
+    /// the bound of that split's read, the next read takes them without peeking.
+    pub rest: usize,
 }
 
 impl RxTcp {
@@ -401,7 +422,7 @@ mod linux {
     use tokio::io::{Interest, ReadBuf};
     use tokio::net::TcpStream;
 
-    use super::{EXACT_WITHIN, PEEK_CAP, READ_CAP, ReadState, RxCell, nanos_of, split_point};
+    use super::{PEEK_CAP, READ_CAP, ReadState, RxCell, nanos_of, split_point, within_bound};
 
     /// Turns on software receive timestamps (`SCM_TIMESTAMPNS` control messages,
     /// `CLOCK_REALTIME`); false if the socket refuses.
@@ -504,36 +525,62 @@ mod linux {
         now.checked_sub(lag).unwrap_or(now)
     }
 
-    /// One read as the state asks: the bytes read, their stamp, and whether
+    /// One `recvmsg` and the arrival of what it read (see [`arrival`]).
+    fn recv_at(
+        fd: RawFd,
+        buf: &mut [MaybeUninit<u8>],
+        flags: libc::c_int,
+    ) -> io::Result<(usize, Instant)> {
+        let (n, stamp) = recv_stamped(fd, buf, flags)?;
+        Ok((n, arrival(stamp)))
+    }
+
+    /// One read as the state asks: the bytes read, their arrival, and whether
     /// the socket may hold more (so readiness must be kept).
     fn read_once(
         fd: RawFd,
         st: &mut ReadState,
         buf: &mut [MaybeUninit<u8>],
-    ) -> io::Result<(usize, Option<libc::timespec>, bool)> {
+    ) -> io::Result<(usize, Instant, bool)> {
         let len = buf.len();
         if !st.plain {
-            let (n, stamp) = recv_stamped(fd, buf, 0)?;
+            let (n, stamp) = recv_at(fd, buf, 0)?;
             return Ok((n, stamp, n == len));
         }
         if st.split {
-            // Peek to find the next event's end, then take exactly that much,
-            // so the kernel's stamp is the arrival of that event's last byte.
+            // Bytes a peek already saw, all within the bound of the last read:
+            // take them at once (its stamp serves them all; no peek needed).
+            if st.rest > 0 {
+                let take = st.rest.min(len);
+                let (m, stamp) = recv_at(fd, &mut buf[..take], 0)?;
+                st.rest -= m.min(st.rest);
+                return Ok((m, stamp, m > 0));
+            }
+            // Peek to see the backlog and where its first server write ends,
+            // then take exactly that much, so the kernel's stamp is the arrival
+            // of that write's last byte.
             let want = len.min(PEEK_CAP);
-            let (n, stamp) = recv_stamped(fd, &mut buf[..want], libc::MSG_PEEK)?;
+            let (n, stamp) = recv_at(fd, &mut buf[..want], libc::MSG_PEEK)?;
             if n == 0 {
-                let (n, stamp) = recv_stamped(fd, buf, 0)?;
+                let (n, stamp) = recv_at(fd, buf, 0)?;
                 return Ok((n, stamp, false));
             }
             // SAFETY: the peek wrote `n` initialised bytes at the start of `buf`.
             let peeked: &[u8] = unsafe { std::slice::from_raw_parts(buf.as_ptr().cast(), n) };
-            let fresh = arrival(stamp);
-            // All of the backlog arrived within EXACT_WITHIN of the last read:
+            let last = nanos_of(stamp);
+            // All of the backlog arrived within the bound of the last read:
             // splitting it gains nothing.
-            let tight = st.prev > 0
-                && nanos_of(fresh).saturating_sub(st.prev) <= EXACT_WITHIN.as_nanos() as u64;
-            let take = if tight { n } else { split_point(peeked) };
-            let (m, stamp) = recv_stamped(fd, &mut buf[..take], 0)?;
+            let take = if within_bound(st.prev, last) {
+                n
+            } else {
+                split_point(peeked)
+            };
+            let (m, stamp) = recv_at(fd, &mut buf[..take], 0)?;
+            if m == take && m < n && within_bound(nanos_of(stamp), last) {
+                // The rest of what was peeked arrived within the bound of this
+                // read: the next read takes it whole.
+                st.rest = n - m;
+            }
             let more = m < n || n == want;
             if !more {
                 st.split = false;
@@ -541,7 +588,7 @@ mod linux {
             return Ok((m, stamp, more));
         }
         let want = len.min(READ_CAP);
-        let (n, stamp) = recv_stamped(fd, &mut buf[..want], 0)?;
+        let (n, stamp) = recv_at(fd, &mut buf[..want], 0)?;
         // SAFETY: recvmsg wrote `n` initialised bytes at the start of `buf`.
         let got: &[u8] = unsafe { std::slice::from_raw_parts(buf.as_ptr().cast(), n) };
         if n == want || super::several_events(got) {
@@ -595,7 +642,7 @@ mod linux {
                     if n > 0 {
                         st.seq += 1;
                         let bytes = &buf.filled()[start..];
-                        st.prev = cell.note_read(bytes, arrival(stamp), st.prev, st.seq);
+                        st.prev = cell.note_read(bytes, stamp, st.prev, st.seq);
                     }
                     return Poll::Ready(Ok(()));
                 }
@@ -707,6 +754,79 @@ mod tests {
             "arrival {:?} before the write",
             sent - arrived
         );
+    }
+
+    #[test]
+    fn a_backlog_splits_at_the_end_of_a_server_write_not_inside_it() {
+        let a = b"22\r\ndata: {\"a\":1}\n\ndata: {\"b\":2}\n\n\r\n";
+        let b = b"11\r\ndata: {\"c\":3}\n\n\r\n";
+        // Two chunked writes: the first ends after its CRLF, its two events whole.
+        assert_eq!(split_point(&[&a[..], b].concat()), a.len());
+        // A body without chunks: each event is a write of its own.
+        let plain = b"data: 1\n\ndata: 2\n\n";
+        assert_eq!(split_point(plain), 9);
+        // No end in sight: all of it.
+        assert_eq!(split_point(b"data: 1"), 7);
+    }
+
+    #[test]
+    fn one_read_serves_bytes_within_the_bound_of_the_last_read() {
+        let bound = EXACT_WITHIN.as_nanos() as u64;
+        assert!(!within_bound(0, 5), "no read yet: nothing to be within");
+        assert!(within_bound(1_000, 1_000 + bound));
+        assert!(!within_bound(1_000, 1_000 + bound + 1));
+        // An arrival before the last read's (an unstamped read noted its own,
+        // later, instant) is within it.
+        assert!(within_bound(5_000, 1_000));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn a_backlog_of_two_writes_is_read_in_two_reads_each_with_its_own_arrival() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let first = b"22\r\ndata: {\"a\":1}\n\ndata: {\"b\":2}\n\n\r\n".to_vec();
+        let second = b"11\r\ndata: {\"c\":3}\n\n\r\n".to_vec();
+        let (a, b) = (first.clone(), second.clone());
+        let server = tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut go = [0u8; 1];
+            s.read_exact(&mut go).await.unwrap();
+            s.write_all(&a).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            s.write_all(&b).await.unwrap();
+            // Held open until the client is done.
+            let _ = s.read(&mut go).await;
+        });
+        let tcp = TcpStream::connect(addr).await.unwrap();
+        let mut rx = RxTcp::new(tcp, Some(Arc::new(RxCell::new())), true);
+        let cell = rx.cell().expect("loopback TCP accepts SO_TIMESTAMPNS");
+        // A request went out: the response's reads are split.
+        rx.write_all(b"g").await.unwrap();
+        // Both writes wait in the socket before the first read.
+        let want = first.len() + second.len();
+        loop {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let mut peek = [0u8; 256];
+            if rx.tcp.peek(&mut peek).await.unwrap() >= want {
+                break;
+            }
+        }
+        let mut buf = vec![0u8; 4096];
+        let n1 = rx.read(&mut buf).await.unwrap();
+        let n2 = rx.read(&mut buf[n1..]).await.unwrap();
+        assert_eq!((n1, n2), (first.len(), second.len()), "one read per write");
+        assert_eq!(&buf[..n1 + n2], &[first, second].concat()[..]);
+        let (r1, r2) = {
+            let log = cell.log.lock().unwrap();
+            (log.notes[0], log.notes[1])
+        };
+        assert_eq!((r1.seq, r2.seq), (1, 2));
+        // Each read ends with its write's last event (then the chunk's CRLF):
+        // its stamp is that event's arrival.
+        assert_eq!((r1.event_end, r2.event_end), (r1.end - 2, r2.end - 2));
+        drop(rx);
+        server.await.unwrap();
     }
 
     #[tokio::test]
