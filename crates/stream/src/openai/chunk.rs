@@ -456,8 +456,8 @@ impl<'a> Chunk<'a> {
     }
 
     /// The chunk's only fact besides its choice, when it has exactly one: one
-    /// non-empty piece of output text (and its kind), with no
-    /// usage, finish reason or error (the chunks that [`crate::repeat`] may skip
+    /// non-empty piece of output text (and its kind), with no usage, finish
+    /// reason or error (the chunks that the decoder's repeat shortcut may skip
     /// parsing when they come again with other text).
     pub fn lone_output(&self) -> Option<(PartKind, JsonStr<'_>)> {
         if self.usage.is_some() || self.error.is_some() || self.finish_reason().is_some() {
