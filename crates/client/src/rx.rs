@@ -41,8 +41,9 @@ fn base() -> Instant {
 /// of LLM servers (150–500 bytes), so a client that keeps up reads each event
 /// whole, and small enough that the first read of a backlog spans only a few.
 pub(crate) const READ_CAP: usize = 1024;
-/// How much a backlogged reader peeks to find the next event's end.
-const PEEK_CAP: usize = 4096;
+/// How much a backlogged reader peeks: enough to see a server write of many
+/// events whole (one HTTP chunk), so that one read can take it.
+const PEEK_CAP: usize = 64 << 10;
 /// A stamp counts as exact when it is the arrival of the event's own last byte,
 /// or when every byte of its read arrived within this span.
 pub(crate) const EXACT_WITHIN: Duration = Duration::from_micros(100);
@@ -190,11 +191,20 @@ fn several_events(buf: &[u8]) -> bool {
     memchr::memmem::find_iter(buf, b"\n\n").nth(1).is_some()
 }
 
-/// Where a backlogged reader should stop: just past the first event end in
-/// `peeked` and the line breaks after it (the chunk's CRLF), or all of it.
+/// Where a backlogged reader should stop: just past the first server write in
+/// `peeked` and the line breaks after it. A write is one HTTP chunk, so its end
+/// is an event end followed by the chunk's CRLF (`\n\n\r\n`); its events
+/// arrived together, so one read, stamped with the arrival of the write's last
+/// byte, stamps them all exactly, and splitting it further buys nothing. A body
+/// without chunks shows no such end: then the first event end. All of `peeked`
+/// when it holds neither.
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 fn split_point(peeked: &[u8]) -> usize {
-    match memchr::memmem::find(peeked, b"\n\n") {
+    let end = match memchr::memmem::find(peeked, b"\n\n\r\n") {
+        Some(i) => Some(i),
+        None => memchr::memmem::find(peeked, b"\n\n"),
+    };
+    match end {
         None => peeked.len(),
         Some(i) => {
             let mut p = i + 2;
@@ -204,6 +214,14 @@ fn split_point(peeked: &[u8]) -> usize {
             p
         }
     }
+}
+
+/// Whether bytes that arrived by `last` (ns since the base) are within the
+/// exactness bound of a read that arrived at `prev` (0: no read yet), so that
+/// one read can take them all and its stamp serve each of their events.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+fn within_bound(prev: u64, last: u64) -> bool {
+    prev > 0 && last.saturating_sub(prev) <= EXACT_WITHIN.as_nanos() as u64
 }
 
 /// The stamp of a body frame `data` read from a connection with cell `cell`
@@ -296,6 +314,9 @@ pub(crate) struct ReadState {
     pub prev: u64,
     /// Reads so far.
     pub seq: u64,
+    /// Bytes a peek saw after the split it chose: when they all arrived within
+    /// the bound of that split's read, the next read takes them without peeking.
+    pub rest: usize,
 }
 
 impl RxTcp {
@@ -407,7 +428,7 @@ mod linux {
     use tokio::io::{Interest, ReadBuf};
     use tokio::net::TcpStream;
 
-    use super::{EXACT_WITHIN, PEEK_CAP, READ_CAP, ReadState, RxCell, nanos_of, split_point};
+    use super::{PEEK_CAP, READ_CAP, ReadState, RxCell, nanos_of, split_point, within_bound};
 
     /// Turns on software receive timestamps (`SCM_TIMESTAMPNS` control messages,
     /// `CLOCK_REALTIME`); false if the socket refuses.
@@ -510,39 +531,65 @@ mod linux {
         now.checked_sub(lag).unwrap_or(now)
     }
 
-    /// One read as the state asks: the bytes read, their stamp, and whether
+    /// One `recvmsg` and the arrival of what it read (see [`arrival`]).
+    fn recv_at(
+        fd: RawFd,
+        buf: &mut [MaybeUninit<u8>],
+        flags: libc::c_int,
+    ) -> io::Result<(usize, Instant)> {
+        let (n, stamp) = recv_stamped(fd, buf, flags)?;
+        Ok((n, arrival(stamp)))
+    }
+
+    /// One read as the state asks: the bytes read, their arrival, and whether
     /// the socket may hold more (so readiness must be kept).
     fn read_once(
         fd: RawFd,
         st: &mut ReadState,
         buf: &mut [MaybeUninit<u8>],
-    ) -> io::Result<(usize, Option<libc::timespec>, bool)> {
+    ) -> io::Result<(usize, Instant, bool)> {
         let len = buf.len();
         if !st.plain {
-            let (n, stamp) = recv_stamped(fd, buf, 0)?;
+            let (n, stamp) = recv_at(fd, buf, 0)?;
             return Ok((n, stamp, n == len));
         }
         if st.split {
-            // Peek to find the next event's end, then take exactly that much,
-            // so the kernel's stamp is the arrival of that event's last byte.
+            // Bytes a peek already saw, all within the bound of the last read:
+            // take them at once (its stamp serves them all; no peek needed).
+            if st.rest > 0 {
+                let take = st.rest.min(len);
+                let (m, stamp) = recv_at(fd, &mut buf[..take], 0)?;
+                st.rest -= m.min(st.rest);
+                return Ok((m, stamp, m > 0));
+            }
+            // Peek to see the backlog and where its first server write ends,
+            // then take exactly that much, so the kernel's stamp is the arrival
+            // of that write's last byte.
             let want = len.min(PEEK_CAP);
-            let (n, stamp) = recv_stamped(fd, &mut buf[..want], libc::MSG_PEEK)?;
+            let (n, stamp) = recv_at(fd, &mut buf[..want], libc::MSG_PEEK)?;
             if n == 0 {
-                let (n, stamp) = recv_stamped(fd, buf, 0)?;
+                let (n, stamp) = recv_at(fd, buf, 0)?;
                 return Ok((n, stamp, false));
             }
             // SAFETY: the peek wrote `n` initialised bytes at the start of `buf`.
             let peeked: &[u8] = unsafe { std::slice::from_raw_parts(buf.as_ptr().cast(), n) };
-            let fresh = arrival(stamp);
-            // All of the backlog arrived within EXACT_WITHIN of the last read:
+            let last = nanos_of(stamp);
+            // All of the backlog arrived within the bound of the last read:
             // splitting it gains nothing.
-            let tight = st.prev > 0
-                && nanos_of(fresh).saturating_sub(st.prev) <= EXACT_WITHIN.as_nanos() as u64;
-            let take = if tight { n } else { split_point(peeked) };
+            let take = if within_bound(st.prev, last) {
+                n
+            } else {
+                split_point(peeked)
+            };
             let has_event = memchr::memmem::find(&peeked[..take], b"\n\n").is_some();
-            let (m, stamp) = recv_stamped(fd, &mut buf[..take], 0)?;
+            let (m, stamp) = recv_at(fd, &mut buf[..take], 0)?;
             if has_event && m == take {
                 st.awaiting_event = false;
+            }
+            if m == take && m < n && within_bound(nanos_of(stamp), last) {
+                // The rest of what was peeked arrived within the bound of this
+                // read: the next read takes it whole.
+                st.rest = n - m;
             }
             let more = m < n || n == want;
             if !more && !st.awaiting_event {
@@ -551,7 +598,7 @@ mod linux {
             return Ok((m, stamp, more));
         }
         let want = len.min(READ_CAP);
-        let (n, stamp) = recv_stamped(fd, &mut buf[..want], 0)?;
+        let (n, stamp) = recv_at(fd, &mut buf[..want], 0)?;
         // SAFETY: recvmsg wrote `n` initialised bytes at the start of `buf`.
         let got: &[u8] = unsafe { std::slice::from_raw_parts(buf.as_ptr().cast(), n) };
         if n == want || super::several_events(got) {
@@ -605,7 +652,7 @@ mod linux {
                     if n > 0 {
                         st.seq += 1;
                         let bytes = &buf.filled()[start..];
-                        st.prev = cell.note_read(bytes, arrival(stamp), st.prev, st.seq);
+                        st.prev = cell.note_read(bytes, stamp, st.prev, st.seq);
                     }
                     return Poll::Ready(Ok(()));
                 }

@@ -158,3 +158,76 @@ async fn a_first_event_held_behind_the_head_is_read_alone() {
     drop(rx);
     server.await.unwrap();
 }
+
+#[test]
+fn a_backlog_splits_at_the_end_of_a_server_write_not_inside_it() {
+    let a = b"22\r\ndata: {\"a\":1}\n\ndata: {\"b\":2}\n\n\r\n";
+    let b = b"11\r\ndata: {\"c\":3}\n\n\r\n";
+    // Two chunked writes: the first ends after its CRLF, its two events whole.
+    assert_eq!(split_point(&[&a[..], b].concat()), a.len());
+    // A body without chunks: each event is a write of its own.
+    let plain = b"data: 1\n\ndata: 2\n\n";
+    assert_eq!(split_point(plain), 9);
+    // No end in sight: all of it.
+    assert_eq!(split_point(b"data: 1"), 7);
+}
+
+#[test]
+fn one_read_serves_bytes_within_the_bound_of_the_last_read() {
+    let bound = EXACT_WITHIN.as_nanos() as u64;
+    assert!(!within_bound(0, 5), "no read yet: nothing to be within");
+    assert!(within_bound(1_000, 1_000 + bound));
+    assert!(!within_bound(1_000, 1_000 + bound + 1));
+    // An arrival before the last read's (an unstamped read noted its own,
+    // later, instant) is within it.
+    assert!(within_bound(5_000, 1_000));
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_backlog_of_two_writes_is_read_in_two_reads_each_with_its_own_arrival() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let first = b"22\r\ndata: {\"a\":1}\n\ndata: {\"b\":2}\n\n\r\n".to_vec();
+    let second = b"11\r\ndata: {\"c\":3}\n\n\r\n".to_vec();
+    let (a, b) = (first.clone(), second.clone());
+    let server = tokio::spawn(async move {
+        let (mut s, _) = listener.accept().await.unwrap();
+        let mut go = [0u8; 1];
+        s.read_exact(&mut go).await.unwrap();
+        s.write_all(&a).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        s.write_all(&b).await.unwrap();
+        // Held open until the client is done.
+        let _ = s.read(&mut go).await;
+    });
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    let mut rx = RxTcp::new(tcp, Some(Arc::new(RxCell::new())), true);
+    let cell = rx.cell().expect("loopback TCP accepts SO_TIMESTAMPNS");
+    // A request went out: the response's reads are split.
+    rx.write_all(b"g").await.unwrap();
+    // Both writes wait in the socket before the first read.
+    let want = first.len() + second.len();
+    loop {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let mut peek = [0u8; 256];
+        if rx.tcp.peek(&mut peek).await.unwrap() >= want {
+            break;
+        }
+    }
+    let mut buf = vec![0u8; 4096];
+    let n1 = rx.read(&mut buf).await.unwrap();
+    let n2 = rx.read(&mut buf[n1..]).await.unwrap();
+    assert_eq!((n1, n2), (first.len(), second.len()), "one read per write");
+    assert_eq!(&buf[..n1 + n2], &[first, second].concat()[..]);
+    let (r1, r2) = {
+        let log = cell.log.lock().unwrap();
+        (log.notes[0], log.notes[1])
+    };
+    assert_eq!((r1.seq, r2.seq), (1, 2));
+    // Each read ends with its write's last event (then the chunk's CRLF):
+    // its stamp is that event's arrival.
+    assert_eq!((r1.event_end, r2.event_end), (r1.end - 2, r2.end - 2));
+    drop(rx);
+    server.await.unwrap();
+}

@@ -91,6 +91,9 @@ pub struct StreamAccount<D> {
     /// continuous usage stats on a token that decoded to nothing yet), carried to
     /// the next content chunk's mark so that a chunk can count as several tokens.
     pending_growth: u64,
+    /// The last event whose only fact was its output text (the decoder's
+    /// shortcut for the events that repeat it with other text).
+    pub(crate) repeat: crate::repeat::Repeat,
     decoder: D,
 }
 
@@ -120,6 +123,7 @@ impl<D: Decoder> StreamAccount<D> {
             end: None,
             last_completion_tokens: 0,
             pending_growth: 0,
+            repeat: Default::default(),
             decoder,
         }
     }

@@ -11,6 +11,7 @@ pub mod anthropic;
 mod dialect;
 pub mod openai;
 mod outcome;
+mod repeat;
 pub mod responses;
 pub mod sse;
 mod status;

@@ -455,6 +455,31 @@ impl<'a> Chunk<'a> {
         seen
     }
 
+    /// The chunk's only fact besides its choice, when it has exactly one: one
+    /// non-empty piece of output text (and its kind), with no usage, finish
+    /// reason or error (the chunks that the decoder's repeat shortcut may skip
+    /// parsing when they come again with other text).
+    pub fn lone_output(&self) -> Option<(PartKind, JsonStr<'_>)> {
+        if self.usage.is_some() || self.error.is_some() || self.finish_reason().is_some() {
+            return None;
+        }
+        let mut choices = self.choices();
+        let choice = choices.next()?;
+        if choices.next().is_some() {
+            return None;
+        }
+        let mut parts = 0;
+        let mut lone = None;
+        choice.for_each_part(|kind, s| {
+            parts += 1;
+            lone = Some((kind, *s));
+        });
+        match lone {
+            Some((kind, s)) if parts == 1 && !s.is_empty() => Some((kind, s)),
+            _ => None,
+        }
+    }
+
     /// The first `finish_reason` that is set.
     pub fn finish_reason(&self) -> Option<JsonStr<'a>> {
         self.choices().find_map(|c| c.finish_reason)

@@ -67,12 +67,27 @@ pub fn decode<D>(ev: Event<'_>, now: Instant, account: &mut StreamAccount<D>) {
         }
         return;
     }
+    // The usual chunk: the last one with other text (see `crate::repeat`).
+    if let Some((text, content)) = account.repeat.text_of(ev.data) {
+        account.completion_events += 1;
+        if let Some(out) = account.text_sink() {
+            out.push_str(text);
+        }
+        account.output(now, content, None);
+        return;
+    }
     match parse_chunk(ev.data) {
         Ok(c) => {
             if let Some(err) = c.server_error() {
                 account.fail(err.cause, format!("error in the stream: {}", err.message));
             } else {
                 absorb(account, &c, now);
+                if let Some((kind, text)) = c.lone_output() {
+                    let content = kind != PartKind::Reasoning;
+                    account
+                        .repeat
+                        .learn(ev.data, text.raw().as_bytes(), content);
+                }
             }
         }
         Err(e) => {
