@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
+use tpscope_model::{Span, Status};
 use tpscope_record::Dispatch;
 use tpscope_tokens::Tokenizer;
 
@@ -84,6 +85,21 @@ pub struct RunSummary {
 }
 
 impl RunSummary {
+    /// Counts one span of the run (its status; an error's cause and message).
+    pub(super) fn count(&mut self, span: &Span) {
+        self.spans += 1;
+        match span.status {
+            Status::Ok => self.ok += 1,
+            Status::Error => {
+                self.error += 1;
+                if let Some(e) = &span.error {
+                    self.errors.add(e.cause, &e.message);
+                }
+            }
+            Status::Cancelled => self.cancelled += 1,
+        }
+    }
+
     /// The counts of several runs together (a sweep's levels): spans by status.
     pub fn total(runs: &[RunSummary]) -> RunSummary {
         runs.iter().fold(RunSummary::default(), |mut acc, s| {

@@ -351,3 +351,101 @@ async fn an_endless_backlog_runs_for_the_duration_and_keeps_a_cap_waiting() {
     assert_eq!(sum.spans, sum.ok + sum.cancelled);
     assert_eq!(spans.len() as u64, sum.spans);
 }
+
+/// A server double whose reply to one request (by its prompt) is slow.
+struct SlowOne {
+    key: String,
+    inner: Arc<Fake>,
+}
+
+impl Sender for SlowOne {
+    async fn attempt(
+        &self,
+        request: &Request,
+        clock: &RunClock,
+        cancel: &CancellationToken,
+    ) -> AttemptOutcome {
+        if matches!(&request.spec.prompt, Prompt::Text(k) if *k == self.key) {
+            tokio::time::sleep(Duration::from_millis(80)).await;
+        }
+        self.inner.attempt(request, clock, cancel).await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn span_ids_follow_arrival_not_release_through_the_session() {
+    // The session's writer numbers spans in release order for a recorder; the
+    // bench's span ids are its requests' arrival numbers, kept on that path.
+    let p = plan(
+        Schedule::Backlog,
+        Some(3),
+        Some(3),
+        Dispatch::WorkConserving,
+    );
+    let first = p
+        .workload
+        .request(0, p.seed, p.prompt_salt, p.tokenizer, None);
+    let Prompt::Text(key) = first.spec.prompt else {
+        unreachable!()
+    };
+    let sender = Arc::new(SlowOne {
+        key,
+        inner: Fake::new(5, 0),
+    });
+    let buf = Buf::default();
+    let rec = Writer::to_writer(buf.clone(), Tokenizer::O200kBase, None);
+    let live = Arc::new(LiveStats::default());
+    let sum = execute(
+        p,
+        RunClock::start(),
+        sender,
+        Some(rec.sender()),
+        live.clone(),
+        &Control::default(),
+    )
+    .await;
+    rec.finish().unwrap();
+    let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+    let ids: Vec<String> = text
+        .lines()
+        .filter_map(|l| match serde_json::from_str::<Record>(l).unwrap() {
+            Record::Span(s) => Some(s.span_id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ids.len(), 3);
+    assert_eq!(
+        ids[2], "1",
+        "the slow first request is released last: {ids:?}"
+    );
+    assert_eq!((sum.spans, sum.ok, sum.admitted), (3, 3, 3));
+    assert_eq!(live.done.load(std::sync::atomic::Ordering::Relaxed), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_without_a_log_still_counts_every_span_in_its_summary() {
+    // A warm-up writes nothing; its spans take the session's path to no file,
+    // and the summary and live counters still see each of them.
+    let live = Arc::new(LiveStats::default());
+    let sum = execute(
+        plan(
+            Schedule::Backlog,
+            Some(6),
+            Some(2),
+            Dispatch::WorkConserving,
+        ),
+        RunClock::start(),
+        Fake::new(2, 1),
+        None,
+        live.clone(),
+        &Control::default(),
+    )
+    .await;
+    // Without retries, every request's first (429) attempt ends it.
+    assert_eq!((sum.spans, sum.ok, sum.error, sum.admitted), (6, 0, 6, 6));
+    assert!(
+        !sum.errors.is_empty(),
+        "the 429s' messages reach the summary"
+    );
+    assert_eq!(live.done.load(std::sync::atomic::Ordering::Relaxed), 6);
+}
