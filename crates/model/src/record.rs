@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::server::ServerSampleRecord;
 use crate::span::{Span, TokenSource};
+use crate::status_counts::StatusCounts;
 use crate::time::{Timestamp, duration_secs};
 
 /// The schema name written in every `run` record.
@@ -161,15 +162,9 @@ pub struct EndRecord {
     pub ended_at: Timestamp,
     /// Span records written.
     pub spans: u64,
-    /// Of which `ok`.
-    #[serde(default)]
-    pub ok: u64,
-    /// Of which `error`.
-    #[serde(default)]
-    pub error: u64,
-    /// Of which `cancelled`.
-    #[serde(default)]
-    pub cancelled: u64,
+    /// Of which ok, error and cancelled (written flat: `ok`, `error`, `cancelled`).
+    #[serde(flatten)]
+    pub status: StatusCounts,
     /// Sample records written.
     #[serde(default)]
     pub samples: u64,

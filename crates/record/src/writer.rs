@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 
 use tpscope_log::LogWriter;
 use tpscope_model::{
-    EndRecord, Record, RunRecord, SampleRecord, ServerSampleRecord, Span, Status, Target, Timestamp,
+    EndRecord, Record, RunRecord, SampleRecord, ServerSampleRecord, Span, Status, StatusCounts,
+    Target, Timestamp,
 };
 use tpscope_tokens::Tokenizer;
 
@@ -83,12 +84,8 @@ pub struct ProxyEnd {
 pub struct RunCounts {
     /// Span records written.
     pub spans: u64,
-    /// Of which ok.
-    pub ok: u64,
-    /// Of which error.
-    pub error: u64,
-    /// Of which cancelled.
-    pub cancelled: u64,
+    /// Of which ok, error and cancelled.
+    pub status: StatusCounts,
     /// Sample records written.
     pub samples: u64,
 }
@@ -364,11 +361,7 @@ fn writer_loop<W: Write>(
                 }
                 let c = counts.entry(s.run_id.clone()).or_default();
                 c.spans += 1;
-                match s.status {
-                    Status::Ok => c.ok += 1,
-                    Status::Error => c.error += 1,
-                    Status::Cancelled => c.cancelled += 1,
-                }
+                c.status.add(s.status);
                 Record::Span(s)
             }
             Msg::Sample(s) => {
@@ -387,9 +380,7 @@ fn writer_loop<W: Write>(
                     run_id,
                     ended_at,
                     spans: c.spans,
-                    ok: c.ok,
-                    error: c.error,
-                    cancelled: c.cancelled,
+                    status: c.status,
                     samples: c.samples,
                     schedule_late_max: schedule_late,
                     queued_at_stated: proxy.as_ref().map(|p| p.queued_at_stated),
@@ -529,7 +520,13 @@ mod tests {
             panic!("end last")
         };
         assert_eq!(
-            (e.spans, e.ok, e.error, e.cancelled, e.samples),
+            (
+                e.spans,
+                e.status.ok,
+                e.status.error,
+                e.status.cancelled,
+                e.samples
+            ),
             (2, 1, 1, 0, 1)
         );
     }

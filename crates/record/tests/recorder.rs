@@ -44,10 +44,14 @@ fn a_hand_driven_pipeline_reads_back_with_its_spans_attempts_and_gap() {
     let closed = rec.close().unwrap();
     assert_eq!(closed.unfinished, 0);
     assert_eq!(
-        (closed.counts.spans, closed.counts.ok, closed.counts.error),
+        (
+            closed.counts.spans,
+            closed.counts.status.ok,
+            closed.counts.status.error
+        ),
         (5, 2, 1)
     );
-    assert_eq!(closed.counts.cancelled, 2);
+    assert_eq!(closed.counts.status.cancelled, 2);
 
     let log = read(&path);
     assert!(log.warnings.is_empty(), "{:?}", log.warnings);
@@ -206,7 +210,7 @@ fn several_threads_share_one_recorder() {
         }
     });
     let closed = rec.close().unwrap();
-    assert_eq!((closed.counts.spans, closed.counts.ok), (1000, 1000));
+    assert_eq!((closed.counts.spans, closed.counts.status.ok), (1000, 1000));
     let log = read(&path);
     let span_ids: BTreeSet<u64> = log
         .spans
