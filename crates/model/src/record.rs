@@ -232,6 +232,24 @@ mod tests {
     }
 
     #[test]
+    fn an_end_record_writes_its_status_counts_flat_in_their_place() {
+        // The counts moved into one StatusCounts; the line must not change.
+        let line = r#"{"kind":"end","run_id":"r","ended_at":"2026-01-01T00:00:01.000000000Z","spans":4,"ok":2,"error":1,"cancelled":1,"samples":3}"#;
+        let rec: Record = serde_json::from_str(line).unwrap();
+        let Record::End(e) = &rec else {
+            panic!("an end record")
+        };
+        assert_eq!((e.status.ok, e.status.error, e.status.cancelled), (2, 1, 1));
+        assert_eq!(serde_json::to_string(&rec).unwrap(), line);
+        // Counts a reader of an older log lacks are 0.
+        let old = r#"{"kind":"end","run_id":"r","ended_at":"2026-01-01T00:00:01Z","spans":0}"#;
+        let Record::End(e) = serde_json::from_str::<Record>(old).unwrap() else {
+            panic!("an end record")
+        };
+        assert_eq!(e.status, StatusCounts::default());
+    }
+
+    #[test]
     fn queue_times_is_measured_unless_written_and_written_only_when_unmeasured() {
         let mut r = run("");
         assert_eq!(r.queue_times, QueueTimes::Measured);
