@@ -119,7 +119,14 @@ fn a_hand_driven_pipeline_reads_back_with_its_spans_attempts_and_gap() {
     );
 
     let r = report(&path);
-    assert_eq!((r.counts.ok, r.counts.error, r.counts.cancelled), (2, 1, 2));
+    assert_eq!(
+        (
+            r.counts.status.ok,
+            r.counts.status.error,
+            r.counts.status.cancelled
+        ),
+        (2, 1, 2)
+    );
     assert_eq!(r.counts.retries, 1);
     assert_eq!(r.counts.wasted_tokens, 1 + 2);
     let gap = r.gap_fraction.unwrap();
