@@ -125,9 +125,12 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         error_messages: input.error_messages.top(crate::errors::SHOWN_PER_CAUSE),
         window,
         steady_window: windows.steady,
-        success_rate: ratio(counts.ok as f64, (counts.ok + counts.error) as f64),
+        success_rate: ratio(
+            counts.status.ok as f64,
+            (counts.status.ok + counts.status.error) as f64,
+        ),
         retry_rate: ratio(counts.retries as f64, counts.spans as f64),
-        request_throughput: ratio(counts.ok as f64, win_s),
+        request_throughput: ratio(counts.status.ok as f64, win_s),
         total_token_throughput: (counts.ok_without_input_tokens == 0)
             .then(|| ratio((counts.input_tokens + counts.output_tokens) as f64, win_s))
             .flatten()

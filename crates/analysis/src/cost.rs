@@ -77,11 +77,11 @@ pub(crate) fn cost(
             .zip(system_tps)
             .and_then(|(p, tps)| ratio(p, tps.0 * 3600.0))
             .map(|v| v * 1e6),
-        per_completion: per_hour.and_then(|p| ratio(p, ratio(counts.ok as f64, hours)?)),
+        per_completion: per_hour.and_then(|p| ratio(p, ratio(counts.status.ok as f64, hours)?)),
         price_per_mtok_in: prices.per_mtok_in,
         price_per_mtok_out: prices.per_mtok_out,
         token_cost_total: token_cost,
-        token_cost_per_completion: token_cost.and_then(|t| ratio(t, counts.ok as f64)),
+        token_cost_per_completion: token_cost.and_then(|t| ratio(t, counts.status.ok as f64)),
     })
 }
 
@@ -91,7 +91,10 @@ mod tests {
 
     fn counts(ok: u64, input: u64, output: u64, without_input: u64) -> Counts {
         Counts {
-            ok,
+            status: tpscope_model::StatusCounts {
+                ok,
+                ..Default::default()
+            },
             input_tokens: input,
             output_tokens: output,
             ok_without_input_tokens: without_input,

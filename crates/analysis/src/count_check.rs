@@ -406,9 +406,10 @@ mod tests {
             run_id: run.run_id.clone(),
             ended_at: run.started_at,
             spans: 2,
-            ok: 2,
-            error: 0,
-            cancelled: 0,
+            status: tpscope_model::StatusCounts {
+                ok: 2,
+                ..Default::default()
+            },
             samples: 0,
             schedule_late_max: None,
             queued_at_stated: None,

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
-use tpscope_model::{Cause, Status};
+use tpscope_model::{Cause, Status, StatusCounts};
 
 use crate::collect::Collected;
 use crate::goodput::{Goals, Tally};
@@ -20,12 +20,10 @@ use crate::window::Window;
 pub struct Counts {
     /// All spans released in the window.
     pub spans: u64,
-    /// Spans with status `ok`.
-    pub ok: u64,
-    /// Spans with status `error`.
-    pub error: u64,
-    /// Spans with status `cancelled` (kept apart from the success rate).
-    pub cancelled: u64,
+    /// Spans by status, written flat (`ok`, `error`, `cancelled`); cancelled
+    /// spans are kept apart from the success rate.
+    #[serde(flatten)]
+    pub status: StatusCounts,
     /// Of the cancelled spans, those never admitted: the backlog left when the
     /// run stopped admitting (end of `--duration`, Ctrl-C). They were never sent,
     /// so they are not failures and not in `errors_by_cause`.
@@ -147,7 +145,7 @@ pub(crate) fn window_spans(
         }
         match s.status {
             Status::Ok => {
-                counts.ok += 1;
+                counts.status.add(Status::Ok);
                 counts.output_tokens += s.output_tokens;
                 match s.input_tokens {
                     Some(i) => counts.input_tokens += i,
@@ -170,11 +168,7 @@ impl Counts {
     /// Counts a span that did not end ok: by status, and by cause unless it is
     /// the backlog left when the run stopped admitting.
     fn failed(&mut self, s: &SpanFacts) {
-        if s.status == Status::Error {
-            self.error += 1;
-        } else {
-            self.cancelled += 1;
-        }
+        self.status.add(s.status);
         if s.is_backlog_left() {
             self.backlog_left += 1;
             return;
@@ -219,7 +213,10 @@ mod tests {
         input.spans = vec![failed, no_cause, with_input, ok_span(0, 0, 3000, 10)];
         let w = window_spans(&input, window(0, 2000), None);
         let c = &w.counts;
-        assert_eq!((c.spans, c.ok, c.error, c.retries), (3, 1, 2, 4));
+        assert_eq!(
+            (c.spans, c.status.ok, c.status.error, c.retries),
+            (3, 1, 2, 4)
+        );
         assert_eq!(c.errors_by_cause.get(Cause::TimeoutTotal), 1);
         assert_eq!(c.errors_by_cause.get(Cause::Disconnect), 1);
         assert_eq!((c.output_tokens, c.input_tokens), (10, 7));

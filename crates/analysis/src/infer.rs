@@ -448,9 +448,10 @@ mod tests {
             run_id: "r".into(),
             ended_at: t(16_000),
             spans: 16,
-            ok: 16,
-            error: 0,
-            cancelled: 0,
+            status: tpscope_model::StatusCounts {
+                ok: 16,
+                ..Default::default()
+            },
             samples: 0,
             schedule_late_max: None,
             queued_at_stated: stated,

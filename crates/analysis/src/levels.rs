@@ -104,7 +104,7 @@ fn row(level: f64, r: &RunReport) -> LevelRow {
     LevelRow {
         level,
         run_id: r.run_id.clone(),
-        ok: r.counts.ok,
+        ok: r.counts.status.ok,
         spans: r.counts.spans,
         system_tps: r.system_tps.map(|t| t.0),
         ttft_p50_s: p(&d.t_first_token, 0.5),

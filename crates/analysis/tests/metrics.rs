@@ -105,7 +105,7 @@ fn never_admitted_span_waits_in_the_queue_until_released() {
     let r = analyze(&input, &Options::default());
     assert_eq!(r.idle.gap_time, Some(Duration::from_secs(1)));
     assert!(close(r.gap_fraction.unwrap(), 0.5));
-    assert_eq!(r.counts.cancelled, 1);
+    assert_eq!(r.counts.status.cancelled, 1);
     // Never admitted: the backlog left at the end, not a failure.
     assert_eq!(r.counts.backlog_left, 1);
     assert_eq!(r.counts.errors_by_cause.get(Cause::Cancelled), 0);
@@ -156,9 +156,9 @@ fn counts_rates_retries_and_wasted_tokens() {
     assert_eq!(
         (
             r.counts.spans,
-            r.counts.ok,
-            r.counts.error,
-            r.counts.cancelled
+            r.counts.status.ok,
+            r.counts.status.error,
+            r.counts.status.cancelled
         ),
         (4, 1, 2, 1)
     );

@@ -121,7 +121,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     }
     eprintln!(
         "wrote {} spans ({} ok, {} error, {} cancelled) to {log_name}",
-        total.spans, total.ok, total.error, total.cancelled,
+        total.spans, total.status.ok, total.status.error, total.status.cancelled,
     );
     Ok(exit_status(spec, &summaries, interrupted))
 }
@@ -135,12 +135,12 @@ fn exit_status(spec: &BenchSpec, summaries: &[RunSummary], interrupted: Option<i
         return ExitCode::from(signals::exit_status(signo));
     }
     let reasons = failure_reasons(summaries);
-    if total.error > 0 && total.ok > 0 {
+    if total.status.error > 0 && total.status.ok > 0 {
         // The server's own words (what broke: "--model nope" said only "no request
         // succeeded"; the reason was in the log).
         eprintln!("most frequent failures: {}", reasons.join("; "));
     }
-    if total.ok == 0 && total.spans > 0 {
+    if total.status.ok == 0 && total.spans > 0 {
         match reasons.first() {
             Some(first) => eprintln!("error: no request succeeded; {first}"),
             None => eprintln!("error: no request succeeded"),
@@ -295,8 +295,8 @@ fn failure_reasons(summaries: &[RunSummary]) -> Vec<String> {
 /// `--max-error-rate`, said as a line.
 fn error_rate_exceeded(spec: &BenchSpec, summaries: &[RunSummary], max: f64) -> Option<String> {
     summaries.iter().zip(&spec.levels).find_map(|(s, level)| {
-        let done = s.ok + s.error;
-        let share = (done > 0).then(|| s.error as f64 / done as f64)?;
+        let done = s.status.ok + s.status.error;
+        let share = (done > 0).then(|| s.status.error as f64 / done as f64)?;
         (share > max).then(|| {
             let run = level
                 .label
@@ -306,7 +306,7 @@ fn error_rate_exceeded(spec: &BenchSpec, summaries: &[RunSummary], max: f64) -> 
             format!(
                 "{:.1}% of requests failed{run} ({} of {done}), above --max-error-rate {:.1}%",
                 share * 100.0,
-                s.error,
+                s.status.error,
                 max * 100.0
             )
         })

@@ -78,11 +78,11 @@ pub fn render(f: &Frame) -> String {
             s.in_flight
         ));
     }
-    if s.error > 0 {
-        line.push_str(&format!("  errors {}", s.error));
+    if s.status.error > 0 {
+        line.push_str(&format!("  errors {}", s.status.error));
     }
-    if s.cancelled > 0 {
-        line.push_str(&format!("  cancelled {}", s.cancelled));
+    if s.status.cancelled > 0 {
+        line.push_str(&format!("  cancelled {}", s.status.cancelled));
     }
     if let Some(w) = &s.lagging {
         line.push_str("  ");
@@ -148,9 +148,11 @@ mod tests {
         let live = LiveSnapshot {
             done: 10,
             planned: Some(40),
-            ok: 9,
-            error: 1,
-            cancelled: 0,
+            status: tpscope_model::StatusCounts {
+                ok: 9,
+                error: 1,
+                cancelled: 0,
+            },
             tokens: 2000,
             elapsed_s: Some(4.0),
             in_flight: 8,

@@ -262,9 +262,9 @@ pub fn run(args: ProxyArgs) -> anyhow::Result<ExitCode> {
             "tpscope proxy stopped{}: {} spans ({} ok, {} error, {} cancelled){}",
             signo.map(|s| format!(" by signal {s}")).unwrap_or_default(),
             counts.spans,
-            counts.ok,
-            counts.error,
-            counts.cancelled,
+            counts.status.ok,
+            counts.status.error,
+            counts.status.cancelled,
             log.as_ref()
                 .map(|p| format!(" in {}", p.display()))
                 .unwrap_or_default(),

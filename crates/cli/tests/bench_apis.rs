@@ -42,7 +42,7 @@ fn bench_speaks(api: &str, id_prefix: &str, endpoint: &str) {
     );
     assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
     let (spans, end) = check_log(&run.out);
-    assert_eq!(end.ok, 24, "{end:?}");
+    assert_eq!(end.status.ok, 24, "{end:?}");
     let Some(Record::Run(r)) = records(&run.out).into_iter().next() else {
         panic!("no run record")
     };

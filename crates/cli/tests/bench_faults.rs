@@ -48,8 +48,11 @@ fn fault_run(fault: &str, extra: &[&str], expected: Cause) {
     );
     let (spans, end) = check_log(&run.out);
     assert_eq!(end.spans, 40, "{fault}: every request is a span");
-    assert_eq!(end.cancelled, 0, "{fault}");
-    assert!(end.error > 0 && end.ok > 0, "{fault}: {end:?}");
+    assert_eq!(end.status.cancelled, 0, "{fault}");
+    assert!(
+        end.status.error > 0 && end.status.ok > 0,
+        "{fault}: {end:?}"
+    );
     let c = causes(&spans);
     assert_eq!(
         c.keys().copied().collect::<Vec<_>>(),
@@ -170,7 +173,7 @@ fn a_refused_connection_is_connect_for_every_request_and_still_reported() {
         run.stderr
     );
     let (spans, end) = check_log(&run.out);
-    assert_eq!((end.spans, end.error), (6, 6));
+    assert_eq!((end.spans, end.status.error), (6, 6));
     assert!(
         spans
             .iter()

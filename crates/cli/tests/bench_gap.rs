@@ -24,7 +24,7 @@ fn work_conserving_dispatch_leaves_no_gap_and_waves_clearly_do() {
     let wc = bench(dir.path(), "wc.jsonl", LOAD);
     assert_eq!(wc.status.code(), Some(0), "{}", wc.stderr);
     let (_, end) = check_log(&wc.out);
-    assert_eq!(end.ok, 160);
+    assert_eq!(end.status.ok, 160);
     let r = &analyze(&wc.out)[0];
     let gap = r.gap_fraction.expect("a backlog run has a gap fraction");
     assert!(gap < 0.01, "work-conserving gap fraction {gap}");

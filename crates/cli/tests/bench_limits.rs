@@ -64,7 +64,7 @@ fn requests_to_a_server_that_never_answers_end_at_the_first_token_limit() {
     );
     assert_eq!(run.status.code(), Some(1), "{}", run.stderr);
     let (spans, end) = check_log(&run.out);
-    assert_eq!((end.spans, end.error), (2, 2));
+    assert_eq!((end.spans, end.status.error), (2, 2));
     for s in &spans {
         assert_eq!(s.error.as_ref().unwrap().cause, Cause::TimeoutFirstToken);
     }
@@ -145,7 +145,7 @@ fn max_error_rate_fails_a_run_whose_error_share_is_above_it() {
     strict.extend(["--max-error-rate", "1%"]);
     let run = bench(dir.path(), "s.jsonl", &strict);
     let (_, end) = check_log(&run.out);
-    assert!(end.error > 0 && end.ok > 0, "{end:?}");
+    assert!(end.status.error > 0 && end.status.ok > 0, "{end:?}");
     assert_eq!(run.status.code(), Some(1), "{}", run.stderr);
     assert!(
         run.stderr.contains("above --max-error-rate 1.0%"),

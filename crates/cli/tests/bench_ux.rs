@@ -35,7 +35,7 @@ fn the_default_workload_fits_the_models_context_and_says_so() {
         run.stderr
     );
     let (spans, end) = check_log(&run.out);
-    assert_eq!(end.ok, 60, "{}", run.stderr);
+    assert_eq!(end.status.ok, 60, "{}", run.stderr);
     let limit = runs(&records(&run.out))[0].load["context_limit"]
         .as_u64()
         .unwrap();

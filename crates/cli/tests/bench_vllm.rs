@@ -100,6 +100,6 @@ fn request_rate_inf_with_burstiness_1_and_dataset_name_random_run() {
     );
     assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
     let (spans, end) = check_log(&run.out);
-    assert_eq!(end.ok, 8);
+    assert_eq!(end.status.ok, 8);
     assert!(spans.iter().all(|s| s.output_tokens == 8));
 }

@@ -206,7 +206,7 @@ fn every_workload_source_runs() {
         let run = bench(dir.path(), &format!("{name}.jsonl"), &a);
         assert_eq!(run.status.code(), Some(0), "{name}: {}", run.stderr);
         let (spans, end) = check_log(&run.out);
-        assert_eq!((spans.len(), end.ok), (n, n as u64), "{name}");
+        assert_eq!((spans.len(), end.status.ok), (n, n as u64), "{name}");
     }
     // A trace replays its own arrival times (scaled).
     let recs = records(&dir.path().join("az.jsonl"));
@@ -382,7 +382,7 @@ fn ctrl_c_once_stops_admitting_and_lets_in_flight_requests_finish() {
     let (run, spans, end) = stopped_once_by(dir.path(), "-INT");
     assert_eq!(run.status.code(), Some(130), "{}", run.stderr);
     assert_eq!(end.spans, 400, "every ready request is a span");
-    assert!(end.ok >= 4, "{end:?}");
+    assert!(end.status.ok >= 4, "{end:?}");
     assert_eq!(
         spans
             .iter()

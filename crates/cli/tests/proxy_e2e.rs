@@ -161,7 +161,7 @@ fn bench_through_the_proxy_sees_what_it_sees_directly_and_the_proxy_agrees() {
     let (direct_spans, _) = check_log(&direct.out);
     assert_eq!(summary(&via_spans), summary(&direct_spans));
     let (proxy_spans, end) = check_log(&plog);
-    assert_eq!(end.ok, 320);
+    assert_eq!(end.status.ok, 320);
     assert_eq!(summary(&proxy_spans), summary(&via_spans));
 
     // The same responses, seen a relay apart: first tokens agree, to the relay's

@@ -222,7 +222,7 @@ fn bench_cpu(o: &Opts) {
     );
     println!(
         "  ok {} / {} spans, {:.0} tokens in {:.2} s wall ({:.0} tok/s)",
-        sum.ok,
+        sum.status.ok,
         sum.spans,
         tokens,
         wall,

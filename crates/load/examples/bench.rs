@@ -40,7 +40,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for (id, s) in run.run_ids.iter().zip(&run.summaries) {
         println!(
             "{id}: {} ok, {} error, {} cancelled",
-            s.ok, s.error, s.cancelled
+            s.status.ok, s.status.error, s.status.cancelled
         );
     }
     if let Some(s) = sim {

@@ -22,7 +22,7 @@
 //! let target = BenchTarget::url(spec.url.clone().unwrap_or_default());
 //! let log = std::fs::File::create_new("spans.jsonl")?;
 //! let run = bench(&spec, target, Box::new(log)).await?;
-//! println!("{} ok of {}", run.total().ok, run.total().spans);
+//! println!("{} ok of {}", run.total().status.ok, run.total().spans);
 //! # Ok(())
 //! # }
 //! ```

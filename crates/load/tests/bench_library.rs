@@ -67,9 +67,12 @@ async fn a_sweep_runs_as_a_library_call_and_writes_each_levels_run() {
     assert_eq!(run.summaries.len(), 2);
     assert_eq!(run.run_ids.len(), 2);
     for s in &run.summaries {
-        assert_eq!((s.spans, s.ok, s.error, s.cancelled), (12, 12, 0, 0));
+        assert_eq!(
+            (s.spans, s.status.ok, s.status.error, s.status.cancelled),
+            (12, 12, 0, 0)
+        );
     }
-    assert_eq!(run.total().ok, 24);
+    assert_eq!(run.total().status.ok, 24);
 
     let text = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
     let records: Vec<Record> = text

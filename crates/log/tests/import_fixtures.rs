@@ -88,7 +88,7 @@ fn vllm_bench_serve_figures_are_reproduced() {
     let (imported, r) = load(Some(Format::Vllm), "vllm/vllm.json");
     let tool = json("vllm/vllm.json");
     assert_eq!(imported.spans.len(), 40);
-    assert_eq!(r.counts.ok, tool["completed"].as_u64().unwrap());
+    assert_eq!(r.counts.status.ok, tool["completed"].as_u64().unwrap());
     assert_eq!(
         r.counts.output_tokens,
         tool["total_output_tokens"].as_u64().unwrap()
@@ -181,7 +181,7 @@ fn aiperf_figures_are_reproduced() {
     let tool = json("aiperf/profile_export_aiperf.json");
     assert_eq!(imported.spans.len(), 40);
     assert_eq!(
-        r.counts.ok,
+        r.counts.status.ok,
         tool["request_count"]["avg"].as_f64().unwrap() as u64
     );
     assert_eq!(
@@ -322,7 +322,7 @@ fn guidellm_figures_are_reproduced() {
     let doc = json("guidellm/benchmarks.json");
     let b = &doc["benchmarks"][0];
     let m = |name: &str| b["metrics"][name]["successful"].clone();
-    assert_eq!(r.counts.ok, 24);
+    assert_eq!(r.counts.status.ok, 24);
     assert_eq!(r.cap, Some(4));
     let ttft = m("time_to_first_token_ms");
     close(
@@ -406,7 +406,7 @@ fn genai_bench_figures_are_reproduced() {
     let doc = json(rel);
     let st = &doc["aggregated_metrics"]["stats"];
     assert_eq!(
-        r.counts.ok,
+        r.counts.status.ok,
         doc["aggregated_metrics"]["num_completed_requests"]
             .as_u64()
             .unwrap()
@@ -455,7 +455,10 @@ fn inference_perf_figures_are_reproduced() {
     );
     let doc = json("inference-perf/summary_lifecycle_metrics.json");
     let lat = &doc["successes"]["latency"];
-    assert_eq!(r.counts.ok, doc["successes"]["count"].as_u64().unwrap());
+    assert_eq!(
+        r.counts.status.ok,
+        doc["successes"]["count"].as_u64().unwrap()
+    );
     close(
         "ttft mean",
         ms(r.distributions.t_first_token.mean),
@@ -525,7 +528,7 @@ fn llmperf_figures_are_reproduced() {
     let input = RunInput::from_records(imported.run.clone(), &imported.spans, &[]);
     let r = analyze(&input, &Options::default());
     assert_eq!(
-        r.counts.ok,
+        r.counts.status.ok,
         sum["results_num_completed_requests"].as_u64().unwrap()
     );
     assert_eq!(r.cap, Some(4));

@@ -100,9 +100,9 @@ fn aiperf_records_before_0_3_are_read_and_reproduce_its_summary() {
     let rec = |k: &str| tool["records"][k]["avg"].as_f64().unwrap();
     assert_eq!(imported.format, Format::Aiperf);
     assert!(warned(&imported, "before 0.3"));
-    assert_eq!(r.counts.ok as f64, rec("request_count"));
+    assert_eq!(r.counts.status.ok as f64, rec("request_count"));
     assert_eq!(
-        (r.counts.error + r.counts.cancelled) as f64,
+        (r.counts.status.error + r.counts.status.cancelled) as f64,
         rec("error_request_count")
     );
     assert_eq!(r.counts.output_tokens as f64, rec("total_osl"));
@@ -138,7 +138,7 @@ fn aiperf_0_10_records_reproduce_its_summary() {
     let avg = |k: &str| tool[k]["avg"].as_f64().unwrap();
     assert_eq!(imported.format, Format::Aiperf);
     assert!(!warned(&imported, "before 0.3"), "{:?}", imported.warnings);
-    assert_eq!(r.counts.ok as f64, avg("request_count"));
+    assert_eq!(r.counts.status.ok as f64, avg("request_count"));
     assert_eq!(r.counts.output_tokens as f64, avg("total_osl"));
     assert_eq!(r.counts.input_tokens as f64, avg("total_isl"));
     aiperf_stats(
@@ -219,8 +219,11 @@ fn llmperf_check(individual: &Path, summary: &Path) -> (f64, f64) {
     let imported = import(None, individual, &bytes, &opts).unwrap();
     let r = report(&imported, WindowSpec::Full);
     assert_eq!(imported.format, Format::Llmperf);
-    assert_eq!(r.counts.ok as f64, s("results_num_completed_requests"));
-    assert_eq!(r.counts.error as f64, s("results_number_errors"));
+    assert_eq!(
+        r.counts.status.ok as f64,
+        s("results_num_completed_requests")
+    );
+    assert_eq!(r.counts.status.error as f64, s("results_number_errors"));
     let secs = |d: Option<Duration>| d.unwrap().as_secs_f64();
     let t = &r.distributions.t_first_token;
     close("ttft mean", secs(t.mean), s("results_ttft_s_mean"), 1e-9);
@@ -323,7 +326,7 @@ fn vllm_results_without_latencies_import() {
         let tool = json(rel);
         assert_eq!(imported.format, Format::Vllm, "{rel}");
         assert!(warned(&imported, "no `latencies`"), "{rel}");
-        assert_eq!(r.counts.ok, tool["completed"].as_u64().unwrap());
+        assert_eq!(r.counts.status.ok, tool["completed"].as_u64().unwrap());
         assert_eq!(
             r.counts.output_tokens,
             tool["total_output_tokens"].as_u64().unwrap()
@@ -421,7 +424,7 @@ fn guidellm_warmup_and_cooldown_requests_are_left_out_as_guidellm_does() {
     let doc = json(rel);
     let m = &doc["benchmarks"][0]["metrics"];
     let totals = m["request_totals"]["successful"].as_u64().unwrap();
-    assert_eq!(r.counts.ok, totals);
+    assert_eq!(r.counts.status.ok, totals);
     assert!(totals < 8, "the fixture has requests outside the window");
     let ttft = &m["time_to_first_token_ms"]["successful"];
     // GuideLLM subtracts Unix seconds as f64 (a step of 2^-22 s, 0.24 µs, in
@@ -460,7 +463,7 @@ fn guidellm_0_3_reports_are_read() {
     assert_eq!(imported.format, Format::Guidellm);
     assert_eq!(imported.run.tool, "guidellm 0.2/0.3");
     assert_eq!(r.cap, Some(2));
-    assert_eq!(r.counts.ok, 3);
+    assert_eq!(r.counts.status.ok, 3);
     close("ttft", ms(r.distributions.t_first_token.mean), 125.0, 1e-3);
     // The queue (scheduler_info.queued_time) is kept.
     close("queue", ms(r.distributions.t_queue.mean), 250.0, 1e-3);
@@ -562,7 +565,7 @@ fn uncommitted_real_files_reproduce_their_figures() {
         let doc: Value = serde_json::from_slice(&bytes).unwrap();
         let m = &doc["benchmarks"][0]["metrics"];
         assert_eq!(
-            r.counts.ok,
+            r.counts.status.ok,
             m["request_totals"]["successful"].as_u64().unwrap(),
             "{name}"
         );
@@ -584,7 +587,7 @@ fn uncommitted_real_files_reproduce_their_figures() {
         );
         eprintln!(
             "{name}: {} requests (GuideLLM {}), TTFT mean {:.4} ms (GuideLLM {:.4}), max {:.4} ms (GuideLLM {:.4})",
-            r.counts.ok,
+            r.counts.status.ok,
             m["request_totals"]["successful"],
             ms(t.mean),
             ttft["mean"].as_f64().unwrap(),
@@ -612,7 +615,11 @@ fn vllm_detailed_check(path: &Path) {
     for (k, (imported, tool)) in runs.iter().zip(&docs).enumerate() {
         let name = format!("{} #{}", path.display(), k + 1);
         let r = report(imported, WindowSpec::Full);
-        assert_eq!(r.counts.ok, tool["completed"].as_u64().unwrap(), "{name}");
+        assert_eq!(
+            r.counts.status.ok,
+            tool["completed"].as_u64().unwrap(),
+            "{name}"
+        );
         assert_eq!(
             r.counts.output_tokens,
             tool["total_output_tokens"].as_u64().unwrap(),
@@ -655,7 +662,7 @@ fn vllm_detailed_check(path: &Path) {
         eprintln!(
             "{name}: {} requests (cap {:?}), TTFT mean {:.4} ms, output {ours_tps:.4} tok/s over \
              vLLM's {duration:.4} s (vLLM {tps:.4}), latency mean {ours:.3} ms (vLLM {theirs:?})",
-            r.counts.ok,
+            r.counts.status.ok,
             imported.run.cap,
             ms(r.distributions.t_first_token.mean),
         );
@@ -675,7 +682,7 @@ fn aiperf_0_10_check(dir: &Path) {
             .unwrap();
     let avg = |k: &str| tool[k]["avg"].as_f64().unwrap();
     let name = dir.display();
-    assert_eq!(r.counts.ok as f64, avg("request_count"), "{name}");
+    assert_eq!(r.counts.status.ok as f64, avg("request_count"), "{name}");
     assert_eq!(r.counts.output_tokens as f64, avg("total_osl"), "{name}");
     assert_eq!(r.counts.input_tokens as f64, avg("total_isl"), "{name}");
     assert!(imported.run.cap.is_some(), "{name}: no cap");
@@ -694,7 +701,7 @@ fn aiperf_0_10_check(dir: &Path) {
     eprintln!(
         "{name}: {} requests, cap {:?}, TTFT mean {:.7} ms, AIPerf's duration {aiperf:.9} s, \
          tpscope's window {window:.9} s",
-        r.counts.ok,
+        r.counts.status.ok,
         imported.run.cap,
         ms(r.distributions.t_first_token.mean),
     );
@@ -709,9 +716,12 @@ fn genai_bench(path: &Path) {
     let a = &doc["aggregated_metrics"];
     let st = &a["stats"];
     assert_eq!(imported.format, Format::GenaiBench);
-    assert_eq!(r.counts.ok, a["num_completed_requests"].as_u64().unwrap());
     assert_eq!(
-        r.counts.error,
+        r.counts.status.ok,
+        a["num_completed_requests"].as_u64().unwrap()
+    );
+    assert_eq!(
+        r.counts.status.error,
         a["num_error_requests"].as_u64().unwrap_or(0)
     );
     assert_eq!(

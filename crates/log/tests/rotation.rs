@@ -103,7 +103,7 @@ fn a_rotations_files_read_as_the_one_run_one_file_holds() {
     let opts = Options::default();
     let (rotated, single) = (analyze(run, &opts), analyze(&whole.runs[0].input, &opts));
     assert_eq!(rotated, single);
-    assert_eq!(rotated.counts.ok, 4);
+    assert_eq!(rotated.counts.status.ok, 4);
     assert_eq!(rotated.counts.output_tokens, 11 + 12 + 13 + 14);
     assert!(rotated.complete);
     // The record reader gives every record, the repeated run records included.

@@ -13,6 +13,7 @@ pub mod record;
 pub mod rotation;
 pub mod server;
 pub mod span;
+pub mod status_counts;
 pub mod time;
 pub mod units;
 
@@ -29,5 +30,6 @@ pub use span::{
     Attempt, ChunkMark, Invalid, Lifecycle, MAX_PLAUSIBLE_SPAN, MAX_PLAUSIBLE_TOKENS, Span,
     SpanError, TokenSource, check_lifecycle,
 };
+pub use status_counts::StatusCounts;
 pub use time::{HourCache, RunClock, TimeParseError, Timestamp};
 pub use units::{BadDuration, BadTimeUnit, TimeUnit, format_duration, parse_duration};

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::server::ServerSampleRecord;
 use crate::span::{Span, TokenSource};
+use crate::status_counts::StatusCounts;
 use crate::time::{Timestamp, duration_secs};
 
 /// The schema name written in every `run` record.
@@ -161,15 +162,9 @@ pub struct EndRecord {
     pub ended_at: Timestamp,
     /// Span records written.
     pub spans: u64,
-    /// Of which `ok`.
-    #[serde(default)]
-    pub ok: u64,
-    /// Of which `error`.
-    #[serde(default)]
-    pub error: u64,
-    /// Of which `cancelled`.
-    #[serde(default)]
-    pub cancelled: u64,
+    /// Of which ok, error and cancelled (written flat: `ok`, `error`, `cancelled`).
+    #[serde(flatten)]
+    pub status: StatusCounts,
     /// Sample records written.
     #[serde(default)]
     pub samples: u64,
@@ -234,6 +229,24 @@ mod tests {
             r#"{{"run_id":"r","schema":"tpscope.spans/1","started_at":"2026-01-01T00:00:00Z"{extra}}}"#
         ))
         .unwrap()
+    }
+
+    #[test]
+    fn an_end_record_writes_its_status_counts_flat_in_their_place() {
+        // The counts moved into one StatusCounts; the line must not change.
+        let line = r#"{"kind":"end","run_id":"r","ended_at":"2026-01-01T00:00:01.000000000Z","spans":4,"ok":2,"error":1,"cancelled":1,"samples":3}"#;
+        let rec: Record = serde_json::from_str(line).unwrap();
+        let Record::End(e) = &rec else {
+            panic!("an end record")
+        };
+        assert_eq!((e.status.ok, e.status.error, e.status.cancelled), (2, 1, 1));
+        assert_eq!(serde_json::to_string(&rec).unwrap(), line);
+        // Counts a reader of an older log lacks are 0.
+        let old = r#"{"kind":"end","run_id":"r","ended_at":"2026-01-01T00:00:01Z","spans":0}"#;
+        let Record::End(e) = serde_json::from_str::<Record>(old).unwrap() else {
+            panic!("an end record")
+        };
+        assert_eq!(e.status, StatusCounts::default());
     }
 
     #[test]

@@ -398,6 +398,8 @@ mod tests {
             outcomes: Vec::new(),
             planned_input_tokens: None,
             cancelled: Some("left the queue".into()),
+            session_id: None,
+            turn: None,
         });
         let text = m.render();
         for file in [
@@ -511,6 +513,8 @@ mod tests {
             }],
             planned_input_tokens: None,
             cancelled: None,
+            session_id: None,
+            turn: None,
         };
         m.finished(&f);
         let text = m.render();

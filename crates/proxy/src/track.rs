@@ -316,6 +316,8 @@ impl Track {
             outcomes,
             planned_input_tokens: None,
             cancelled,
+            session_id: None,
+            turn: None,
         });
     }
 }

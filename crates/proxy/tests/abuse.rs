@@ -150,7 +150,7 @@ async fn ten_thousand_idle_connections_leave_streams_served_and_the_header_timeo
     // first also leaves the TIME_WAIT states on its side, not on 10,000 of
     // the machine's ephemeral ports.
     let counts = p.shutdown().await.unwrap();
-    assert_eq!((counts.spans, counts.ok), (2, 2));
+    assert_eq!((counts.spans, counts.status.ok), (2, 2));
     blocking(|| drop(idle));
 
     // A short one: the proxy closes every idle connection, none of which ever
@@ -229,7 +229,7 @@ async fn slowloris_headers_and_a_trickled_http2_preface_are_cut_while_others_are
     n += 1;
     let counts = p.shutdown().await.unwrap();
     // The trickled requests never became requests, so never spans.
-    assert_eq!((counts.spans, counts.ok), (n, n));
+    assert_eq!((counts.spans, counts.status.ok), (n, n));
     sim.shutdown().await.unwrap();
 }
 
@@ -281,7 +281,10 @@ async fn invalid_json_is_forwarded_unparsed_and_the_upstreams_400_is_relayed_and
     served(p.addr(), sim.model_name(), 5).await;
 
     let counts = p.shutdown().await.unwrap();
-    assert_eq!((counts.spans, counts.ok, counts.error), (2, 1, 1));
+    assert_eq!(
+        (counts.spans, counts.status.ok, counts.status.error),
+        (2, 1, 1)
+    );
     let spans = spans(&out);
     let s = spans.iter().find(|s| s.status == Status::Error).unwrap();
     let e = s.error.as_ref().unwrap();

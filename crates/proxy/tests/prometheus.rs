@@ -411,7 +411,7 @@ async fn a_real_prometheus_sees_the_gap_fraction_of_the_span_log() {
         assert_eq!(set.runs.len(), 1);
         let r =
             tpscope_analysis::analyze(&set.runs[0].input, &tpscope_analysis::Options::default());
-        assert_eq!(r.counts.ok, 64);
+        assert_eq!(r.counts.status.ok, 64);
         let logged = r.gap_fraction.expect("a gap fraction");
         let window_s = r.window.as_ref().unwrap().duration.as_secs_f64();
         eprintln!(

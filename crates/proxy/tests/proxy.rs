@@ -76,7 +76,10 @@ async fn streams_json_answers_and_other_requests_pass_through_and_completions_be
     assert!(bad.text().contains("not valid JSON"), "{}", bad.text());
 
     let counts = p.shutdown().await.unwrap();
-    assert_eq!((counts.spans, counts.ok, counts.error), (4, 3, 1));
+    assert_eq!(
+        (counts.spans, counts.status.ok, counts.status.error),
+        (4, 3, 1)
+    );
     let spans = spans(&out);
     for s in &spans {
         s.validate().unwrap();
@@ -474,7 +477,7 @@ async fn responses_api_streams_through_and_becomes_a_span_with_usage() {
     assert!(a.is_done(), "{}", r.text());
     assert_eq!(a.tokens(), 9);
     let counts = p.shutdown().await.unwrap();
-    assert_eq!((counts.spans, counts.ok), (1, 1));
+    assert_eq!((counts.spans, counts.status.ok), (1, 1));
     let spans = spans(&out);
     let s = &spans[0];
     s.validate().unwrap();

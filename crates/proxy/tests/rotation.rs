@@ -66,7 +66,7 @@ async fn a_rotated_log_reads_as_one_run_with_the_totals_of_the_spans_written() {
     let report = analyze(run, &Options::default());
     assert!(report.complete);
     assert_eq!(report.counts.spans, 16);
-    assert_eq!(report.counts.ok, 16);
+    assert_eq!(report.counts.status.ok, 16);
     assert_eq!(report.counts.output_tokens, written_tokens);
     assert!(written.iter().all(|s| s.status == Status::Ok));
 

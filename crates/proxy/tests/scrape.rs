@@ -46,7 +46,7 @@ async fn the_upstream_metrics_become_server_samples_whose_tokens_match_the_spans
     assert!(m.status < 500, "{}", m.text());
     let (counts, scrapes) = p.shutdown_with_scrapes().await.unwrap();
     sim.shutdown().await.unwrap();
-    assert_eq!(counts.ok, 16);
+    assert_eq!(counts.status.ok, 16);
     let scrapes = scrapes.expect("the scraper ran");
     assert_eq!(scrapes.failed, 0, "{scrapes:?}");
     assert!(scrapes.scrapes >= 2, "{scrapes:?}");

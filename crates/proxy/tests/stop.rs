@@ -74,7 +74,11 @@ async fn stopped_with_open_streams(drain: Duration, cut_now: bool) -> (Vec<Recor
         .unwrap()
         .unwrap();
     let took = t0.elapsed();
-    assert_eq!((counts.spans, counts.cancelled), (2, 2), "{counts:?}");
+    assert_eq!(
+        (counts.spans, counts.status.cancelled),
+        (2, 2),
+        "{counts:?}"
+    );
     drop((a, b));
     sim.shutdown().await.unwrap();
     (records(&out), took)

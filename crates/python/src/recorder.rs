@@ -208,9 +208,9 @@ impl PyRecorder {
         let d = PyDict::new(py);
         let c = closed.counts;
         d.set_item("spans", c.spans)?;
-        d.set_item("ok", c.ok)?;
-        d.set_item("error", c.error)?;
-        d.set_item("cancelled", c.cancelled)?;
+        d.set_item("ok", c.status.ok)?;
+        d.set_item("error", c.status.error)?;
+        d.set_item("cancelled", c.status.cancelled)?;
         d.set_item("samples", c.samples)?;
         d.set_item("unfinished", closed.unfinished)?;
         if self.inner.export_stats().is_some() {

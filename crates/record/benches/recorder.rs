@@ -69,7 +69,7 @@ fn main() {
     let closed = rec.close().unwrap();
     let wall = wall0.elapsed();
     let cpu_ns = process_cpu_ns() - cpu0;
-    assert_eq!(closed.counts.ok, requests);
+    assert_eq!(closed.counts.status.ok, requests);
     let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
 
     // The hottest event alone: one long stream of token chunks.

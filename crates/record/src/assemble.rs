@@ -24,6 +24,10 @@ pub struct Finished {
     /// Why the request ended without a final attempt verdict of its own: cancelled
     /// in the queue or while backing off (`None` when the last attempt decides).
     pub cancelled: Option<String>,
+    /// The multi-turn session it is a turn of (the span's `session_id`).
+    pub session_id: Option<String>,
+    /// Its turn in that session (0-based).
+    pub turn: Option<u32>,
 }
 
 /// Text still to be counted by the tokenizer (off the hot path, on the writer).
@@ -172,8 +176,8 @@ pub fn assemble(run_id: &str, tokenizer_name: &str, f: Finished) -> (Span, ToCou
         attempts,
         error,
         chunks,
-        session_id: None,
-        turn: None,
+        session_id: f.session_id,
+        turn: f.turn,
         tokenizer_output_tokens: None,
         finish_reason,
     };
@@ -263,6 +267,8 @@ mod tests {
             outcomes,
             planned_input_tokens: Some(30),
             cancelled: None,
+            session_id: None,
+            turn: None,
         }
     }
 

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
 
-use tpscope_model::Status;
+use tpscope_model::{Status, StatusCounts};
 
 /// Counters of the current run (reset when a sweep moves to its next level).
 #[derive(Debug)]
@@ -68,12 +68,8 @@ pub struct LiveSnapshot {
     pub done: u64,
     /// Planned requests, when known.
     pub planned: Option<u64>,
-    /// Ok / error / cancelled.
-    pub ok: u64,
-    /// Failed after retries.
-    pub error: u64,
-    /// Cancelled.
-    pub cancelled: u64,
+    /// Ok, failed after retries, cancelled.
+    pub status: StatusCounts,
     /// Output tokens of ok requests.
     pub tokens: u64,
     /// Seconds since the run started (`None` before it starts).
@@ -149,9 +145,11 @@ impl LiveStats {
         LiveSnapshot {
             done: self.done.load(Relaxed),
             planned: (planned != u64::MAX).then_some(planned),
-            ok: self.ok.load(Relaxed),
-            error: self.error.load(Relaxed),
-            cancelled: self.cancelled.load(Relaxed),
+            status: StatusCounts {
+                ok: self.ok.load(Relaxed),
+                error: self.error.load(Relaxed),
+                cancelled: self.cancelled.load(Relaxed),
+            },
             tokens: self.tokens.load(Relaxed),
             elapsed_s: self
                 .started

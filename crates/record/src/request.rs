@@ -246,6 +246,8 @@ fn finished(
         outcomes,
         planned_input_tokens: None,
         cancelled: None,
+        session_id: None,
+        turn: None,
     }
 }
 

@@ -6,8 +6,8 @@
 //! validates and writes its span: one path for every span of a session.
 
 use std::io;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use tpscope_model::{RunClock, RunRecord, SampleRecord, Timestamp};
@@ -16,7 +16,7 @@ use crate::assemble::Finished;
 use crate::live::LiveStats;
 use crate::run::{RunInfo, new_run_id};
 use crate::sampler::Sampler;
-use crate::writer::{ProxyEnd, RunCounts, Writer, WriterTx};
+use crate::writer::{Handed, ProxyEnd, RunCounts, SpanHook, Writer, WriterTx};
 
 /// The longest a session's sampler goes without writing a sample when nothing
 /// changes (the `run` record's `sample_heartbeat_s`).
@@ -43,6 +43,11 @@ pub struct Session {
     occupancy: AtomicU64,
     /// The cap (`u32::MAX`: none).
     cap: AtomicU32,
+    /// Whether spans keep the `seq` their producer gave (span id `seq + 1`);
+    /// else the writer numbers them in release order.
+    numbered: bool,
+    /// Shown each span once it is assembled, on the writer thread.
+    on_span: OnceLock<SpanHook>,
 }
 
 /// The writer and sampler of a started session; [`Running::close`] ends the run.
@@ -80,6 +85,8 @@ impl Session {
             live: live.clone(),
             occupancy: AtomicU64::new(0),
             cap: AtomicU32::new(cap.unwrap_or(u32::MAX)),
+            numbered: false,
+            on_span: OnceLock::new(),
         });
         live.start_run("", None, cap);
         let record = info.record(run_id.to_string(), &clock);
@@ -108,6 +115,49 @@ impl Session {
             session: session.clone(),
         };
         (session, running)
+    }
+
+    /// A run on a writer that other runs share, one after another (a bench's
+    /// warm-up and levels on one log): it writes no `run` record and starts no
+    /// sampler (the producer samples its own occupancy and writes its `run`
+    /// record through [`Session::writer`]); its spans keep the `seq` the
+    /// producer gave them, so span ids follow the producer's numbering (arrival
+    /// order), and are counted in `live`; [`Session::end`] writes its `end`.
+    pub fn shared(
+        tx: WriterTx,
+        live: Arc<LiveStats>,
+        run_id: &str,
+        clock: RunClock,
+        cap: Option<u32>,
+    ) -> Session {
+        Session {
+            run_id: run_id.into(),
+            clock,
+            tx,
+            live,
+            occupancy: AtomicU64::new(0),
+            cap: AtomicU32::new(cap.unwrap_or(u32::MAX)),
+            numbered: true,
+            on_span: OnceLock::new(),
+        }
+    }
+
+    /// Shows every span of the session to `hook` from now on, on the writer
+    /// thread as soon as it is assembled and validated (a producer's own tally:
+    /// [`Session::sync`] waits for it); a second hook is refused (returned).
+    pub fn on_span(&self, hook: SpanHook) -> Result<(), SpanHook> {
+        self.on_span.set(hook)
+    }
+
+    /// The live counters that count the session's spans.
+    pub fn live(&self) -> &Arc<LiveStats> {
+        &self.live
+    }
+
+    /// Writes the run's `end` record of a [`Session::shared`] run: the counts
+    /// of what was written for it, and the client's worst pacing lateness.
+    pub fn end(&self, schedule_late: Option<Duration>) {
+        self.tx.end(&self.run_id, self.clock.now(), schedule_late);
     }
 
     /// The run's id (as written in every record).
@@ -181,7 +231,14 @@ impl Session {
     /// Hands a finished request to the writer thread, which assembles, validates,
     /// counts and writes its span (`request_id`: the caller's name for it).
     pub fn finished(&self, request_id: Option<String>, f: Finished) {
-        self.tx.finished(self.run_id.clone(), request_id, f);
+        self.tx.hand(Handed {
+            run_id: self.run_id.clone(),
+            request_id,
+            finished: f,
+            numbered: self.numbered,
+            live: Some(self.live.clone()),
+            on_span: self.on_span.get().cloned(),
+        });
     }
 
     /// Waits until every span finished so far is written and flushed.

@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 
 use tpscope_log::LogWriter;
 use tpscope_model::{
-    EndRecord, Record, RunRecord, SampleRecord, ServerSampleRecord, Span, Status, Timestamp,
+    EndRecord, Record, RunRecord, SampleRecord, ServerSampleRecord, Span, Status, StatusCounts,
+    Timestamp,
 };
 use tpscope_tokens::Tokenizer;
 
@@ -29,7 +30,7 @@ pub const FLUSH_EVERY: Duration = Duration::from_millis(200);
 enum Msg {
     Run(Box<RunRecord>),
     Span(Box<Span>, ToCount),
-    Finished(Arc<str>, Option<String>, Box<Finished>),
+    Finished(Box<Handed>),
     Sample(SampleRecord),
     ServerSample(Box<ServerSampleRecord>),
     End {
@@ -41,6 +42,30 @@ enum Msg {
     Sync(mpsc::Sender<()>),
     Export(ExportTx),
     Close,
+}
+
+/// Called on the writer thread with each span of a session as soon as it is
+/// assembled and validated (before the tokenizer's counts): a producer's own
+/// tally of its spans (the bench's run summary).
+pub type SpanHook = Arc<dyn Fn(&Span) + Send + Sync>;
+
+/// A finished request on its way to the writer thread, and how its session
+/// wants its span made.
+pub struct Handed {
+    /// The run it belongs to.
+    pub run_id: Arc<str>,
+    /// The caller's name for it (the span's `request_id`), if any.
+    pub request_id: Option<String>,
+    /// What the producer measured.
+    pub finished: Finished,
+    /// Whether `finished.seq` is kept (a producer that numbers its requests
+    /// itself: the bench, in arrival order); else the writer numbers the
+    /// session's spans 1, 2, … in release order.
+    pub numbered: bool,
+    /// The session's live counters, which count the span.
+    pub live: Option<Arc<LiveStats>>,
+    /// Shown the span once it is assembled.
+    pub on_span: Option<SpanHook>,
 }
 
 /// What a proxy run's `end` record adds.
@@ -59,12 +84,8 @@ pub struct ProxyEnd {
 pub struct RunCounts {
     /// Span records written.
     pub spans: u64,
-    /// Of which ok.
-    pub ok: u64,
-    /// Of which error.
-    pub error: u64,
-    /// Of which cancelled.
-    pub cancelled: u64,
+    /// Of which ok, error and cancelled.
+    pub status: StatusCounts,
     /// Sample records written.
     pub samples: u64,
 }
@@ -92,7 +113,21 @@ impl WriterTx {
     /// and writes it. For producers whose own thread must only stamp times (the
     /// recording API).
     pub fn finished(&self, run_id: Arc<str>, request_id: Option<String>, f: Finished) {
-        let _ = self.tx.send(Msg::Finished(run_id, request_id, Box::new(f)));
+        self.hand(Handed {
+            run_id,
+            request_id,
+            finished: f,
+            numbered: false,
+            live: None,
+            on_span: None,
+        });
+    }
+
+    /// Assembles a finished request on the writer thread as `h` says (the one
+    /// path of a [`crate::Session`]'s spans): numbered, validated, shown to its
+    /// hook, counted in its live counters (else the writer's), and written.
+    pub fn hand(&self, h: Handed) {
+        let _ = self.tx.send(Msg::Finished(Box::new(h)));
     }
 
     /// Writes a sample.
@@ -278,17 +313,31 @@ fn writer_loop<W: Write>(
                 Record::Run(*r)
             }
             msg @ (Msg::Span(..) | Msg::Finished(..)) => {
-                let (mut s, to_count) = match msg {
-                    Msg::Span(s, to_count) => (*s, to_count),
-                    Msg::Finished(run_id, request_id, mut f) => {
-                        let seq = finished_seq.entry(run_id.clone()).or_default();
-                        f.seq = *seq;
-                        *seq += 1;
-                        let (s, to_count) = checked_span(&run_id, tokenizer.name(), request_id, *f);
-                        if let Some(live) = &live {
+                let (mut s, to_count, span_live) = match msg {
+                    Msg::Span(s, to_count) => (*s, to_count, live.clone()),
+                    Msg::Finished(h) => {
+                        let Handed {
+                            run_id,
+                            request_id,
+                            finished: mut f,
+                            numbered,
+                            live: own,
+                            on_span,
+                        } = *h;
+                        if !numbered {
+                            let seq = finished_seq.entry(run_id.clone()).or_default();
+                            f.seq = *seq;
+                            *seq += 1;
+                        }
+                        let (s, to_count) = checked_span(&run_id, tokenizer.name(), request_id, f);
+                        let span_live = own.or_else(|| live.clone());
+                        if let Some(live) = &span_live {
                             live.span_done(s.status, s.output_tokens);
                         }
-                        (s, to_count)
+                        if let Some(hook) = &on_span {
+                            hook(&s);
+                        }
+                        (s, to_count, span_live)
                     }
                     _ => unreachable!("matched above"),
                 };
@@ -303,7 +352,7 @@ fn writer_loop<W: Write>(
                     if let Some(text) = &to_count.check {
                         s.tokenizer_output_tokens = Some(tokenizer.count(text) as u64);
                     }
-                    if let Some(live) = &live
+                    if let Some(live) = &span_live
                         && s.status == Status::Ok
                     {
                         // The producer counted the provisional (chunk) figure.
@@ -312,11 +361,7 @@ fn writer_loop<W: Write>(
                 }
                 let c = counts.entry(s.run_id.clone()).or_default();
                 c.spans += 1;
-                match s.status {
-                    Status::Ok => c.ok += 1,
-                    Status::Error => c.error += 1,
-                    Status::Cancelled => c.cancelled += 1,
-                }
+                c.status.add(s.status);
                 Record::Span(s)
             }
             Msg::Sample(s) => {
@@ -335,9 +380,7 @@ fn writer_loop<W: Write>(
                     run_id,
                     ended_at,
                     spans: c.spans,
-                    ok: c.ok,
-                    error: c.error,
-                    cancelled: c.cancelled,
+                    status: c.status,
                     samples: c.samples,
                     schedule_late_max: schedule_late,
                     queued_at_stated: proxy.as_ref().map(|p| p.queued_at_stated),
@@ -477,7 +520,13 @@ mod tests {
             panic!("end last")
         };
         assert_eq!(
-            (e.spans, e.ok, e.error, e.cancelled, e.samples),
+            (
+                e.spans,
+                e.status.ok,
+                e.status.error,
+                e.status.cancelled,
+                e.samples
+            ),
             (2, 1, 1, 0, 1)
         );
     }

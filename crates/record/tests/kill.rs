@@ -99,5 +99,5 @@ fn a_killed_recorder_keeps_every_span_released_a_second_before() {
     );
     assert!(!there.contains("held"));
     let report = common::report(&path);
-    assert_eq!(report.counts.ok, log.spans.len() as u64);
+    assert_eq!(report.counts.status.ok, log.spans.len() as u64);
 }

@@ -44,10 +44,14 @@ fn a_hand_driven_pipeline_reads_back_with_its_spans_attempts_and_gap() {
     let closed = rec.close().unwrap();
     assert_eq!(closed.unfinished, 0);
     assert_eq!(
-        (closed.counts.spans, closed.counts.ok, closed.counts.error),
+        (
+            closed.counts.spans,
+            closed.counts.status.ok,
+            closed.counts.status.error
+        ),
         (5, 2, 1)
     );
-    assert_eq!(closed.counts.cancelled, 2);
+    assert_eq!(closed.counts.status.cancelled, 2);
 
     let log = read(&path);
     assert!(log.warnings.is_empty(), "{:?}", log.warnings);
@@ -115,7 +119,14 @@ fn a_hand_driven_pipeline_reads_back_with_its_spans_attempts_and_gap() {
     );
 
     let r = report(&path);
-    assert_eq!((r.counts.ok, r.counts.error, r.counts.cancelled), (2, 1, 2));
+    assert_eq!(
+        (
+            r.counts.status.ok,
+            r.counts.status.error,
+            r.counts.status.cancelled
+        ),
+        (2, 1, 2)
+    );
     assert_eq!(r.counts.retries, 1);
     assert_eq!(r.counts.wasted_tokens, 1 + 2);
     let gap = r.gap_fraction.unwrap();
@@ -206,7 +217,7 @@ fn several_threads_share_one_recorder() {
         }
     });
     let closed = rec.close().unwrap();
-    assert_eq!((closed.counts.spans, closed.counts.ok), (1000, 1000));
+    assert_eq!((closed.counts.spans, closed.counts.status.ok), (1000, 1000));
     let log = read(&path);
     let span_ids: BTreeSet<u64> = log
         .spans

@@ -143,9 +143,9 @@ fn head(o: &mut String, r: &RunReport) {
         o,
         "  spans {}: ok {}, error {}, cancelled {}{} · failures by cause: {}",
         c.spans,
-        c.ok,
-        c.error,
-        c.cancelled,
+        c.status.ok,
+        c.status.error,
+        c.status.cancelled,
         backlog_left(c),
         by_cause(&c.errors_by_cause)
     );

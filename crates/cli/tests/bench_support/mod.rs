@@ -218,10 +218,16 @@ pub fn check_log(path: &Path) -> (Vec<Span>, EndRecord) {
     let end = ends(&recs).pop().unwrap();
     let count = |st: tpscope_model::Status| spans.iter().filter(|s| s.status == st).count() as u64;
     assert_eq!(end.spans, spans.len() as u64);
-    assert_eq!(end.ok, count(tpscope_model::Status::Ok));
-    assert_eq!(end.error, count(tpscope_model::Status::Error));
-    assert_eq!(end.cancelled, count(tpscope_model::Status::Cancelled));
-    assert_eq!(end.spans, end.ok + end.error + end.cancelled);
+    assert_eq!(end.status.ok, count(tpscope_model::Status::Ok));
+    assert_eq!(end.status.error, count(tpscope_model::Status::Error));
+    assert_eq!(
+        end.status.cancelled,
+        count(tpscope_model::Status::Cancelled)
+    );
+    assert_eq!(
+        end.spans,
+        end.status.ok + end.status.error + end.status.cancelled
+    );
     (spans, end)
 }
 

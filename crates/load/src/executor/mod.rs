@@ -1,7 +1,7 @@
 //! The one executor every mode uses: it takes ready times from a pure
 //! [`Schedule`](crate::schedule::Schedule), lets requests through the [`Admission`]
 //! controller, runs their attempts and retries through a [`Sender`], and hands each
-//! finished request to the writer as a span. Closed loop, open loop, trace replay,
+//! finished request to the run's [`Session`], whose writer makes it a span. Closed loop, open loop, trace replay,
 //! warm-up and every sweep level are this same code with different plans.
 //!
 //! The files: `plan.rs` (what a run is told, how it ended), `request.rs` (one
@@ -19,12 +19,12 @@ mod sessions;
 #[cfg(test)]
 mod tests;
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use tokio_util::task::TaskTracker;
-use tpscope_model::RunClock;
-use tpscope_record::{Admission, LiveStats, Sampler, WriterTx};
+use tpscope_model::{RunClock, Span};
+use tpscope_record::{Admission, LiveStats, Sampler, Session, Writer, WriterTx};
 
 use crate::ramp::RampOver;
 use crate::sender::Sender;
@@ -34,7 +34,9 @@ use request::{Shared, State, stop_admitting};
 
 /// Runs one plan to the end and returns its counts. Spans and samples go to `rec`
 /// (nothing is written when it is `None`, as for a warm-up); the caller writes the
-/// `run` record before and the `end` record after.
+/// `run` record before and the `end` record after. Every span takes the
+/// [`Session`] path (assembled and validated on the writer thread, its id the
+/// request's arrival number), and the summary counts what the writer assembled.
 pub async fn execute<S: Sender>(
     plan: RunPlan,
     clock: RunClock,
@@ -49,6 +51,32 @@ pub async fn execute<S: Sender>(
     let _ = tokio::task::spawn_blocking(move || tk.warm()).await;
     let cancel = control.cancel.child_token();
     let stop = control.stop.child_token();
+    // A warm-up's spans take the same path, to a writer of nothing.
+    let (tx, unwritten) = match &rec {
+        Some(tx) => (tx.clone(), None),
+        None => {
+            let w = Writer::to_writer(std::io::sink(), plan.tokenizer, None);
+            (w.sender(), Some(w))
+        }
+    };
+    let session = Arc::new(Session::shared(
+        tx,
+        live.clone(),
+        &plan.run_id,
+        clock,
+        plan.cap,
+    ));
+    let tally = Arc::new(Mutex::new(RunSummary::default()));
+    {
+        let (tally, live) = (tally.clone(), live.clone());
+        let _ = session.on_span(Arc::new(move |s: &Span| {
+            tally
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .count(s);
+            live.lag.span(s);
+        }));
+    }
     let sh = Arc::new(Shared {
         st: Mutex::new(State {
             // A ramped cap starts at its first value.
@@ -62,11 +90,12 @@ pub async fn execute<S: Sender>(
             stopping: false,
             topup: false,
             next_seq: 0,
-            summary: RunSummary::default(),
+            admitted: 0,
         }),
         sender,
         clock,
         rec: rec.clone(),
+        session: session.clone(),
         live: live.clone(),
         cancel: cancel.clone(),
         stop: stop.clone(),
@@ -154,7 +183,15 @@ pub async fn execute<S: Sender>(
     if let Some(s) = sampler {
         s.stop();
     }
-    let mut summary = sh.lock().summary.clone();
+    // Every span handed over is counted once the writer has assembled it.
+    match unwritten {
+        Some(w) => {
+            let _ = w.finish();
+        }
+        None => session.sync(),
+    }
+    let mut summary = std::mem::take(&mut *tally.lock().unwrap_or_else(PoisonError::into_inner));
+    summary.admitted = sh.lock().admitted;
     summary.interrupted = interrupted || control.cancel.is_cancelled();
     summary.cancelled_in_flight = cancel.is_cancelled();
     summary

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
+use tpscope_model::{Span, Status, StatusCounts};
 use tpscope_record::Dispatch;
 use tpscope_tokens::Tokenizer;
 
@@ -68,12 +69,9 @@ pub struct RunSummary {
     pub admitted: u64,
     /// Spans produced (= ok + error + cancelled).
     pub spans: u64,
-    /// Ok spans.
-    pub ok: u64,
-    /// Error spans.
-    pub error: u64,
-    /// Cancelled spans (including those that never left the queue).
-    pub cancelled: u64,
+    /// Of which ok, error and cancelled (cancelled including those that never
+    /// left the queue).
+    pub status: StatusCounts,
     /// Whether the run was interrupted (Ctrl-C) rather than ending by itself.
     pub interrupted: bool,
     /// Whether in-flight requests were cancelled (second Ctrl-C or drain timeout).
@@ -84,13 +82,20 @@ pub struct RunSummary {
 }
 
 impl RunSummary {
+    /// Counts one span of the run (its status; an error's cause and message).
+    pub(super) fn count(&mut self, span: &Span) {
+        self.spans += 1;
+        self.status.add(span.status);
+        if let (Status::Error, Some(e)) = (span.status, &span.error) {
+            self.errors.add(e.cause, &e.message);
+        }
+    }
+
     /// The counts of several runs together (a sweep's levels): spans by status.
     pub fn total(runs: &[RunSummary]) -> RunSummary {
         runs.iter().fold(RunSummary::default(), |mut acc, s| {
             acc.spans += s.spans;
-            acc.ok += s.ok;
-            acc.error += s.error;
-            acc.cancelled += s.cancelled;
+            acc.status = acc.status.plus(s.status);
             acc
         })
     }

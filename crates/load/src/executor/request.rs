@@ -1,6 +1,6 @@
 //! One request's life in a run: admission under the lock, its attempts and retries
 //! holding the slot, its release (handing the slot to the next at once), and its
-//! span, assembled and handed to the writer.
+//! finished request, handed to the run's [`Session`] (which assembles its span).
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
@@ -9,11 +9,11 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tpscope_model::{Cause, RunClock, SampleRecord, Status};
-use tpscope_record::{Admission, Finished, LiveStats, WriterTx, checked_span};
+use tpscope_model::{Cause, RunClock, SampleRecord};
+use tpscope_record::{Admission, Finished, LiveStats, Session, WriterTx};
 use tpscope_tokens::mix;
 
-use super::plan::{RunPlan, RunSummary};
+use super::plan::RunPlan;
 use crate::sender::Sender;
 use crate::workload::Request;
 
@@ -59,7 +59,8 @@ pub(super) struct State {
     /// An endless closed-loop backlog: each admission creates one more request.
     pub(super) topup: bool,
     pub(super) next_seq: u64,
-    pub(super) summary: RunSummary,
+    /// Requests that took a slot (the summary's `admitted`).
+    pub(super) admitted: u64,
 }
 
 pub(super) struct Shared<S> {
@@ -67,7 +68,10 @@ pub(super) struct Shared<S> {
     pub(super) sender: Arc<S>,
     pub(super) plan: RunPlan,
     pub(super) clock: RunClock,
+    /// Where samples go (`None`: unwritten, a warm-up).
     pub(super) rec: Option<WriterTx>,
+    /// The run's spans: one path to the writer, numbered by `seq`.
+    pub(super) session: Arc<Session>,
     pub(super) live: Arc<LiveStats>,
     pub(super) cancel: CancellationToken,
     pub(super) stop: CancellationToken,
@@ -103,7 +107,7 @@ pub(super) fn admit_locked<S: Sender>(
         // A cap ramped over requests follows the admitted count: raise, admit,
         // until the cap of the count reached is the cap in force.
         Some(ramp) => loop {
-            let p = ramp.request_progress(st.summary.admitted as f64);
+            let p = ramp.request_progress(st.admitted as f64);
             let cap = ramp.ramp.cap_at(p.unwrap_or(1.0));
             if st.adm.cap() != Some(cap) {
                 set_cap(sh, st, cap, now);
@@ -113,19 +117,19 @@ pub(super) fn admit_locked<S: Sender>(
                 out.push(t);
                 k += 1;
             });
-            st.summary.admitted += k;
+            st.admitted += k;
             if k == 0
-                || ramp.ramp.cap_at(
-                    ramp.request_progress(st.summary.admitted as f64)
-                        .unwrap_or(1.0),
-                ) == cap
+                || ramp
+                    .ramp
+                    .cap_at(ramp.request_progress(st.admitted as f64).unwrap_or(1.0))
+                    == cap
             {
                 break;
             }
         },
         None => {
             st.adm.admit(|t| out.push(t));
-            st.summary.admitted += (out.len() - before) as u64;
+            st.admitted += (out.len() - before) as u64;
         }
     }
     let n = (out.len() - before) as u64;
@@ -182,6 +186,8 @@ pub(super) fn stop_admitting<S: Sender>(sh: &Arc<Shared<S>>, why: &str) {
                 outcomes: Vec::new(),
                 planned_input_tokens: None,
                 cancelled: Some(why.to_string()),
+                session_id: None,
+                turn: None,
             },
         );
     }
@@ -265,33 +271,26 @@ async fn request_task<S: Sender>(sh: Arc<Shared<S>>, t: Ticket, admitted: Instan
             outcomes,
             planned_input_tokens: req.input_tokens,
             cancelled,
+            session_id: None,
+            turn: None,
         },
     );
 }
 
+/// Hands a finished request to the run's session, as a turn of its multi-turn
+/// session when it is one; the writer assembles, validates and writes its span,
+/// which the run's hook counts into the summary.
 pub(super) fn finish<S: Sender>(sh: &Arc<Shared<S>>, session: Option<(u64, u32)>, f: Finished) {
-    let (mut span, to_count) = checked_span(&sh.plan.run_id, sh.plan.tokenizer.name(), None, f);
-    if let Some((id, turn)) = session {
-        span.session_id = Some(id.to_string());
-        span.turn = Some(turn);
-    }
-    {
-        let mut st = sh.lock();
-        st.summary.spans += 1;
-        match span.status {
-            Status::Ok => st.summary.ok += 1,
-            Status::Error => {
-                st.summary.error += 1;
-                if let Some(e) = &span.error {
-                    st.summary.errors.add(e.cause, &e.message);
-                }
-            }
-            Status::Cancelled => st.summary.cancelled += 1,
-        }
-    }
-    sh.live.span_done(span.status, span.output_tokens);
-    sh.live.lag.span(&span);
-    if let Some(rec) = &sh.rec {
-        rec.span(span, to_count);
-    }
+    let (session_id, turn) = match session {
+        Some((id, turn)) => (Some(id.to_string()), Some(turn)),
+        None => (None, None),
+    };
+    sh.session.finished(
+        None,
+        Finished {
+            session_id,
+            turn,
+            ..f
+        },
+    );
 }

@@ -160,7 +160,7 @@ async fn a_closed_loop_backlog_hands_each_freed_slot_to_the_next_request_at_once
         Control::default(),
     )
     .await;
-    assert_eq!((sum.spans, sum.ok, sum.admitted), (24, 24, 24));
+    assert_eq!((sum.spans, sum.status.ok, sum.admitted), (24, 24, 24));
     assert_eq!(spans.len(), 24);
     let releases: std::collections::HashSet<_> = spans.iter().map(|s| s.released_at).collect();
     // Everyone was ready at the start; after the first cap, each admission is
@@ -185,7 +185,7 @@ async fn waves_admit_the_next_batch_only_after_the_whole_batch_is_released() {
         Control::default(),
     )
     .await;
-    assert_eq!(sum.ok, 12);
+    assert_eq!(sum.status.ok, 12);
     for wave in spans.chunks(4).collect::<Vec<_>>().windows(2) {
         let last_release = wave[0].iter().map(|s| s.released_at).max().unwrap();
         let admitted: Vec<_> = wave[1].iter().map(|s| s.admitted_at.unwrap()).collect();
@@ -210,7 +210,7 @@ async fn retries_back_off_holding_the_slot_and_are_recorded() {
         base: Duration::from_millis(2),
     };
     let (sum, spans) = run(p, Fake::new(5, 2), Control::default()).await;
-    assert_eq!(sum.ok, 3);
+    assert_eq!(sum.status.ok, 3);
     for w in spans.windows(2) {
         assert_eq!(
             w[1].admitted_at,
@@ -246,7 +246,7 @@ async fn without_retries_a_429_is_an_error_span() {
         Control::default(),
     )
     .await;
-    assert_eq!((sum.ok, sum.error), (0, 2));
+    assert_eq!((sum.status.ok, sum.status.error), (0, 2));
     assert!(
         spans
             .iter()
@@ -266,7 +266,7 @@ async fn open_loop_requests_are_queued_when_the_client_got_to_them_in_schedule_o
         Dispatch::WorkConserving,
     );
     let (sum, spans) = run(p, Fake::new(20, 0), Control::default()).await;
-    assert_eq!(sum.ok, 10);
+    assert_eq!(sum.status.ok, 10);
     // Queued when the pacer got to each (never before its schedule, 5 ms apart):
     // a late pacer's own lateness must not show as work waiting, so
     // the instants follow the schedule's order but not necessarily its times.
@@ -306,8 +306,8 @@ async fn stopping_cancels_the_queue_and_lets_in_flight_requests_finish() {
     .await;
     assert!(sum.interrupted);
     assert_eq!(sum.spans, 50, "every ready request becomes a span");
-    assert_eq!(sum.ok, 2, "the two in flight finish");
-    assert_eq!(sum.cancelled, 48);
+    assert_eq!(sum.status.ok, 2, "the two in flight finish");
+    assert_eq!(sum.status.cancelled, 48);
     let never = spans.iter().filter(|s| s.admitted_at.is_none()).count();
     assert_eq!(never, 48);
 }
@@ -333,7 +333,7 @@ async fn cancelling_ends_in_flight_requests_as_cancelled() {
         control,
     )
     .await;
-    assert_eq!((sum.spans, sum.ok, sum.cancelled), (5, 0, 5));
+    assert_eq!((sum.spans, sum.status.ok, sum.status.cancelled), (5, 0, 5));
     assert!(sum.cancelled_in_flight);
     assert_eq!(spans.iter().filter(|s| s.admitted_at.is_some()).count(), 2);
 }
@@ -343,11 +343,112 @@ async fn an_endless_backlog_runs_for_the_duration_and_keeps_a_cap_waiting() {
     let mut p = plan(Schedule::Backlog, None, Some(3), Dispatch::WorkConserving);
     p.duration = Some(Duration::from_millis(120));
     let (sum, spans) = run(p, Fake::new(10, 0), Control::default()).await;
-    assert!(sum.ok >= 15, "{sum:?}");
+    assert!(sum.status.ok >= 15, "{sum:?}");
     assert_eq!(
-        sum.cancelled, 3,
+        sum.status.cancelled, 3,
         "the one cap's worth still waiting at the end"
     );
-    assert_eq!(sum.spans, sum.ok + sum.cancelled);
+    assert_eq!(sum.spans, sum.status.ok + sum.status.cancelled);
     assert_eq!(spans.len() as u64, sum.spans);
+}
+
+/// A server double whose reply to one request (by its prompt) is slow.
+struct SlowOne {
+    key: String,
+    inner: Arc<Fake>,
+}
+
+impl Sender for SlowOne {
+    async fn attempt(
+        &self,
+        request: &Request,
+        clock: &RunClock,
+        cancel: &CancellationToken,
+    ) -> AttemptOutcome {
+        if matches!(&request.spec.prompt, Prompt::Text(k) if *k == self.key) {
+            tokio::time::sleep(Duration::from_millis(80)).await;
+        }
+        self.inner.attempt(request, clock, cancel).await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn span_ids_follow_arrival_not_release_through_the_session() {
+    // The session's writer numbers spans in release order for a recorder; the
+    // bench's span ids are its requests' arrival numbers, kept on that path.
+    let p = plan(
+        Schedule::Backlog,
+        Some(3),
+        Some(3),
+        Dispatch::WorkConserving,
+    );
+    let first = p
+        .workload
+        .request(0, p.seed, p.prompt_salt, p.tokenizer, None);
+    let Prompt::Text(key) = first.spec.prompt else {
+        unreachable!()
+    };
+    let sender = Arc::new(SlowOne {
+        key,
+        inner: Fake::new(5, 0),
+    });
+    let buf = Buf::default();
+    let rec = Writer::to_writer(buf.clone(), Tokenizer::O200kBase, None);
+    let live = Arc::new(LiveStats::default());
+    let sum = execute(
+        p,
+        RunClock::start(),
+        sender,
+        Some(rec.sender()),
+        live.clone(),
+        &Control::default(),
+    )
+    .await;
+    rec.finish().unwrap();
+    let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+    let ids: Vec<String> = text
+        .lines()
+        .filter_map(|l| match serde_json::from_str::<Record>(l).unwrap() {
+            Record::Span(s) => Some(s.span_id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ids.len(), 3);
+    assert_eq!(
+        ids[2], "1",
+        "the slow first request is released last: {ids:?}"
+    );
+    assert_eq!((sum.spans, sum.status.ok, sum.admitted), (3, 3, 3));
+    assert_eq!(live.done.load(std::sync::atomic::Ordering::Relaxed), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_without_a_log_still_counts_every_span_in_its_summary() {
+    // A warm-up writes nothing; its spans take the session's path to no file,
+    // and the summary and live counters still see each of them.
+    let live = Arc::new(LiveStats::default());
+    let sum = execute(
+        plan(
+            Schedule::Backlog,
+            Some(6),
+            Some(2),
+            Dispatch::WorkConserving,
+        ),
+        RunClock::start(),
+        Fake::new(2, 1),
+        None,
+        live.clone(),
+        &Control::default(),
+    )
+    .await;
+    // Without retries, every request's first (429) attempt ends it.
+    assert_eq!(
+        (sum.spans, sum.status.ok, sum.status.error, sum.admitted),
+        (6, 0, 6, 6)
+    );
+    assert!(
+        !sum.errors.is_empty(),
+        "the 429s' messages reach the summary"
+    );
+    assert_eq!(live.done.load(std::sync::atomic::Ordering::Relaxed), 6);
 }

@@ -18,7 +18,7 @@ pub mod vllm;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use tpscope_model::{EndRecord, Record, RunRecord, Span, Status};
+use tpscope_model::{EndRecord, Record, RunRecord, Span, StatusCounts};
 
 pub use build::content_run_id;
 pub use files::{LoadError, import_files, load_imported};
@@ -135,7 +135,8 @@ pub struct Imported {
 impl Imported {
     /// The run as span-log records: `run`, the spans, `end`.
     pub fn records(&self) -> impl Iterator<Item = Record> + '_ {
-        let count = |st: Status| self.spans.iter().filter(|s| s.status == st).count() as u64;
+        let mut status = StatusCounts::default();
+        self.spans.iter().for_each(|s| status.add(s.status));
         let ended_at = self
             .spans
             .iter()
@@ -146,9 +147,7 @@ impl Imported {
             run_id: self.run.run_id.clone(),
             ended_at,
             spans: self.spans.len() as u64,
-            ok: count(Status::Ok),
-            error: count(Status::Error),
-            cancelled: count(Status::Cancelled),
+            status,
             samples: 0,
             schedule_late_max: None,
             queued_at_stated: None,

@@ -10,8 +10,8 @@ use serde::Deserialize;
 use tpscope_analysis::input::saturate;
 use tpscope_analysis::{ClientFacts, SampleFacts, SpanFacts};
 use tpscope_model::{
-    Cause, EndRecord, Lifecycle, QueueTimes, RunRecord, ServerSampleRecord, Status, Target,
-    Timestamp, TokenSource, check_lifecycle,
+    Cause, EndRecord, Lifecycle, QueueTimes, RunRecord, ServerSampleRecord, Status, StatusCounts,
+    Target, Timestamp, TokenSource, check_lifecycle,
 };
 
 use super::scan::{Line, Nested, RawAttempt};
@@ -196,9 +196,11 @@ pub(super) fn parse_line<'l>(
                 run_id: run_id.to_string(),
                 ended_at: plausible("ended_at", req_time("ended_at", &line.ended_at, unit)?)?,
                 spans: as_u64("spans", required("spans", &line.spans)?)?,
-                ok: count("ok", &line.ok)?.unwrap_or(0),
-                error,
-                cancelled: count("cancelled", &line.cancelled)?.unwrap_or(0),
+                status: StatusCounts {
+                    ok: count("ok", &line.ok)?.unwrap_or(0),
+                    error,
+                    cancelled: count("cancelled", &line.cancelled)?.unwrap_or(0),
+                },
                 samples: count("samples", &line.samples)?.unwrap_or(0),
                 schedule_late_max: opt_secs("schedule_late_max_s", &line.schedule_late_max_s)?,
                 queued_at_stated: count("queued_at_stated", &line.queued_at_stated)?,

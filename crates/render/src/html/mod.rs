@@ -101,9 +101,9 @@ fn summary_tables(r: &RunReport) -> String {
     s.push_str(&format!(
         "<p>{} spans: {} ok, {} error, {} cancelled{} · failures by cause: {} · retries {} ({}) · wasted tokens {} · output tokens {}</p>\n",
         c.spans,
-        c.ok,
-        c.error,
-        c.cancelled,
+        c.status.ok,
+        c.status.error,
+        c.status.cancelled,
         esc(&backlog_left(c)),
         esc(&by_cause(&c.errors_by_cause)),
         c.retries,
