@@ -487,7 +487,7 @@ fn bench_memory(o: &Opts) {
     );
     println!(
         "  ok {} / {} spans; client RSS {:.1} MiB before, {:.1} MiB with the most streams open ({open}), peak {:.1} MiB",
-        sum.ok,
+        sum.status.ok,
         sum.spans,
         before as f64 / 1048576.0,
         at_most as f64 / 1048576.0,
