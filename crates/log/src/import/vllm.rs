@@ -17,7 +17,7 @@
 //! equal. The peak output throughput and peak concurrency of newer versions
 //! (`max_output_tokens_per_s`, `max_concurrent_requests`) are kept in the run's
 //! `load`. A file `--append-result` wrote holds one run's object a line: each is a
-//! run (see [`documents`]).
+//! run (see `documents`).
 
 use serde::Deserialize;
 use tpscope_model::{Cause, ChunkMark, Target, Timestamp, TokenSource};
