@@ -148,6 +148,13 @@ struct BusyFacts {
     new_connections: u64,
     /// Tokens their failed attempts received.
     wasted_tokens: u64,
+    /// Of the post time of spans whose end marker's arrival is known: from the
+    /// last token to the end marker (the server ending its stream) …
+    tail_ns: i64,
+    /// … and from the end marker to the release (the client's own).
+    after_end_ns: i64,
+    /// The spans those two sums are over.
+    split_spans: u64,
 }
 
 /// The busy parts: each admitted span's time in the window, by phase.
@@ -212,6 +219,11 @@ fn busy(input: &RunInput, spread: &mut Spread) -> BusyFacts {
         spread.add(&mut pos, Part::FirstTokenWait, from, f, 1);
         spread.add(&mut pos, Part::Generating, f, l, 1);
         spread.add(&mut pos, Part::Post, l, r, 1);
+        if let Some(e) = s.client.end_at.map(|e| e.unix_nanos().clamp(l, r)) {
+            facts.tail_ns += e - l;
+            facts.after_end_ns += r - e;
+            facts.split_spans += 1;
+        }
     }
     facts.unsplit = unsplit;
     facts
@@ -413,6 +425,11 @@ pub fn capacity_and_integrals(
             requests: busy.requests,
             new_connections: busy.new_connections,
             wasted_tokens: busy.wasted_tokens,
+            post_split: (busy.tail_ns + busy.after_end_ns > 0).then_some(causes::PostSplit {
+                tail: Duration::from_nanos(busy.tail_ns.max(0) as u64),
+                after_end: Duration::from_nanos(busy.after_end_ns.max(0) as u64),
+                spans: busy.split_spans,
+            }),
         },
     );
     (capacity, tot.integrals)

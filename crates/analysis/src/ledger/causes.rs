@@ -1,6 +1,8 @@
 //! The gap's causes, named from the ledger: one sentence per cause that holds a
 //! noticeable share of the slot-time, with its evidence and the next step.
 
+use std::time::Duration;
+
 use serde::Serialize;
 
 use super::{Capacity, Part};
@@ -11,7 +13,7 @@ pub const NOTICEABLE: f64 = 0.03;
 /// One cause of lost capacity.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct GapCause {
-    /// `blocked_orchestration`, `admission`, `connection_churn`,
+    /// `blocked_orchestration`, `admission`, `connection_churn`, `stream_tail`,
     /// `downstream_stalls` or `failures`.
     pub cause: &'static str,
     /// Its share of the slot-time.
@@ -28,6 +30,18 @@ pub(super) struct Evidence {
     pub new_connections: u64,
     /// Tokens received by failed attempts.
     pub wasted_tokens: u64,
+    /// The post time of the spans whose end marker's arrival is known, split at it.
+    pub post_split: Option<PostSplit>,
+}
+
+/// The time after spans' last tokens, split at their end markers' arrival.
+pub(super) struct PostSplit {
+    /// Last token → end marker, summed: the server ending its streams.
+    pub tail: Duration,
+    /// End marker → release, summed: the client holding the slots.
+    pub after_end: Duration,
+    /// The spans summed (those whose end marker's arrival is known).
+    pub spans: u64,
 }
 
 fn pct(x: f64) -> String {
@@ -89,12 +103,37 @@ pub(super) fn causes(c: &Capacity, ev: &Evidence) -> Vec<GapCause> {
             ev.requests
         ),
     );
+    // The post part splits at the end marker: before it the server was ending
+    // its stream (real vLLM sends its usage chunk and end marker tens of ms after
+    // the last token on a busy CPU), after it the client held the slot.
     let post = share(Part::Post);
+    let tail_of_post = ev.post_split.as_ref().map_or(0.0, |p| {
+        p.tail.as_secs_f64() / (p.tail + p.after_end).as_secs_f64()
+    });
+    let tail = post * tail_of_post;
+    if let Some(p) = &ev.post_split {
+        name(
+            "stream_tail",
+            tail,
+            format!(
+                "a slow end of stream ({} of slot-time between the last token and the \
+                 server's end marker, {} a request): the server, not your pipeline, held \
+                 the slots after generating (its usage chunk and end marker) — look at the \
+                 server's detokenising and output path, not at your post-processing",
+                pct(tail),
+                format!(
+                    "{:.1} ms",
+                    p.tail.as_secs_f64() * 1e3 / p.spans.max(1) as f64
+                ),
+            ),
+        );
+    }
+    let post = post - tail;
     name(
         "downstream_stalls",
         post,
         format!(
-            "downstream stalls ({} of slot-time after the last token): slots were held \
+            "downstream stalls ({} of slot-time after the stream's end): slots were held \
              between the stream's end and their release — release the slot before \
              post-processing (parsing, tools, storage)",
             pct(post)

@@ -404,6 +404,30 @@ fn failed_attempts_and_backoff_are_named_failures() {
     assert!(c.causes.iter().all(|c| c.cause != "blocked_orchestration"));
 }
 
+#[test]
+fn a_server_slow_to_end_its_streams_is_a_stream_tail_not_a_downstream_stall() {
+    // What broke: against real vLLM the time after the last token (its usage
+    // chunk and end marker came ~33 ms later) was named a downstream stall and
+    // the advice was to release slots before post-processing. Here the end
+    // marker arrives 30 ms after the last token, the release 1 ms after it.
+    let mut input = capped_run(1);
+    let mut s = ok(0, 0, 10, 69, 100);
+    s.client.end_at = Some(ts(99));
+    input.spans.push(s);
+    let c = ledger_of(&input, 0, 100);
+    let tail = c.causes.iter().find(|c| c.cause == "stream_tail").unwrap();
+    assert!((tail.share - 0.30).abs() < 1e-9, "{}", tail.share);
+    assert!(tail.sentence.contains("30.0 ms a request"), "{}", tail.sentence);
+    // The client's own 1 ms is below the noticeable share: not named.
+    assert!(c.causes.iter().all(|c| c.cause != "downstream_stalls"));
+    // Without the end marker's arrival the whole post time is the client's.
+    input.spans[0].client.end_at = None;
+    let c = ledger_of(&input, 0, 100);
+    assert!(c.causes.iter().all(|c| c.cause != "stream_tail"));
+    let d = c.causes.iter().find(|c| c.cause == "downstream_stalls").unwrap();
+    assert!((d.share - 0.31).abs() < 1e-9, "{}", d.share);
+}
+
 /// A million spans (a closed loop of 64 slots with varied holds, retries and
 /// failures, the cap changing twice): the parts still add up exactly.
 #[test]
