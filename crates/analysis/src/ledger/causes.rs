@@ -117,14 +117,11 @@ pub(super) fn causes(c: &Capacity, ev: &Evidence) -> Vec<GapCause> {
             tail,
             format!(
                 "a slow end of stream ({} of slot-time between the last token and the \
-                 server's end marker, {} a request): the server, not your pipeline, held \
-                 the slots after generating (its usage chunk and end marker) — look at the \
-                 server's detokenising and output path, not at your post-processing",
+                 server's end marker, {:.1} ms a request): the server, not your pipeline, \
+                 held the slots after generating (its usage chunk and end marker) — look at \
+                 the server's detokenising and output path, not at your post-processing",
                 pct(tail),
-                format!(
-                    "{:.1} ms",
-                    p.tail.as_secs_f64() * 1e3 / p.spans.max(1) as f64
-                ),
+                p.tail.as_secs_f64() * 1e3 / p.spans.max(1) as f64,
             ),
         );
     }

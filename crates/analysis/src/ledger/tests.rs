@@ -417,14 +417,22 @@ fn a_server_slow_to_end_its_streams_is_a_stream_tail_not_a_downstream_stall() {
     let c = ledger_of(&input, 0, 100);
     let tail = c.causes.iter().find(|c| c.cause == "stream_tail").unwrap();
     assert!((tail.share - 0.30).abs() < 1e-9, "{}", tail.share);
-    assert!(tail.sentence.contains("30.0 ms a request"), "{}", tail.sentence);
+    assert!(
+        tail.sentence.contains("30.0 ms a request"),
+        "{}",
+        tail.sentence
+    );
     // The client's own 1 ms is below the noticeable share: not named.
     assert!(c.causes.iter().all(|c| c.cause != "downstream_stalls"));
     // Without the end marker's arrival the whole post time is the client's.
     input.spans[0].client.end_at = None;
     let c = ledger_of(&input, 0, 100);
     assert!(c.causes.iter().all(|c| c.cause != "stream_tail"));
-    let d = c.causes.iter().find(|c| c.cause == "downstream_stalls").unwrap();
+    let d = c
+        .causes
+        .iter()
+        .find(|c| c.cause == "downstream_stalls")
+        .unwrap();
     assert!((d.share - 0.31).abs() < 1e-9, "{}", d.share);
 }
 
