@@ -10,12 +10,12 @@ mod bench_support;
 mod otlp_support;
 
 use std::collections::HashMap;
-use std::io::Read;
 use std::path::Path;
-use std::process::Child;
 use std::time::{Duration, Instant};
 
-use bench_support::{addr_in, analyze, bench, check_log, signal, start_server, tpscope};
+use bench_support::{
+    addr_in, analyze, bench, check_log, signal, start_server, tpscope, wait_stopped,
+};
 use otlp_support::{Receiver, closed_port};
 use serde_json::Value;
 
@@ -192,26 +192,6 @@ fn a_bad_otlp_endpoint_or_header_is_refused_naming_the_flag() {
     );
 }
 
-/// Waits (bounded) for `child` to exit successfully; its stderr.
-fn wait(mut child: Child) -> String {
-    let t0 = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            let mut err = String::new();
-            child
-                .stderr
-                .take()
-                .unwrap()
-                .read_to_string(&mut err)
-                .unwrap();
-            assert!(status.success(), "{status}: {err}");
-            return err;
-        }
-        assert!(t0.elapsed() < Duration::from_secs(30), "not stopped");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 fn proxy_run(dir: &Path, otlp: &str) -> (std::path::PathBuf, String) {
     let (sim, sim_line) = start_server(dir, &["sim", "--port", "0"]);
     let up = format!("http://{}", addr_in(&sim_line));
@@ -238,9 +218,9 @@ fn proxy_run(dir: &Path, otlp: &str) -> (std::path::PathBuf, String) {
     let run = bench(dir, "client.jsonl", &args);
     assert!(run.status.success(), "{}", run.stderr);
     signal(proxy.id(), "-TERM");
-    let err = wait(proxy);
+    let err = wait_stopped(proxy, Duration::from_secs(30));
     signal(sim.id(), "-INT");
-    wait(sim);
+    wait_stopped(sim, Duration::from_secs(30));
     (out, err)
 }
 

@@ -8,42 +8,12 @@ mod bench_support;
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::Child;
 use std::time::{Duration, Instant};
 
-use bench_support::{addr_in as addr, signal, start_server as start};
+use bench_support::{
+    addr_in as addr, records, signal, start_server as start, wait_stopped as wait,
+};
 use tpscope_model::{Record, Status};
-
-/// Waits (bounded) for `child` to exit; its stderr.
-fn wait(mut child: Child, within: Duration) -> String {
-    let t0 = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            let mut err = String::new();
-            child
-                .stderr
-                .take()
-                .unwrap()
-                .read_to_string(&mut err)
-                .unwrap();
-            assert!(status.success(), "{status}: {err}");
-            return err;
-        }
-        if t0.elapsed() > within {
-            let _ = child.kill();
-            panic!("not stopped within {within:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn records(p: &Path) -> Vec<Record> {
-    std::fs::read_to_string(p)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
 
 fn run_files(dir: &Path) -> Vec<PathBuf> {
     std::fs::read_dir(dir)

@@ -75,6 +75,30 @@ pub fn wait(mut child: Child, out: PathBuf) -> Run {
     }
 }
 
+/// Waits (bounded by `within`) for `child` to exit successfully, and returns its
+/// standard error; a child still running then is killed and the test fails.
+pub fn wait_stopped(mut child: Child, within: Duration) -> String {
+    let t0 = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut err)
+                .unwrap();
+            assert!(status.success(), "{status}: {err}");
+            return err;
+        }
+        if t0.elapsed() > within {
+            let _ = child.kill();
+            panic!("not stopped within {within:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Waits until a line of the span log at `path` satisfies `ready` (the run is
 /// under way: handlers installed, requests flowing), polling the file as the
 /// writer flushes it; panics after [`LIMIT`]. Tests wait for this rather than a
