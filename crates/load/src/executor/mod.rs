@@ -125,14 +125,14 @@ pub async fn execute<S: Sender>(
         )
     });
 
-    let deadline = sh.plan.duration.map(|d| start + d);
-    let until_deadline = async {
-        match deadline {
-            Some(d) => tokio::time::sleep_until(d.into()).await,
-            None => std::future::pending().await,
-        }
-    };
-    tokio::pin!(until_deadline);
+    // A `Sleep` (not an async block) so that both phases below may wait on it: a
+    // deadline that ended phase 1 must end phase 2 at once, and an async block
+    // polled again after completing panics ("`async fn` resumed after
+    // completion": a ramped `--duration` run hit it when the deadline came first).
+    let mut deadline = sh
+        .plan
+        .duration
+        .map(|d| Box::pin(tokio::time::sleep_until((start + d).into())));
 
     // A cap ramped over time steps on its own clock.
     let ramp_task = sh.plan.schedule.cap_ramp().and_then(|r| match r.over {
@@ -148,14 +148,14 @@ pub async fn execute<S: Sender>(
     let mut interrupted = false;
     tokio::select! {
         _ = dispatch(&sh, start, &stop) => {}
-        _ = &mut until_deadline => {}
+        _ = until(&mut deadline) => {}
         _ = stop.cancelled() => {}
     }
     sh.tracker.close();
     // Phase 2: the queue drains through the cap; stop at the deadline or Ctrl-C.
     let stop_reason = tokio::select! {
         _ = sh.tracker.wait() => None,
-        _ = &mut until_deadline => Some("not admitted before --duration ended"),
+        _ = until(&mut deadline) => Some("not admitted before --duration ended"),
         _ = stop.cancelled() => Some("interrupted before admission"),
     };
     if stop.is_cancelled() {
@@ -195,4 +195,13 @@ pub async fn execute<S: Sender>(
     summary.interrupted = interrupted || control.cancel.is_cancelled();
     summary.cancelled_in_flight = cancel.is_cancelled();
     summary
+}
+
+/// Waits for the deadline, if any (forever without one); returns at once when it
+/// has already passed, however often it is awaited.
+async fn until(deadline: &mut Option<std::pin::Pin<Box<tokio::time::Sleep>>>) {
+    match deadline {
+        Some(s) => s.as_mut().await,
+        None => std::future::pending().await,
+    }
 }

@@ -352,6 +352,26 @@ async fn an_endless_backlog_runs_for_the_duration_and_keeps_a_cap_waiting() {
     assert_eq!(spans.len() as u64, sum.spans);
 }
 
+#[tokio::test]
+async fn a_deadline_that_ended_the_dispatch_can_be_awaited_again_by_the_drain() {
+    // What broke: when the deadline won the dispatch phase's race (a pacer
+    // running late on a loaded machine, in a ramped `--duration` bench), the
+    // drain phase awaited the same finished async block again and the run
+    // panicked ("`async fn` resumed after completion").
+    let mut deadline = Some(Box::pin(tokio::time::sleep(Duration::from_millis(1))));
+    super::until(&mut deadline).await;
+    tokio::time::timeout(Duration::from_secs(1), super::until(&mut deadline))
+        .await
+        .expect("a passed deadline is ready again at once");
+    // Without a deadline it never comes.
+    let mut none = None;
+    assert!(
+        tokio::time::timeout(Duration::from_millis(20), super::until(&mut none))
+            .await
+            .is_err()
+    );
+}
+
 /// A server double whose reply to one request (by its prompt) is slow.
 struct SlowOne {
     key: String,
