@@ -669,9 +669,9 @@ fn vllm_detailed_check(path: &Path) {
     }
 }
 
-/// An AIPerf 0.10 run's folder: its records against its summary (top-level
-/// metrics), the cap from the summary, and AIPerf's duration (first request sent to
-/// the last response) inside tpscope's window.
+/// An AIPerf run's folder (0.8 to 0.10: summary metrics at the top level): its
+/// records against its summary, the cap from the summary, and AIPerf's duration
+/// (first request sent to the last response) inside tpscope's window.
 fn aiperf_0_10_check(dir: &Path) {
     let file = dir.join("profile_export.jsonl");
     let runs = tpscope_log::import::import_files(None, &[file], false, false).unwrap();
@@ -682,6 +682,17 @@ fn aiperf_0_10_check(dir: &Path) {
             .unwrap();
     let avg = |k: &str| tool[k]["avg"].as_f64().unwrap();
     let name = dir.display();
+    let failed = r.counts.status.error + r.counts.status.cancelled;
+    if let Some(errors) = tool["error_request_count"]["avg"].as_f64() {
+        assert_eq!(failed as f64, errors, "{name}");
+    }
+    if tool.get("request_count").is_none() {
+        // Every request failed: AIPerf writes no request metric at all.
+        assert_eq!(r.counts.status.ok, 0, "{name}");
+        assert!(imported.run.cap.is_some(), "{name}: no cap");
+        eprintln!("{name}: every one of {failed} requests failed, as AIPerf says");
+        return;
+    }
     assert_eq!(r.counts.status.ok as f64, avg("request_count"), "{name}");
     assert_eq!(r.counts.output_tokens as f64, avg("total_osl"), "{name}");
     assert_eq!(r.counts.input_tokens as f64, avg("total_isl"), "{name}");
@@ -698,12 +709,32 @@ fn aiperf_0_10_check(dir: &Path) {
     let aiperf = answered.signed_nanos_since(sent) as f64 / 1e9;
     close("duration", aiperf, avg("benchmark_duration"), 1e-9);
     let window = r.window.unwrap().duration.as_secs_f64();
+    // AIPerf's stretch as a window: its output throughput (a request that failed
+    // with no response, as a timeout at the end, is not in it).
+    let at = |t: tpscope_model::Timestamp| {
+        Duration::from_nanos(t.signed_nanos_since(imported.run.started_at) as u64)
+    };
+    let w = report(
+        imported,
+        WindowSpec::Range {
+            from: at(sent),
+            to: at(answered),
+        },
+    );
+    let tps = w.system_tps.unwrap().0;
+    let theirs = avg("output_token_throughput");
+    assert!(
+        (tps / theirs - 1.0).abs() < 1e-9,
+        "{name}: {tps} vs {theirs}"
+    );
     eprintln!(
-        "{name}: {} requests, cap {:?}, TTFT mean {:.7} ms, AIPerf's duration {aiperf:.9} s, \
-         tpscope's window {window:.9} s",
+        "{name}: {} requests ({failed} failed), cap {:?}, TTFT mean {:.7} ms, AIPerf's \
+         duration {aiperf:.9} s, tpscope's window {window:.9} s, output {tps:.6} tok/s over \
+         AIPerf's stretch (AIPerf {theirs:.6}), {:.6} over the full window",
         r.counts.status.ok,
         imported.run.cap,
         ms(r.distributions.t_first_token.mean),
+        r.system_tps.unwrap().0,
     );
 }
 

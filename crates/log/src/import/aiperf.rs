@@ -55,6 +55,9 @@ struct Metrics<'a> {
     usage_prompt_tokens: Option<Metric<'a>>,
     #[serde(borrow)]
     input_sequence_length: Option<Metric<'a>>,
+    /// A failed request's input length (AIPerf names it apart from the others').
+    #[serde(borrow)]
+    error_isl: Option<Metric<'a>>,
     #[serde(borrow)]
     inter_chunk_latency: Option<Metric<'a>>,
     /// Before 0.3: the last response's wall-clock stamp.
@@ -301,6 +304,7 @@ fn line(cx: &Cx<'_>, record: &str, text: &str) -> Result<Raw, ImportError> {
             .usage_prompt_tokens
             .as_ref()
             .or(m.input_sequence_length.as_ref())
+            .or(m.error_isl.as_ref())
             .and_then(Metric::count),
         token_source,
         error,

@@ -399,3 +399,51 @@ fn vllm_append_result_lines_are_runs_not_a_refused_file() {
         .is_err()
     );
 }
+
+#[test]
+fn aiperf_run_ending_in_timeouts_names_the_window_of_its_throughputs() {
+    // A published AIPerf 0.8 run whose last request timed out with no response:
+    // AIPerf's benchmark_duration stops at the last response, tpscope's full window
+    // at the timeout's end (0.52 tok/s for AIPerf's 0.575). The import names the
+    // window that reproduces AIPerf's figure.
+    let timeout = r#"{"metadata":{"x_request_id":"c","credit_issued_ns":1759522419700000000,"request_start_ns":1759522419700000000,"request_end_ns":1759522439700000000},"metrics":{"error_isl":{"value":9,"unit":"tokens"}},"error":{"type":"TimeoutError","message":"TimeoutError()"}}"#;
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("profile_export.jsonl");
+    std::fs::write(&records, format!("{AIPERF}{timeout}\n")).unwrap();
+    // 22 tokens over 0.69 s: the first request sent to the last response.
+    std::fs::write(
+        dir.path().join("profile_export_aiperf.json"),
+        r#"{"benchmark_duration":{"unit":"sec","avg":0.69},
+            "output_token_throughput":{"unit":"tokens/sec","avg":31.88405797101449}}"#,
+    )
+    .unwrap();
+    let runs = files::import_files(None, &[records], false, false).unwrap();
+    let imported = &runs[0].1;
+    let note = imported
+        .warnings
+        .iter()
+        .find(|w| w.contains("benchmark_duration"))
+        .expect("a note naming AIPerf's duration");
+    let window = note
+        .split("`--window ")
+        .nth(1)
+        .and_then(|w| w.split('`').next())
+        .unwrap();
+    assert_eq!(window, "0.000000..0.690000");
+    let tps = |window: tpscope_analysis::WindowSpec| {
+        let input =
+            tpscope_analysis::RunInput::from_records(imported.run.clone(), &imported.spans, &[]);
+        let options = tpscope_analysis::Options {
+            window,
+            ..Default::default()
+        };
+        tpscope_analysis::analyze(&input, &options)
+            .system_tps
+            .unwrap()
+            .0
+    };
+    // The failed request keeps its input length (`error_isl`), unread before.
+    assert_eq!(imported.spans[2].input_tokens, Some(9));
+    assert!((tps(window.parse().unwrap()) - 22.0 / 0.69).abs() < 1e-9);
+    assert!((tps(tpscope_analysis::WindowSpec::Full) - 22.0 / 20.7).abs() < 1e-9);
+}
