@@ -199,10 +199,19 @@ fn cause_of(e: &ErrorDetails<'_>) -> Cause {
     let kind = e.kind.as_deref().unwrap_or("").to_ascii_lowercase();
     let fallback = if kind.contains("timeout") {
         Cause::TimeoutTotal
+    } else if kind.contains("disconnect") {
+        // aiohttp's `ServerDisconnectedError`: the stream cut short, not a connect.
+        Cause::Disconnect
     } else if kind.contains("connect") {
         Cause::Connect
     } else if kind.contains("cancel") {
         Cause::Cancelled
+    } else if ["valueerror", "decode", "parse", "json"]
+        .iter()
+        .any(|k| kind.contains(k))
+    {
+        // AIPerf's parser refusing a response ("Unsupported OpenAI object type: None").
+        Cause::Malformed
     } else {
         Cause::Disconnect
     };

@@ -447,3 +447,31 @@ fn aiperf_run_ending_in_timeouts_names_the_window_of_its_throughputs() {
     assert!((tps(window.parse().unwrap()) - 22.0 / 0.69).abs() < 1e-9);
     assert!((tps(tpscope_analysis::WindowSpec::Full) - 22.0 / 20.7).abs() < 1e-9);
 }
+
+#[test]
+fn aiperf_parser_refusal_is_malformed_and_a_server_disconnect_not_a_connect() {
+    // Published AIPerf runs against a failing vLLM: `ValueError('Unsupported OpenAI
+    // object type: None')` was imported as a disconnect (the stream ended early).
+    let text = AIPERF.replacen(
+        r#""error":null"#,
+        r#""error":{"type":"ValueError","message":"ValueError('Unsupported OpenAI object type: None')"}"#,
+        1,
+    );
+    let i = run(Some(Format::Aiperf), "p.jsonl", &text).unwrap();
+    let e = i.spans[0].error.as_ref().expect("a failed request");
+    assert_eq!(e.cause, tpscope_model::Cause::Malformed);
+    // aiohttp's `ServerDisconnectedError` (a stream cut short) was a connect failure
+    // (its name holds "connect"); a refused connection stays one.
+    for (kind, cause) in [
+        ("ClientConnectorError", tpscope_model::Cause::Connect),
+        ("ServerDisconnectedError", tpscope_model::Cause::Disconnect),
+    ] {
+        let text = AIPERF.replacen(
+            r#""error":null"#,
+            &format!(r#""error":{{"type":"{kind}","message":"m"}}"#),
+            1,
+        );
+        let i = run(Some(Format::Aiperf), "p.jsonl", &text).unwrap();
+        assert_eq!(i.spans[0].error.as_ref().unwrap().cause, cause, "{kind}");
+    }
+}
