@@ -556,6 +556,11 @@ fn uncommitted_real_files_reproduce_their_figures() {
             seen += 1;
             continue;
         }
+        if name.starts_with("guidellm-stripped-") {
+            guidellm_stripped_check(&path);
+            seen += 1;
+            continue;
+        }
         if !name.ends_with("benchmarks.json") {
             continue;
         }
@@ -597,6 +602,78 @@ fn uncommitted_real_files_reproduce_their_figures() {
         seen += 1;
     }
     assert!(seen > 0, "no *benchmarks.json in {}", dir.display());
+}
+
+/// GuideLLM's own test asset (vllm-project/guidellm's `benchmarks_stripped.json`
+/// and `.yaml`, GuideLLM 0.3): one request kept of its benchmark's 46, so the file's
+/// metrics cover requests it does not hold; each kept request's own figures are
+/// tpscope's, within GuideLLM's f64 step of Unix seconds. The YAML imports as the
+/// JSON beside it.
+fn guidellm_stripped_check(path: &Path) {
+    let read = |p: &Path| {
+        let bytes = std::fs::read(p).unwrap();
+        let imported = import(None, p, &bytes, &ImportOptions::default()).unwrap();
+        assert_eq!(imported.format, Format::Guidellm, "{}", p.display());
+        (bytes, imported)
+    };
+    let (bytes, imported) = read(path);
+    let timing = |i: &Imported| -> Vec<_> {
+        i.spans
+            .iter()
+            .map(|s| {
+                (
+                    s.admitted_at,
+                    s.first_token_at,
+                    s.last_token_at,
+                    s.released_at,
+                )
+            })
+            .collect()
+    };
+    if path.extension().is_some_and(|e| e == "yaml") {
+        let (_, json) = read(&path.with_extension("json"));
+        assert_eq!(timing(&imported), timing(&json), "{}", path.display());
+        eprintln!("{}: as its JSON", path.display());
+        return;
+    }
+    let doc: Value = serde_json::from_slice(&bytes).unwrap();
+    let kept = doc["benchmarks"][0]["requests"]["successful"]
+        .as_array()
+        .unwrap();
+    assert_eq!(imported.spans.len(), kept.len());
+    let step = 2.0 * 2f64.powi(-22) * 1e3;
+    let gap = |a: Option<tpscope_model::Timestamp>, b: Option<tpscope_model::Timestamp>| {
+        b.unwrap().signed_nanos_since(a.unwrap()) as f64 / 1e6
+    };
+    for (s, t) in imported.spans.iter().zip(kept) {
+        let f = |k: &str| t[k].as_f64().unwrap();
+        let n = s.output_tokens as f64;
+        close(
+            "ttft",
+            gap(s.admitted_at, s.first_token_at),
+            f("time_to_first_token_ms"),
+            step,
+        );
+        close(
+            "latency",
+            gap(s.admitted_at, Some(s.released_at)),
+            f("request_latency") * 1e3,
+            step,
+        );
+        close(
+            "itl",
+            gap(s.first_token_at, s.last_token_at) / (n - 1.0),
+            f("inter_token_latency_ms"),
+            step,
+        );
+        eprintln!(
+            "{}: kept request's TTFT {:.6} ms (GuideLLM {:.6}), of {} in its metrics",
+            path.display(),
+            gap(s.admitted_at, s.first_token_at),
+            f("time_to_first_token_ms"),
+            doc["benchmarks"][0]["metrics"]["time_to_first_token_ms"]["successful"]["count"]
+        );
+    }
 }
 
 /// A published `--save-result` file with per-request columns (vLLM before 0.8

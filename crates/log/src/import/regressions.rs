@@ -475,3 +475,45 @@ fn aiperf_parser_refusal_is_malformed_and_a_server_disconnect_not_a_connect() {
         assert_eq!(i.spans[0].error.as_ref().unwrap().cause, cause, "{kind}");
     }
 }
+
+#[test]
+fn guidellm_0_3_yaml_is_recognised_without_from() {
+    // GuideLLM's own published test asset (vllm-project/guidellm, 2025): its YAML
+    // names no `guidellm` before 0.4, and `import` said "cannot tell which tool".
+    let text = "---
+benchmarks:
+- type_: generative_benchmark
+  args:
+    strategy:
+      type_: synchronous
+  start_time: 1749157168.1827004
+  end_time: 1749157198.1799018
+  requests:
+    successful:
+    - type_: generative_text_response
+      request_id: 73054dd1
+      request_type: text_completions
+      scheduler_info:
+        targeted_start_time: 1749157168.179883
+        queued_time: 1749157168.1811602
+      prompt_tokens: 257
+      output_tokens: 128
+      start_time: 1749157168.1827004
+      end_time: 1749157168.871885
+      first_token_time: 1749157168.2039824
+      last_token_time: 1749157168.8717923
+    errored: []
+    incomplete: []
+";
+    let i = run(None, "benchmarks.yaml", text).unwrap();
+    assert_eq!(i.format, Format::Guidellm);
+    let s = &i.spans[0];
+    // GuideLLM's own figure for this request: 21.281957626342773 ms.
+    let ttft = s
+        .first_token_at
+        .unwrap()
+        .since(s.admitted_at.unwrap())
+        .unwrap();
+    assert_eq!(ttft, Duration::from_nanos(21_282_000));
+    assert_eq!(s.output_tokens, 128);
+}
