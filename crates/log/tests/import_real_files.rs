@@ -799,6 +799,14 @@ fn aiperf_0_10_check(dir: &Path) {
             "{name}: {collapsed} responses in one chunk (AIPerf's ITL 0, tpscope's tpot absent)"
         );
     }
+    // AIPerf's request latency runs to the last response: tpscope's last token.
+    let latencies: Vec<f64> = spans
+        .iter()
+        .filter(|s| s.status == tpscope_model::Status::Ok)
+        .filter_map(|s| Some(s.last_token_at?.signed_nanos_since(s.admitted_at?) as f64 / 1e6))
+        .collect();
+    let mean = latencies.iter().sum::<f64>() / latencies.len() as f64;
+    close("request latency", mean, avg("request_latency"), 1e-5);
     let sent = spans.iter().filter_map(|s| s.admitted_at).min().unwrap();
     let answered = spans.iter().filter_map(|s| s.last_token_at).max().unwrap();
     let aiperf = answered.signed_nanos_since(sent) as f64 / 1e9;
