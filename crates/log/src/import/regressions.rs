@@ -517,3 +517,31 @@ benchmarks:
     assert_eq!(ttft, Duration::from_nanos(21_282_000));
     assert_eq!(s.output_tokens, 128);
 }
+
+#[test]
+fn aiperf_concurrency_the_records_exceed_is_not_the_cap() {
+    // Published AIPerf runs replaying agentic traces: `--concurrency` counts
+    // sessions, their sub-agents' requests run beside them (4 in flight at
+    // concurrency 2). Taken as the cap, slot-time ran above it and the what-if was
+    // slower than the run itself.
+    let with = |clients: u32| {
+        let opts = ImportOptions {
+            clients: Some(clients),
+            ..ImportOptions::default()
+        };
+        import(None, Path::new("p.jsonl"), AIPERF.as_bytes(), &opts).unwrap()
+    };
+    // The two requests overlap: at concurrency 1 the records go past it.
+    let over = with(1);
+    assert_eq!(over.run.cap, None);
+    assert!(
+        over.warnings
+            .iter()
+            .any(|w| w.contains("up to 2 requests were in flight at once")),
+        "{:?}",
+        over.warnings
+    );
+    assert_eq!(over.run.load["concurrency"], 1);
+    // At concurrency 2 it holds: the cap stays.
+    assert_eq!(with(2).run.cap, Some(2));
+}
