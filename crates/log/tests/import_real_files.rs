@@ -805,6 +805,11 @@ fn aiperf_0_10_check(dir: &Path) {
             "{name}: {collapsed} responses in one chunk (AIPerf's ITL 0, tpscope's tpot absent)"
         );
     }
+    // AIPerf's gaps between chunks are tpscope's inter-token latencies.
+    if let Some(icl) = tool["inter_chunk_latency"]["avg"].as_f64() {
+        let itl = &r.conventional.inter_token_latency;
+        close("inter-chunk latency", ms(itl.mean), icl, 1e-5);
+    }
     // AIPerf's request latency runs to the last response: tpscope's last token.
     let latencies: Vec<f64> = spans
         .iter()
