@@ -100,7 +100,8 @@ fn aiperf_window_note(path: &Path, imported: &Imported) -> Option<String> {
     let sent = spans.iter().filter_map(|s| s.admitted_at).min()?;
     let answered = spans.iter().filter_map(|s| s.last_token_at).max()?;
     let ours = answered.since(sent)?.as_secs_f64();
-    // Within AIPerf's own rounding of nanoseconds to a float of seconds.
+    // Within AIPerf's own rounding: some builds subtract its stamps as f64
+    // nanoseconds since 1970 (256 ns steps); else it is not the stretch we think.
     if (ours - theirs).abs() > 1e-6 {
         return None;
     }
