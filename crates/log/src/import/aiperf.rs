@@ -15,7 +15,8 @@
 //! schedule (so no queue) and no end for a failed request (it ends where it
 //! started). A last line cut off mid-record (a killed AIPerf) is left out with a
 //! warning, as tpscope's own logs do. The records hold no concurrency: read from
-//! the `profile_export_aiperf.json` beside them, it is the run's cap.
+//! the `profile_export_aiperf.json` beside them, it is the run's cap, unless the
+//! records go past it (an agentic trace's sub-agents run beside its sessions).
 
 use std::borrow::Cow;
 use std::time::Duration;
@@ -55,6 +56,9 @@ struct Metrics<'a> {
     usage_prompt_tokens: Option<Metric<'a>>,
     #[serde(borrow)]
     input_sequence_length: Option<Metric<'a>>,
+    /// A failed request's input length (AIPerf names it apart from the others').
+    #[serde(borrow)]
+    error_isl: Option<Metric<'a>>,
     #[serde(borrow)]
     inter_chunk_latency: Option<Metric<'a>>,
     /// Before 0.3: the last response's wall-clock stamp.
@@ -196,10 +200,19 @@ fn cause_of(e: &ErrorDetails<'_>) -> Cause {
     let kind = e.kind.as_deref().unwrap_or("").to_ascii_lowercase();
     let fallback = if kind.contains("timeout") {
         Cause::TimeoutTotal
+    } else if kind.contains("disconnect") {
+        // aiohttp's `ServerDisconnectedError`: the stream cut short, not a connect.
+        Cause::Disconnect
     } else if kind.contains("connect") {
         Cause::Connect
     } else if kind.contains("cancel") {
         Cause::Cancelled
+    } else if ["valueerror", "decode", "parse", "json"]
+        .iter()
+        .any(|k| kind.contains(k))
+    {
+        // AIPerf's parser refusing a response ("Unsupported OpenAI object type: None").
+        Cause::Malformed
     } else {
         Cause::Disconnect
     };
@@ -301,6 +314,7 @@ fn line(cx: &Cx<'_>, record: &str, text: &str) -> Result<Raw, ImportError> {
             .usage_prompt_tokens
             .as_ref()
             .or(m.input_sequence_length.as_ref())
+            .or(m.error_isl.as_ref())
             .and_then(Metric::count),
         token_source,
         error,
@@ -313,6 +327,23 @@ fn line(cx: &Cx<'_>, record: &str, text: &str) -> Result<Raw, ImportError> {
         }
         r
     })
+}
+
+/// The most requests in flight at once (sent to released), a release before a send
+/// at the same instant.
+fn peak_in_flight(spans: &[tpscope_model::Span]) -> u64 {
+    let mut events: Vec<(Timestamp, i64)> = spans
+        .iter()
+        .filter_map(|s| Some([(s.admitted_at?, 1), (s.released_at, -1)]))
+        .flatten()
+        .collect();
+    events.sort_unstable();
+    let (mut now, mut peak) = (0i64, 0i64);
+    for (_, step) in events {
+        now += step;
+        peak = peak.max(now);
+    }
+    peak as u64
 }
 
 /// Whether a line is JSON cut off mid-value (a killed writer's last line).
@@ -375,6 +406,21 @@ pub(super) fn import(
             "{}: {warmup} warmup records left out",
             cx.file.display()
         ));
+    }
+    if let Some(cap) = concurrency {
+        let peak = peak_in_flight(&cx.spans);
+        if peak > u64::from(cap) {
+            // A cap the run went past would put slot-time above the cap and a
+            // what-if slower than the run itself.
+            cx.run.cap = None;
+            cx.warnings.push(format!(
+                "{}: up to {peak} requests were in flight at once, above AIPerf's \
+                 concurrency {cap} (it counts sessions; an agentic trace's sub-agents run \
+                 beside them): imported without a cap (no utilization; no free slots in the \
+                 capacity ledger)",
+                cx.file.display()
+            ));
+        }
     }
     if old > 0 {
         cx.warnings.push(format!(

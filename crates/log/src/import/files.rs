@@ -61,11 +61,7 @@ fn llmperf_clients(path: &Path) -> Option<u32> {
 /// phase's `concurrency` in `input_config.phases` (AIPerf 0.10), else
 /// `input_config.loadgen.concurrency` (the layout of AIPerf's example run).
 fn aiperf_concurrency(path: &Path) -> Option<u32> {
-    if !path.file_name()?.to_str()?.ends_with(".jsonl") {
-        return None;
-    }
-    let summary = path.with_file_name("profile_export_aiperf.json");
-    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(summary).ok()?).ok()?;
+    let v = aiperf_summary(path)?;
     let config = v.get("input_config")?;
     let phased = config
         .get("phases")
@@ -78,6 +74,54 @@ fn aiperf_concurrency(path: &Path) -> Option<u32> {
         });
     let n = phased.or_else(|| config.get("loadgen")?.get("concurrency")?.as_u64())?;
     u32::try_from(n).ok().filter(|&n| n > 0)
+}
+
+/// The `profile_export_aiperf.json` AIPerf writes beside its `*.jsonl` records.
+fn aiperf_summary(path: &Path) -> Option<serde_json::Value> {
+    if !path.file_name()?.to_str()?.ends_with(".jsonl") {
+        return None;
+    }
+    let summary = path.with_file_name("profile_export_aiperf.json");
+    serde_json::from_slice(&std::fs::read(summary).ok()?).ok()
+}
+
+/// What reproduces AIPerf's throughputs: they divide by its `benchmark_duration`,
+/// from the first request sent to the last response, where tpscope's full window
+/// runs from the first credit to the last request's end. The two differ by
+/// milliseconds, or by whole timeouts where the last requests failed with no
+/// response (20 s of a published 211.6 s run: 0.52 tok/s for AIPerf's 0.575).
+/// `None` where the summary has no duration or the records do not give it.
+fn aiperf_window_note(path: &Path, imported: &Imported) -> Option<String> {
+    let theirs = aiperf_summary(path)?
+        .get("benchmark_duration")?
+        .get("avg")?
+        .as_f64()?;
+    let spans = &imported.spans;
+    let sent = spans.iter().filter_map(|s| s.admitted_at).min()?;
+    let answered = spans.iter().filter_map(|s| s.last_token_at).max()?;
+    let ours = answered.since(sent)?.as_secs_f64();
+    // Within AIPerf's own rounding: some builds subtract its stamps as f64
+    // nanoseconds since 1970 (256 ns steps); else it is not the stretch we think.
+    if (ours - theirs).abs() > 1e-6 {
+        return None;
+    }
+    let start = imported.run.started_at;
+    let first = spans.iter().map(|s| s.queued_at).min()?;
+    let last = spans.iter().map(|s| s.released_at).max()?;
+    let secs = |t: tpscope_model::Timestamp| t.since(start).map_or(0.0, |d| d.as_secs_f64());
+    // To the microsecond, outward: the first and last tokens stay inside.
+    let (from, to) = (
+        (secs(sent) * 1e6).floor() / 1e6,
+        (secs(answered) * 1e6).ceil() / 1e6,
+    );
+    Some(format!(
+        "{}: AIPerf's throughputs divide by its benchmark_duration, {theirs:.9} s from the \
+         first request sent to the last response; tpscope's full window ({:.9} s) runs from \
+         the first credit to the last request's end; `--window {from:.6}..{to:.6}` \
+         reproduces AIPerf's output throughput",
+        path.display(),
+        last.since(first).map_or(0.0, |d| d.as_secs_f64()),
+    ))
 }
 
 /// Imports files (each its own run, or one run per benchmark of a GuideLLM sweep), with
@@ -129,6 +173,13 @@ pub fn import_files(
             };
             opts.run_id = Some(format!("{base}#{}", out.len() + 1));
             runs = import_runs(from, f, &bytes, &opts)?;
+        }
+        for r in &mut runs {
+            if r.format == Format::Aiperf
+                && let Some(note) = aiperf_window_note(f, r)
+            {
+                r.warnings.push(note);
+            }
         }
         out.extend(runs.into_iter().map(|r| (f.clone(), r)));
     }

@@ -46,8 +46,11 @@ impl Sniff for Format {
             Some(Format::Aiperf)
         } else if has("\"benchmarks\"") && (has("\"guidellm") || has("\"requests\"")) {
             Some(Format::Guidellm)
-        } else if (head.starts_with(b"benchmarks:") || has("\nbenchmarks:")) && has("guidellm") {
-            // GuideLLM's YAML (`--output kind=yaml`): top-level keys unquoted.
+        } else if (head.starts_with(b"benchmarks:") || has("\nbenchmarks:"))
+            && (has("guidellm") || has("type_: generative_benchmark"))
+        {
+            // GuideLLM's YAML (`--output kind=yaml`): top-level keys unquoted. Before
+            // 0.4 it names no `guidellm` anywhere, only its benchmark type.
             Some(Format::Guidellm)
         } else if has("\"aggregated_metrics\"") && has("\"individual_request_metrics\"") {
             Some(Format::GenaiBench)

@@ -399,3 +399,149 @@ fn vllm_append_result_lines_are_runs_not_a_refused_file() {
         .is_err()
     );
 }
+
+#[test]
+fn aiperf_run_ending_in_timeouts_names_the_window_of_its_throughputs() {
+    // A published AIPerf 0.8 run whose last request timed out with no response:
+    // AIPerf's benchmark_duration stops at the last response, tpscope's full window
+    // at the timeout's end (0.52 tok/s for AIPerf's 0.575). The import names the
+    // window that reproduces AIPerf's figure.
+    let timeout = r#"{"metadata":{"x_request_id":"c","credit_issued_ns":1759522419700000000,"request_start_ns":1759522419700000000,"request_end_ns":1759522439700000000},"metrics":{"error_isl":{"value":9,"unit":"tokens"}},"error":{"type":"TimeoutError","message":"TimeoutError()"}}"#;
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("profile_export.jsonl");
+    std::fs::write(&records, format!("{AIPERF}{timeout}\n")).unwrap();
+    // 22 tokens over 0.69 s: the first request sent to the last response.
+    std::fs::write(
+        dir.path().join("profile_export_aiperf.json"),
+        r#"{"benchmark_duration":{"unit":"sec","avg":0.69},
+            "output_token_throughput":{"unit":"tokens/sec","avg":31.88405797101449}}"#,
+    )
+    .unwrap();
+    let runs = files::import_files(None, &[records], false, false).unwrap();
+    let imported = &runs[0].1;
+    let note = imported
+        .warnings
+        .iter()
+        .find(|w| w.contains("benchmark_duration"))
+        .expect("a note naming AIPerf's duration");
+    let window = note
+        .split("`--window ")
+        .nth(1)
+        .and_then(|w| w.split('`').next())
+        .unwrap();
+    assert_eq!(window, "0.000000..0.690000");
+    let tps = |window: tpscope_analysis::WindowSpec| {
+        let input =
+            tpscope_analysis::RunInput::from_records(imported.run.clone(), &imported.spans, &[]);
+        let options = tpscope_analysis::Options {
+            window,
+            ..Default::default()
+        };
+        tpscope_analysis::analyze(&input, &options)
+            .system_tps
+            .unwrap()
+            .0
+    };
+    // The failed request keeps its input length (`error_isl`), unread before.
+    assert_eq!(imported.spans[2].input_tokens, Some(9));
+    assert!((tps(window.parse().unwrap()) - 22.0 / 0.69).abs() < 1e-9);
+    assert!((tps(tpscope_analysis::WindowSpec::Full) - 22.0 / 20.7).abs() < 1e-9);
+}
+
+#[test]
+fn aiperf_parser_refusal_is_malformed_and_a_server_disconnect_not_a_connect() {
+    // Published AIPerf runs against a failing vLLM: `ValueError('Unsupported OpenAI
+    // object type: None')` was imported as a disconnect (the stream ended early).
+    let text = AIPERF.replacen(
+        r#""error":null"#,
+        r#""error":{"type":"ValueError","message":"ValueError('Unsupported OpenAI object type: None')"}"#,
+        1,
+    );
+    let i = run(Some(Format::Aiperf), "p.jsonl", &text).unwrap();
+    let e = i.spans[0].error.as_ref().expect("a failed request");
+    assert_eq!(e.cause, tpscope_model::Cause::Malformed);
+    // aiohttp's `ServerDisconnectedError` (a stream cut short) was a connect failure
+    // (its name holds "connect"); a refused connection stays one.
+    for (kind, cause) in [
+        ("ClientConnectorError", tpscope_model::Cause::Connect),
+        ("ServerDisconnectedError", tpscope_model::Cause::Disconnect),
+    ] {
+        let text = AIPERF.replacen(
+            r#""error":null"#,
+            &format!(r#""error":{{"type":"{kind}","message":"m"}}"#),
+            1,
+        );
+        let i = run(Some(Format::Aiperf), "p.jsonl", &text).unwrap();
+        assert_eq!(i.spans[0].error.as_ref().unwrap().cause, cause, "{kind}");
+    }
+}
+
+#[test]
+fn guidellm_0_3_yaml_is_recognised_without_from() {
+    // GuideLLM's own published test asset (vllm-project/guidellm, 2025): its YAML
+    // names no `guidellm` before 0.4, and `import` said "cannot tell which tool".
+    let text = "---
+benchmarks:
+- type_: generative_benchmark
+  args:
+    strategy:
+      type_: synchronous
+  start_time: 1749157168.1827004
+  end_time: 1749157198.1799018
+  requests:
+    successful:
+    - type_: generative_text_response
+      request_id: 73054dd1
+      request_type: text_completions
+      scheduler_info:
+        targeted_start_time: 1749157168.179883
+        queued_time: 1749157168.1811602
+      prompt_tokens: 257
+      output_tokens: 128
+      start_time: 1749157168.1827004
+      end_time: 1749157168.871885
+      first_token_time: 1749157168.2039824
+      last_token_time: 1749157168.8717923
+    errored: []
+    incomplete: []
+";
+    let i = run(None, "benchmarks.yaml", text).unwrap();
+    assert_eq!(i.format, Format::Guidellm);
+    let s = &i.spans[0];
+    // GuideLLM's own figure for this request: 21.281957626342773 ms.
+    let ttft = s
+        .first_token_at
+        .unwrap()
+        .since(s.admitted_at.unwrap())
+        .unwrap();
+    assert_eq!(ttft, Duration::from_nanos(21_282_000));
+    assert_eq!(s.output_tokens, 128);
+}
+
+#[test]
+fn aiperf_concurrency_the_records_exceed_is_not_the_cap() {
+    // Published AIPerf runs replaying agentic traces: `--concurrency` counts
+    // sessions, their sub-agents' requests run beside them (4 in flight at
+    // concurrency 2). Taken as the cap, slot-time ran above it and the what-if was
+    // slower than the run itself.
+    let with = |clients: u32| {
+        let opts = ImportOptions {
+            clients: Some(clients),
+            ..ImportOptions::default()
+        };
+        import(None, Path::new("p.jsonl"), AIPERF.as_bytes(), &opts).unwrap()
+    };
+    // The two requests overlap: at concurrency 1 the records go past it.
+    let over = with(1);
+    assert_eq!(over.run.cap, None);
+    assert!(
+        over.warnings
+            .iter()
+            .any(|w| w.contains("up to 2 requests were in flight at once")),
+        "{:?}",
+        over.warnings
+    );
+    assert_eq!(over.run.load["concurrency"], 1);
+    // At concurrency 2 it holds: the cap stays.
+    assert_eq!(with(2).run.cap, Some(2));
+}
