@@ -400,7 +400,7 @@ impl Connected<'_> {
                     Some(_) => None,
                 },
                 model: Some(self.model.clone()),
-                api: Some(spec.api.as_str().into()),
+                api: Some(spec.api.into()),
             },
             cap: level.cap,
             token_source: Some(spec.token_source()),
