@@ -80,7 +80,7 @@ pub fn render(report: &Report) -> Vec<u8> {
     }
     if !report.sweeps.is_empty() {
         o.push('\n');
-        o.push_str(&crate::sweep::text(&report.sweeps));
+        o.push_str(&crate::levels::text(&report.sweeps));
     }
     if !report.skipped.is_empty() {
         let total: u64 = report.skipped.values().sum();

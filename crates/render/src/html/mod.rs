@@ -5,12 +5,12 @@
 
 mod capacity;
 pub(crate) mod charts;
+mod levels;
 pub(crate) mod page;
 mod section;
 mod server;
 mod sessions;
 pub(crate) mod svg;
-mod sweep;
 
 use tpscope_analysis::compare::Compared;
 use tpscope_analysis::detail::{CdfMetric, Detail};
@@ -284,7 +284,7 @@ pub fn report(report: &Report, details: &[Detail]) -> Vec<u8> {
     }
     // A sweep's curve and table lead: its runs are the levels behind them.
     for (i, t) in report.sweeps.iter().enumerate() {
-        body.push_str(&sweep::section(i, t));
+        body.push_str(&levels::section(i, t));
     }
     let many = report.runs.len() > 1;
     for (i, r) in report.runs.iter().enumerate() {
