@@ -59,7 +59,9 @@ pub use input::{ClientFacts, RunInput, SampleFacts, SpanFacts, SpanText};
 pub use metrics::{METRICS, SpanMetric, SpanMetrics, SpanRow, span_metrics, span_rows};
 pub use quality::{MeasurementQuality, measurement_quality};
 pub use report::RunReport;
-pub use run_set::{ChooseRun, REPORT_SCHEMA, Report, RunSet, choose_run, report, side_warnings};
+pub use run_set::{
+    ChooseRun, REPORT_SCHEMA, Report, RunSet, analyze_set, choose_run, side_warnings,
+};
 pub use sessions::{SessionIds, SessionTurn};
 pub use settings::{BadSetting, DEFAULT_SLO_SHARE, Options, Setting, Settings, SettingsText};
 pub use stats::{Summary, Tokens, TokensPerSecond};

@@ -49,7 +49,7 @@ pub trait RunSet {
 
 /// Analyses every run of a set into one report (with the reader's skipped
 /// records and warnings, and the table of each sweep it holds).
-pub fn report<S: RunSet>(set: &S, opts: &Options) -> Report {
+pub fn analyze_set<S: RunSet>(set: &S, opts: &Options) -> Report {
     let inputs: Vec<&RunInput> = set.runs().iter().map(S::input).collect();
     let mut runs: Vec<_> = inputs.iter().map(|i| analyze(i, opts)).collect();
     let pairs: Vec<_> = inputs.iter().copied().zip(&runs).collect();
@@ -210,7 +210,7 @@ mod tests {
     #[test]
     fn the_report_holds_every_run_and_the_readers_words() {
         let s = set(&["a", "b"]);
-        let r = report(&s, &Options::default());
+        let r = analyze_set(&s, &Options::default());
         let ids: Vec<_> = r.runs.iter().map(|r| r.run_id.as_str()).collect();
         assert_eq!(ids, ["a", "b"]);
         assert_eq!((r.schema, r.skipped.len()), (REPORT_SCHEMA, 1));

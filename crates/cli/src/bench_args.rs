@@ -93,6 +93,20 @@ mod tests {
     }
 
     #[test]
+    fn a_library_callers_default_flags_are_the_command_lines() {
+        // Each default is written in clap's attribute and in `Flags::default` (what
+        // a Rust program calling `load::bench` starts from): were they to drift,
+        // the library would measure other requests than `tpscope bench`.
+        #[derive(clap::Parser)]
+        struct Bench {
+            #[command(flatten)]
+            flags: Flags,
+        }
+        let parsed = <Bench as clap::Parser>::try_parse_from(["bench"]).unwrap();
+        assert_eq!(parsed.flags, Flags::default());
+    }
+
+    #[test]
     fn value_parsers_explain_bad_values() {
         assert!(
             parse_sim_fault("404=0.1")

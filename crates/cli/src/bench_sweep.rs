@@ -13,7 +13,7 @@ pub fn print_sweep_table(
     (name, file): (&str, &str),
     to: &mut dyn Write,
 ) -> anyhow::Result<()> {
-    to.write_all(tpscope_render::sweep::text(&report.sweeps).as_bytes())?;
+    to.write_all(tpscope_render::levels::text(&report.sweeps).as_bytes())?;
     writeln!(
         to,
         "One run per level, all in {name}. Full reports: tpscope report {file}"

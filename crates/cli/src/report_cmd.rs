@@ -144,7 +144,7 @@ fn read_logs(files: &[PathBuf], read: ReadOptions) -> anyhow::Result<LogSet> {
 /// Analyses every run of a log set into one report, with the table of each load
 /// sweep among them (`bench` prints those same tables at the end of a sweep).
 pub fn build_report(set: &LogSet, opts: &Options) -> Report {
-    tpscope_analysis::report(set, opts)
+    tpscope_analysis::analyze_set(set, opts)
 }
 
 /// Renders a report in a format (CSV needs the log set's spans and ids).

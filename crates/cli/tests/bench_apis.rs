@@ -46,7 +46,7 @@ fn bench_speaks(api: &str, id_prefix: &str, endpoint: &str) {
     let Some(Record::Run(r)) = records(&run.out).into_iter().next() else {
         panic!("no run record")
     };
-    assert_eq!(r.target.api.as_deref(), Some(api));
+    assert_eq!(r.target.api.as_ref().map(|a| a.as_str()), Some(api));
     let truth: HashMap<String, Truth> = std::fs::read_to_string(&truth_path)
         .unwrap()
         .lines()

@@ -34,11 +34,12 @@ use std::time::Duration;
 use tpscope_client::{Client, ClientError, Endpoint, LiveTokens};
 use tpscope_model::{RunClock, Target};
 use tpscope_record::{
-    ExportStats, LiveStats, OtlpConfig, RunInfo, TOOL, Writer, WriterTx, new_run_id, redact_url,
+    ExportStats, LiveStats, OtlpConfig, RunInfo, Session, TOOL, Writer, WriterTx, new_run_id,
+    redact_url,
 };
 use tpscope_scrape::{ScrapeSummary, Scraper, ScraperConfig};
 
-use crate::executor::{Control, RunSummary, execute};
+use crate::executor::{Control, RunSummary, execute, execute_in};
 use crate::spec::{BenchSpec, ContextFit, SimulatorSettings, SpecError};
 
 /// What is measured: a server at a base URL, possibly a simulator the caller
@@ -337,8 +338,8 @@ impl Connected<'_> {
         Ok(out)
     }
 
-    /// One level's run: its `run` record, its scrapers, the executor, its `end`
-    /// record.
+    /// One level's run, a [`Session`] on the shared writer: its `run` record, its
+    /// scrapers, the executor, its `end` record.
     async fn level(
         &self,
         i: usize,
@@ -349,9 +350,8 @@ impl Connected<'_> {
         obs: &dyn Observer,
     ) -> Result<RunSummary, BenchError> {
         let (spec, live, level) = (self.spec, &self.live, &self.spec.levels[i]);
-        let clock = RunClock::start();
         let info = self.run_info(i)?;
-        rec.run(info.record(run_id.to_string(), &clock));
+        let session = Arc::new(Session::open(rec, live.stats.clone(), run_id, info));
         live.stats.start_run(
             level.label.as_deref().unwrap_or(""),
             level.requests,
@@ -360,19 +360,11 @@ impl Connected<'_> {
         live.tokens.reset();
         let mut plan = spec.plan(level, run_id.to_string());
         plan.context = self.context.limit;
-        let scrapers = start_scrapers(scrape, run_id, clock, &rec, obs).await;
-        let summary = execute(
-            plan,
-            clock,
-            self.client.clone(),
-            Some(rec.clone()),
-            live.stats.clone(),
-            control,
-        )
-        .await;
+        let scrapers = start_scrapers(scrape, &session, obs).await;
+        let summary = execute_in(plan, session.clone(), self.client.clone(), control).await;
         stop_scrapers(scrapers, obs).await;
-        rec.end(run_id, clock.now(), live.stats.lag.schedule_late_max());
-        rec.sync();
+        session.end(live.stats.lag.schedule_late_max());
+        session.sync();
         Ok(summary)
     }
 
@@ -400,7 +392,7 @@ impl Connected<'_> {
                     Some(_) => None,
                 },
                 model: Some(self.model.clone()),
-                api: Some(spec.api.as_str().into()),
+                api: Some(spec.api.into()),
             },
             cap: level.cap,
             token_source: Some(spec.token_source()),
@@ -418,14 +410,13 @@ impl Connected<'_> {
 /// returns).
 async fn start_scrapers(
     pages: &[ScraperConfig],
-    run_id: &str,
-    clock: RunClock,
-    tx: &WriterTx,
+    session: &Session,
     obs: &dyn Observer,
 ) -> Vec<Scraper> {
     let mut out = Vec::with_capacity(pages.len());
     for cfg in pages {
-        match Scraper::start(cfg.clone(), run_id.to_string(), clock, tx.clone()).await {
+        let (run_id, clock) = (session.run_id().to_string(), session.clock());
+        match Scraper::start(cfg.clone(), run_id, clock, session.writer().clone()).await {
             Ok(s) => out.push(s),
             Err(e) => obs.warning(&format!("{} is not scraped: {e}", cfg.url)),
         }

@@ -17,7 +17,7 @@ pub mod spec;
 pub mod workload;
 
 pub use dist::{Column, LengthDist};
-pub use executor::{Control, RunPlan, RunSummary, execute};
+pub use executor::{Control, RunPlan, RunSummary, execute, execute_in};
 pub use retry::RetryPolicy;
 pub use schedule::{Arrival, Schedule};
 pub use sender::Sender;

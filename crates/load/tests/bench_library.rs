@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use tpscope_load::LengthDist;
 use tpscope_load::bench::{BenchError, BenchTarget, Live, Simulated, bench, connect};
 use tpscope_load::spec::{BenchSpec, Flags, SimulatorSettings};
-use tpscope_model::{Record, Status};
+use tpscope_model::{Api, Record, Status, TargetApi};
 use tpscope_sim::{SimConfig, Speed};
 
 #[derive(Clone, Default)]
@@ -95,6 +95,7 @@ async fn a_sweep_runs_as_a_library_call_and_writes_each_levels_run() {
         // The model came from the simulator's GET /models; a simulator has no URL.
         assert_eq!(r.target.model.as_deref(), Some(model.as_str()));
         assert_eq!(r.target.url, None);
+        assert_eq!(r.target.api, Some(TargetApi::Known(Api::Chat)));
         assert_eq!(r.labels.get("sweep"), Some(&format!("concurrency={cap}")));
         assert_eq!(r.load["simulator"]["speed"], "max");
     }
@@ -104,11 +105,21 @@ async fn a_sweep_runs_as_a_library_call_and_writes_each_levels_run() {
             .filter(|r| r.run_id() == id && matches!(r, Record::Span(s) if s.status == Status::Ok))
             .count();
         assert_eq!(ok, 12, "{id}");
-        let ends = records
+        let ends: Vec<_> = records
             .iter()
-            .filter(|r| r.run_id() == id && matches!(r, Record::End(_)))
-            .count();
-        assert_eq!(ends, 1, "{id}");
+            .filter_map(|r| match r {
+                Record::End(e) if e.run_id == *id => Some(e),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ends.len(), 1, "{id}");
+        // The session's end record counts what its writer wrote for the run.
+        assert_eq!((ends[0].spans, ends[0].status.ok), (12, 12), "{id}");
+        let last = records.iter().rposition(|r| r.run_id() == id);
+        assert!(
+            matches!(last.map(|i| &records[i]), Some(Record::End(_))),
+            "{id}: the end record is the run's last"
+        );
     }
 }
 

@@ -17,7 +17,7 @@ pub mod status_counts;
 pub mod time;
 pub mod units;
 
-pub use api::{Api, BadApi};
+pub use api::{Api, BadApi, TargetApi};
 pub use cause::{Cause, Status, UnknownCause};
 pub use occupancy::Occupancy;
 pub use outcome::{AttemptOutcome, Usage};

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::api::TargetApi;
 use crate::server::ServerSampleRecord;
 use crate::span::{Span, TokenSource};
 use crate::status_counts::StatusCounts;
@@ -24,9 +25,10 @@ pub struct Target {
     /// The model name sent in requests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
-    /// The API: `chat`, `completions`, or another producer's name.
+    /// The API the requests called (`chat`, `completions`, …, `proxy`, or another
+    /// producer's name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub api: Option<String>,
+    pub api: Option<TargetApi>,
 }
 
 /// The first record of a run.

@@ -2,11 +2,11 @@
 //! named by `Connection`, and `Connection`, `Proxy-Connection`, `Keep-Alive`,
 //! `TE`, `Transfer-Encoding`, `Upgrade`) and its own `x-tpscope-queued-at`,
 //! reads that header (RFC 3339 or Unix seconds), and says which request paths are
-//! completions and in which dialect.
+//! completions (the model's [`Api::of_path`]) and so in which dialect.
 
 use hyper::HeaderMap;
 use hyper::header::{self, HeaderName};
-use tpscope_model::Timestamp;
+use tpscope_model::{Api, Timestamp};
 use tpscope_stream::Dialect;
 
 /// The header in which a client states when it queued the request itself.
@@ -36,23 +36,14 @@ pub fn strip_hop_by_hop(h: &mut HeaderMap) {
     }
 }
 
-/// The completion dialect of a `POST` to `path`, or `None` for anything that is
-/// not a completion (passed through, not recorded).
+/// The completion dialect of a `POST` to `path` (the dialect of the API the path
+/// calls), or `None` for anything that is not a completion (passed through, not
+/// recorded; `/responses/{id}`, retrieving or cancelling one, is not).
 pub fn completion_dialect(method: &hyper::Method, path: &str) -> Option<Dialect> {
     if method != hyper::Method::POST {
         return None;
     }
-    let p = path.trim_end_matches('/');
-    if p.ends_with("/chat/completions") || p.ends_with("/completions") {
-        Some(Dialect::OpenAi)
-    } else if p.ends_with("/messages") {
-        Some(Dialect::Anthropic)
-    } else if p.ends_with("/responses") {
-        // Creating a response; `/responses/{id}` (retrieve, cancel) is not one.
-        Some(Dialect::Responses)
-    } else {
-        None
-    }
+    Api::of_path(path).map(Dialect::from)
 }
 
 /// The instant a client put in [`QUEUED_AT`]: RFC 3339, or Unix seconds (a

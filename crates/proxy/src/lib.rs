@@ -37,6 +37,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tpscope_client::{ClientConfig, Forwarder, Timeouts};
+use tpscope_model::TargetApi;
 pub use tpscope_record::Dispatch;
 use tpscope_record::{RunCounts, RunInfo};
 use tpscope_scrape::Scraper;
@@ -347,7 +348,7 @@ pub async fn start(cfg: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
 
     let mut info = RunInfo::new()
         .url(&upstream.shown)
-        .api("proxy")
+        .api(TargetApi::Proxied)
         .sample_interval(cfg.sample_interval)
         .load(
             serde_json::json!({"mode": "proxy", "listen": addr.to_string(),

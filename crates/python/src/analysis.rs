@@ -102,7 +102,7 @@ pub fn analyze_json(
     })?;
     let (json, skipped) = py.detach(|| {
         let set = read(&paths, &settings, format == "csv")?;
-        let report = tpscope_analysis::report(&set, &settings.options);
+        let report = tpscope_analysis::analyze_set(&set, &settings.options);
         let bytes = match format {
             "text" => tpscope_render::text::render(&report),
             "markdown" => tpscope_render::markdown::render(&report),

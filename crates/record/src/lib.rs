@@ -63,4 +63,4 @@ pub use run::{RunInfo, TOOL, new_run_id, redact_url, utc_compact};
 pub use sampler::{Reading, Sampler};
 pub use session::{DEFAULT_SAMPLE_HEARTBEAT, Observer, Running, Session};
 pub use tpscope_model::{AttemptOutcome, Cause, Usage};
-pub use writer::{FLUSH_EVERY, Handed, ProxyEnd, RunCounts, SpanHook, Writer, WriterTx};
+pub use writer::{FLUSH_EVERY, ProxyEnd, RunCounts, SpanHook, Writer, WriterTx};

@@ -6,7 +6,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use tpscope_model::{QueueTimes, RunClock, RunRecord, SCHEMA, Target, Timestamp, TokenSource};
+use tpscope_model::{
+    QueueTimes, RunClock, RunRecord, SCHEMA, Target, TargetApi, Timestamp, TokenSource,
+};
 use tpscope_tokens::mix;
 
 /// The producer written in `run` records: this tool and its version.
@@ -70,8 +72,9 @@ impl RunInfo {
         self
     }
 
-    /// With this API name (`chat`, `completions`, or the producer's own).
-    pub fn api(mut self, api: impl Into<String>) -> RunInfo {
+    /// With this API (an [`tpscope_model::Api`], or a name: `chat`, `completions`,
+    /// …, or the producer's own).
+    pub fn api(mut self, api: impl Into<TargetApi>) -> RunInfo {
         self.target.api = Some(api.into());
         self
     }

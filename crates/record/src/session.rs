@@ -1,9 +1,10 @@
 //! One run's recording session, for every producer that records requests as they
-//! happen (the [`crate::Recorder`] of a program, the proxy): the run's clock and id,
-//! its occupancy (in flight and queued) and cap, the writer's channel, the sampler
-//! reading that occupancy, and the run's `run` and `end` records. Every finished
-//! request goes through [`Session::finished`] to the writer thread, which assembles,
-//! validates and writes its span: one path for every span of a session.
+//! happen (the [`crate::Recorder`] of a program, the proxy, each run of a bench):
+//! the run's clock and id, its occupancy (in flight and queued) and cap, the
+//! writer's channel, the sampler reading that occupancy, and the run's `run` and
+//! `end` records. Every finished request goes through [`Session::finished`] to the
+//! writer thread, which assembles, validates and writes its span, and every run's
+//! `run` and `end` records are written here: one path for each, whoever produces.
 
 use std::io;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
@@ -118,11 +119,21 @@ impl Session {
     }
 
     /// A run on a writer that other runs share, one after another (a bench's
-    /// warm-up and levels on one log): it writes no `run` record and starts no
-    /// sampler (the producer samples its own occupancy and writes its `run`
-    /// record through [`Session::writer`]); its spans keep the `seq` the
-    /// producer gave them, so span ids follow the producer's numbering (arrival
-    /// order), and are counted in `live`; [`Session::end`] writes its `end`.
+    /// levels on one log), on a clock started now: writes the `run` record of
+    /// `info` as `run_id` at once, and is otherwise [`Session::shared`].
+    pub fn open(tx: WriterTx, live: Arc<LiveStats>, run_id: &str, info: RunInfo) -> Session {
+        let clock = RunClock::start();
+        let cap = info.cap;
+        tx.run(info.record(run_id.to_string(), &clock));
+        Session::shared(tx, live, run_id, clock, cap)
+    }
+
+    /// A run on a writer that other runs share, one after another (a bench's
+    /// warm-up, a test): it writes no `run` record ([`Session::open`] does) and
+    /// starts no sampler (the producer samples its own occupancy); its spans keep
+    /// the `seq` the producer gave them, so span ids follow the producer's
+    /// numbering (arrival order), and are counted in `live`; [`Session::end`]
+    /// writes its `end`.
     pub fn shared(
         tx: WriterTx,
         live: Arc<LiveStats>,

@@ -1,8 +1,10 @@
 //! The writer thread: writes `run`, `span`, `sample`, `server_sample` and `end` records through
-//! `tpscope_log`'s [`LogWriter`] over a `BufWriter`, on its own thread, counting
-//! tokens of replies without `usage` there (off the hot path). It flushes at least
-//! every [`FLUSH_EVERY`] while records arrive, so a killed run keeps every span
-//! released more than a second before.
+//! `tpscope_log`'s [`LogWriter`] over a `BufWriter`, on its own thread, assembling
+//! spans and counting tokens of replies without `usage` there (off the hot path).
+//! It flushes at least every [`FLUSH_EVERY`] while records arrive, so a killed run
+//! keeps every span released more than a second before. Spans, `run` and `end`
+//! records come only from a [`crate::Session`] (the crate's one path for them);
+//! samples and server samples from anyone holding a [`WriterTx`].
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -20,7 +22,7 @@ use tpscope_model::{
 };
 use tpscope_tokens::Tokenizer;
 
-use crate::assemble::{Finished, ToCount, apply_counts, checked_span};
+use crate::assemble::{Finished, apply_counts, checked_span};
 use crate::live::LiveStats;
 use crate::otlp::{ExportStats, ExportTx, Exporter, OtlpConfig};
 
@@ -29,7 +31,6 @@ pub const FLUSH_EVERY: Duration = Duration::from_millis(200);
 
 enum Msg {
     Run(Box<RunRecord>),
-    Span(Box<Span>, ToCount),
     Finished(Box<Handed>),
     Sample(SampleRecord),
     ServerSample(Box<ServerSampleRecord>),
@@ -51,21 +52,21 @@ pub type SpanHook = Arc<dyn Fn(&Span) + Send + Sync>;
 
 /// A finished request on its way to the writer thread, and how its session
 /// wants its span made.
-pub struct Handed {
+pub(crate) struct Handed {
     /// The run it belongs to.
-    pub run_id: Arc<str>,
+    pub(crate) run_id: Arc<str>,
     /// The caller's name for it (the span's `request_id`), if any.
-    pub request_id: Option<String>,
+    pub(crate) request_id: Option<String>,
     /// What the producer measured.
-    pub finished: Finished,
+    pub(crate) finished: Finished,
     /// Whether `finished.seq` is kept (a producer that numbers its requests
     /// itself: the bench, in arrival order); else the writer numbers the
     /// session's spans 1, 2, … in release order.
-    pub numbered: bool,
-    /// The session's live counters, which count the span.
-    pub live: Option<Arc<LiveStats>>,
+    pub(crate) numbered: bool,
+    /// The session's live counters, which count the span (else the writer's).
+    pub(crate) live: Option<Arc<LiveStats>>,
     /// Shown the span once it is assembled.
-    pub on_span: Option<SpanHook>,
+    pub(crate) on_span: Option<SpanHook>,
 }
 
 /// What a proxy run's `end` record adds.
@@ -97,36 +98,15 @@ pub struct WriterTx {
 }
 
 impl WriterTx {
-    /// Writes a run's first record.
-    pub fn run(&self, r: RunRecord) {
+    /// Writes a run's first record (a [`crate::Session`]'s).
+    pub(crate) fn run(&self, r: RunRecord) {
         let _ = self.tx.send(Msg::Run(Box::new(r)));
-    }
-
-    /// Writes a finished span, after counting the texts in `to_count`.
-    pub fn span(&self, s: Span, to_count: ToCount) {
-        let _ = self.tx.send(Msg::Span(Box::new(s), to_count));
-    }
-
-    /// Assembles `f` into a span of run `run_id` on the writer thread (its `seq` is
-    /// replaced by the order of arrival there, so span ids are 1, 2, … in release
-    /// order) with `request_id` when given, counts it in the writer's [`LiveStats`],
-    /// and writes it. For producers whose own thread must only stamp times (the
-    /// recording API).
-    pub fn finished(&self, run_id: Arc<str>, request_id: Option<String>, f: Finished) {
-        self.hand(Handed {
-            run_id,
-            request_id,
-            finished: f,
-            numbered: false,
-            live: None,
-            on_span: None,
-        });
     }
 
     /// Assembles a finished request on the writer thread as `h` says (the one
     /// path of a [`crate::Session`]'s spans): numbered, validated, shown to its
     /// hook, counted in its live counters (else the writer's), and written.
-    pub fn hand(&self, h: Handed) {
+    pub(crate) fn hand(&self, h: Handed) {
         let _ = self.tx.send(Msg::Finished(Box::new(h)));
     }
 
@@ -142,7 +122,7 @@ impl WriterTx {
 
     /// Writes a run's `end` record with the counts of what was written for it
     /// and the client's worst pacing lateness (open loop).
-    pub fn end(&self, run_id: &str, ended_at: Timestamp, schedule_late: Option<Duration>) {
+    pub(crate) fn end(&self, run_id: &str, ended_at: Timestamp, schedule_late: Option<Duration>) {
         let _ = self.tx.send(Msg::End {
             run_id: run_id.to_string(),
             ended_at,
@@ -154,7 +134,7 @@ impl WriterTx {
     /// Writes a proxy run's `end` record: the counts, and what only the proxy
     /// knows (how many requests stated their queue time, how many streams the
     /// stop cut).
-    pub fn end_proxy(&self, run_id: &str, ended_at: Timestamp, proxy: ProxyEnd) {
+    pub(crate) fn end_proxy(&self, run_id: &str, ended_at: Timestamp, proxy: ProxyEnd) {
         let _ = self.tx.send(Msg::End {
             run_id: run_id.to_string(),
             ended_at,
@@ -312,35 +292,28 @@ fn writer_loop<W: Write>(
                 runs.insert(r.run_id.clone(), Arc::new((*r).clone()));
                 Record::Run(*r)
             }
-            msg @ (Msg::Span(..) | Msg::Finished(..)) => {
-                let (mut s, to_count, span_live) = match msg {
-                    Msg::Span(s, to_count) => (*s, to_count, live.clone()),
-                    Msg::Finished(h) => {
-                        let Handed {
-                            run_id,
-                            request_id,
-                            finished: mut f,
-                            numbered,
-                            live: own,
-                            on_span,
-                        } = *h;
-                        if !numbered {
-                            let seq = finished_seq.entry(run_id.clone()).or_default();
-                            f.seq = *seq;
-                            *seq += 1;
-                        }
-                        let (s, to_count) = checked_span(&run_id, tokenizer.name(), request_id, f);
-                        let span_live = own.or_else(|| live.clone());
-                        if let Some(live) = &span_live {
-                            live.span_done(s.status, s.output_tokens);
-                        }
-                        if let Some(hook) = &on_span {
-                            hook(&s);
-                        }
-                        (s, to_count, span_live)
-                    }
-                    _ => unreachable!("matched above"),
-                };
+            Msg::Finished(h) => {
+                let Handed {
+                    run_id,
+                    request_id,
+                    finished: mut f,
+                    numbered,
+                    live: own,
+                    on_span,
+                } = *h;
+                if !numbered {
+                    let seq = finished_seq.entry(run_id.clone()).or_default();
+                    f.seq = *seq;
+                    *seq += 1;
+                }
+                let (mut s, to_count) = checked_span(&run_id, tokenizer.name(), request_id, f);
+                let span_live = own.or_else(|| live.clone());
+                if let Some(live) = &span_live {
+                    live.span_done(s.status, s.output_tokens);
+                }
+                if let Some(hook) = &on_span {
+                    hook(&s);
+                }
                 if !to_count.is_empty() {
                     let before = s.output_tokens;
                     let n: Vec<(usize, u64)> = to_count
@@ -427,7 +400,9 @@ fn writer_loop<W: Write>(
 mod tests {
     use super::*;
     use std::sync::Mutex;
-    use tpscope_model::{Cause, SpanError, TokenSource};
+    use tpscope_model::{AttemptOutcome, Cause, RunClock, TokenSource};
+
+    use crate::Session;
 
     /// A writer whose bytes can be read while the recorder still holds it.
     #[derive(Clone, Default)]
@@ -446,32 +421,36 @@ mod tests {
         Timestamp::from_unix_nanos(1_800_000_000_000_000_000 + ms * 1_000_000)
     }
 
-    fn span(id: u64, status: Status) -> Span {
-        Span {
-            run_id: "r1".into(),
-            span_id: id.to_string(),
-            request_id: None,
-            status,
+    /// Run `r1`'s session on `w` (spans keep their `seq`), writing no `run` record.
+    fn session(w: &Writer) -> Session {
+        let live = Arc::new(LiveStats::default());
+        Session::shared(w.sender(), live, "r1", RunClock::start(), Some(2))
+    }
+
+    /// Request `seq` of a run: one attempt, ok or failed with a 5xx, receiving
+    /// `text` in two chunks (no usage) when it is not empty.
+    fn finished(seq: u64, ok: bool, text: &str) -> Finished {
+        let mut o = AttemptOutcome::started(t(1));
+        o.attempt.ended_at = t(4);
+        o.attempt.http_status = Some(if ok { 200 } else { 500 });
+        o.attempt.cause = (!ok).then_some(Cause::Http5xx);
+        o.error_message = (!ok).then(|| "x".into());
+        if !text.is_empty() {
+            o.attempt.first_token_at = Some(t(2));
+            o.last_token_at = Some(t(3));
+            o.content_chunks = 2;
+            o.text = text.into();
+        }
+        Finished {
+            seq,
             queued_at: t(0),
             admitted_at: Some(t(1)),
-            first_token_at: None,
-            last_token_at: None,
             released_at: t(5),
-            output_tokens: 0,
-            input_tokens: None,
-            token_source: Some(TokenSource::Chunks),
-            retry_count: 0,
-            retry_causes: vec![],
-            attempts: vec![],
-            error: (status != Status::Ok).then(|| SpanError {
-                cause: Cause::Http5xx,
-                message: "x".into(),
-            }),
-            chunks: None,
+            outcomes: vec![o],
+            planned_input_tokens: None,
+            cancelled: None,
             session_id: None,
             turn: None,
-            tokenizer_output_tokens: None,
-            finish_reason: None,
         }
     }
 
@@ -503,8 +482,9 @@ mod tests {
             labels: Default::default(),
             queue_times: Default::default(),
         });
-        tx.span(span(1, Status::Ok), ToCount::default());
-        tx.span(span(2, Status::Error), ToCount::default());
+        let s = session(&rec);
+        s.finished(None, finished(0, true, ""));
+        s.finished(None, finished(1, false, ""));
         tx.sample(SampleRecord {
             run_id: "r1".into(),
             at: t(3),
@@ -535,7 +515,7 @@ mod tests {
     fn spans_are_on_disk_soon_after_release_without_closing() {
         let buf = Shared::default();
         let rec = Writer::to_writer(buf.clone(), Tokenizer::O200kBase, None);
-        rec.sender().span(span(1, Status::Ok), ToCount::default());
+        session(&rec).finished(None, finished(0, true, ""));
         // No sync, no close: the periodic flush must get it out within a second.
         let deadline = Instant::now() + Duration::from_secs(1);
         while lines(&buf).is_empty() && Instant::now() < deadline {
@@ -553,7 +533,7 @@ mod tests {
         let buf = Shared::default();
         let rec = Writer::to_writer(buf.clone(), Tokenizer::O200kBase, None);
         let tx = rec.sender();
-        tx.span(span(1, Status::Ok), ToCount::default());
+        session(&rec).finished(None, finished(0, true, ""));
         let sample = SampleRecord {
             run_id: "r1".into(),
             at: t(3),
@@ -574,27 +554,16 @@ mod tests {
     fn replies_without_usage_are_counted_by_the_tokenizer_on_the_writer() {
         let buf = Shared::default();
         let rec = Writer::to_writer(buf.clone(), Tokenizer::O200kBase, None);
-        let mut s = span(1, Status::Ok);
-        s.token_source = Some(TokenSource::Tokenizer("o200k_base".into()));
-        s.attempts.push(tpscope_model::Attempt {
-            ended_at: t(4),
-            http_status: Some(200),
-            tokens: 2,
-            ..tpscope_model::Attempt::started(t(1))
-        });
-        s.output_tokens = 2;
-        rec.sender().span(
-            s,
-            ToCount {
-                attempts: vec![(0, "Hello, world!".into())],
-                span_from_final: true,
-                check: None,
-            },
-        );
+        // Two chunks received: the span counts 2 until the tokenizer counts 4.
+        session(&rec).finished(None, finished(0, true, "Hello, world!"));
         rec.finish().unwrap();
         let Record::Span(s) = &lines(&buf)[0] else {
             panic!()
         };
+        assert_eq!(
+            s.token_source,
+            Some(TokenSource::Tokenizer("o200k_base".into()))
+        );
         assert_eq!((s.output_tokens, s.attempts[0].tokens), (4, 4));
     }
 }

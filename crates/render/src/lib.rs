@@ -12,13 +12,13 @@ pub mod fmt;
 pub mod html;
 pub mod lead;
 pub mod ledger;
+pub mod levels;
 pub mod markdown;
 mod quality;
 pub mod ramp;
 pub mod rows;
 pub mod section;
 pub mod sessions;
-pub mod sweep;
 pub mod text;
 
 use tpscope_analysis::Report;

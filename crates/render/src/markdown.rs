@@ -100,7 +100,7 @@ pub fn render(report: &Report) -> Vec<u8> {
         }
         o.push('\n');
     }
-    o.push_str(&crate::sweep::markdown(&report.sweeps));
+    o.push_str(&crate::levels::markdown(&report.sweeps));
     if !report.skipped.is_empty() {
         let list: Vec<String> = report
             .skipped

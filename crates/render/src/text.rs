@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use tpscope_analysis::{Report, RunReport};
+use tpscope_model::TargetApi;
 
 use crate::fmt::{SUMMARY_HEADS, summary_cells, text_table as table};
 use crate::rows::*;
@@ -79,7 +80,7 @@ pub fn render(report: &Report) -> Vec<u8> {
     }
     if !report.sweeps.is_empty() {
         o.push('\n');
-        o.push_str(&crate::sweep::text(&report.sweeps));
+        o.push_str(&crate::levels::text(&report.sweeps));
     }
     if !report.skipped.is_empty() {
         let total: u64 = report.skipped.values().sum();
@@ -112,7 +113,7 @@ fn head(o: &mut String, r: &RunReport) {
         "  target {} · model {} · api {} · cap {} · tokens from {}",
         target_name(r),
         t.model.as_deref().unwrap_or("?"),
-        t.api.as_deref().unwrap_or("?"),
+        t.api.as_ref().map_or("?", TargetApi::as_str),
         r.cap.map_or("none".to_string(), |c| c.to_string()),
         if r.token_sources.is_empty() {
             "?".to_string()

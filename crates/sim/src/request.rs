@@ -1,5 +1,5 @@
-//! What a client asked for: the completion endpoints (OpenAI chat and legacy
-//! completions, Anthropic messages), and a request body
+//! What a client asked for: the API it called (the model's [`Api`]: OpenAI chat,
+//! legacy completions and Responses, Anthropic messages), and a request body
 //! parsed and validated (model, streaming and usage options, token limits, and the
 //! prompt counted by OpenAI's rules), with OpenAI-shaped errors for what is not
 //! supported.
@@ -9,25 +9,14 @@ use tpscope_tokens::Tokenizer;
 
 use crate::api_error::ApiError;
 
-/// The completion endpoints.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Endpoint {
-    Chat,
-    Completions,
-    /// Anthropic's `/v1/messages`.
-    Messages,
-    /// OpenAI's `/v1/responses`.
-    Responses,
-}
+pub(crate) use tpscope_model::Api;
 
-impl Endpoint {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Endpoint::Chat => "chat",
-            Endpoint::Completions => "completions",
-            Endpoint::Messages => "messages",
-            Endpoint::Responses => "responses",
-        }
+/// The API's name in the truth file (`messages` for Anthropic's, as the file has
+/// always said; the others as the run record names them).
+pub(crate) fn truth_name(api: Api) -> &'static str {
+    match api {
+        Api::Anthropic => "messages",
+        a => a.as_str(),
     }
 }
 
@@ -283,7 +272,7 @@ fn json_messages(ms: &[(&str, &str)]) -> Value {
 
 /// Parses a request; with `units`, keeps the prompt's tokens for prefix caching.
 pub(crate) fn parse(
-    endpoint: Endpoint,
+    endpoint: Api,
     body: &[u8],
     tok: Tokenizer,
     units: bool,
@@ -327,7 +316,7 @@ pub(crate) fn parse(
     let stream = field_bool(&v, "stream")?.unwrap_or(false);
     // Anthropic streams always carry usage (message_start, message_delta).
     let include_usage = match v.get("stream_options") {
-        _ if matches!(endpoint, Endpoint::Messages | Endpoint::Responses) => stream,
+        _ if matches!(endpoint, Api::Anthropic | Api::Responses) => stream,
         None | Some(Value::Null) => false,
         Some(o @ Value::Object(_)) => field_bool(o, "include_usage")?.unwrap_or(false),
         Some(x) => {
@@ -344,7 +333,7 @@ pub(crate) fn parse(
         ));
     }
     let max_tokens = match endpoint {
-        Endpoint::Responses => field_u32(&v, "max_output_tokens")?,
+        Api::Responses => field_u32(&v, "max_output_tokens")?,
         _ => match field_u32(&v, "max_completion_tokens")? {
             Some(m) => Some(m),
             None => field_u32(&v, "max_tokens")?,
@@ -357,9 +346,9 @@ pub(crate) fn parse(
         units: units.then(Vec::new),
     };
     match endpoint {
-        Endpoint::Chat => chat_prompt_tokens(&mut p, &v)?,
-        Endpoint::Completions => completion_prompt_tokens(&mut p, &v)?,
-        Endpoint::Messages => {
+        Api::Chat => chat_prompt_tokens(&mut p, &v)?,
+        Api::Completions => completion_prompt_tokens(&mut p, &v)?,
+        Api::Anthropic => {
             chat_prompt_tokens(&mut p, &v)?;
             // Anthropic's top-level `system`: counted as one more message.
             if let Some(Value::String(s)) = v.get("system") {
@@ -369,7 +358,7 @@ pub(crate) fn parse(
                 p.mark(MARK_END);
             }
         }
-        Endpoint::Responses => responses_prompt_tokens(&mut p, &v)?,
+        Api::Responses => responses_prompt_tokens(&mut p, &v)?,
     };
     Ok(Parsed {
         model,
@@ -392,7 +381,7 @@ mod tests {
     fn chat_prompt_is_counted_with_the_message_overhead() {
         let tok = Tokenizer::O200kBase;
         let v = json!({"model": "m", "messages": [{"role": "user", "content": "Hello, world!"}]});
-        let p = parse(Endpoint::Chat, v.to_string().as_bytes(), tok, false).unwrap();
+        let p = parse(Api::Chat, v.to_string().as_bytes(), tok, false).unwrap();
         // 3 priming + 3 per message + 1 ("user") + 4 ("Hello, world!").
         assert_eq!(p.prompt_tokens, 11);
         assert!(!p.stream && !p.include_usage && p.max_tokens.is_none());
@@ -409,8 +398,8 @@ mod tests {
             {"role": "user", "content": "Hello, world!"},
             {"role": "assistant", "content": " the model"},
             {"role": "user", "content": "More."}]});
-        let a = parse(Endpoint::Chat, turn1.to_string().as_bytes(), tok, true).unwrap();
-        let b = parse(Endpoint::Chat, turn2.to_string().as_bytes(), tok, true).unwrap();
+        let a = parse(Api::Chat, turn1.to_string().as_bytes(), tok, true).unwrap();
+        let b = parse(Api::Chat, turn2.to_string().as_bytes(), tok, true).unwrap();
         let (ua, ub) = (a.prompt_units.unwrap(), b.prompt_units.unwrap());
         assert_eq!(ua.len(), a.prompt_tokens as usize);
         assert_eq!(ub.len(), b.prompt_tokens as usize);
@@ -418,7 +407,7 @@ mod tests {
         let mut reply = ua.clone();
         reply.extend(tok.encode(" the model"));
         assert_eq!(ub[..reply.len()], reply[..]);
-        let counted = parse(Endpoint::Chat, turn2.to_string().as_bytes(), tok, false).unwrap();
+        let counted = parse(Api::Chat, turn2.to_string().as_bytes(), tok, false).unwrap();
         assert_eq!(counted.prompt_tokens, b.prompt_tokens);
         assert!(counted.prompt_units.is_none());
     }
@@ -428,7 +417,7 @@ mod tests {
         let v = json!({"model": "m", "prompt": "hi", "max_tokens": 5, "max_completion_tokens": 7,
                        "stream": true, "stream_options": {"include_usage": true}, "ignore_eos": true});
         let p = parse(
-            Endpoint::Completions,
+            Api::Completions,
             v.to_string().as_bytes(),
             Tokenizer::O200kBase,
             false,
@@ -438,7 +427,7 @@ mod tests {
         assert!(p.stream && p.include_usage && p.ignore_eos);
         let ids = json!({"model": "m", "prompt": [1, 2, 3]});
         let p = parse(
-            Endpoint::Completions,
+            Api::Completions,
             ids.to_string().as_bytes(),
             Tokenizer::O200kBase,
             false,
@@ -452,7 +441,7 @@ mod tests {
         let tok = Tokenizer::O200kBase;
         let v = json!({"model": "m", "max_tokens": 4, "stream": true, "system": "Hello, world!",
                        "messages": [{"role": "user", "content": "Hello, world!"}]});
-        let p = parse(Endpoint::Messages, v.to_string().as_bytes(), tok, false).unwrap();
+        let p = parse(Api::Anthropic, v.to_string().as_bytes(), tok, false).unwrap();
         // The chat count (11) plus 3 + 4 for the system prompt.
         assert_eq!(p.prompt_tokens, 18);
         assert!(p.stream && p.include_usage);
@@ -482,14 +471,14 @@ mod tests {
             ),
         ];
         for (v, needle) in cases {
-            let e = parse(Endpoint::Chat, v.to_string().as_bytes(), tok, false).unwrap_err();
+            let e = parse(Api::Chat, v.to_string().as_bytes(), tok, false).unwrap_err();
             assert_eq!(e.status, StatusCode::BAD_REQUEST);
             assert!(e.message.contains(needle), "{} lacks {needle}", e.message);
         }
-        let e = parse(Endpoint::Chat, b"{not json", tok, false).unwrap_err();
+        let e = parse(Api::Chat, b"{not json", tok, false).unwrap_err();
         assert!(e.message.contains("not valid JSON"));
         let e = parse(
-            Endpoint::Completions,
+            Api::Completions,
             br#"{"model":"m","prompt":["a","b"]}"#,
             tok,
             false,

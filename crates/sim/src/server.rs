@@ -20,7 +20,7 @@ use crate::app::{App, Cmd, Submission};
 use crate::draws::{self, Fault};
 use crate::handoff::{Done, SeqShared, WaitDone};
 use crate::prefix_cache::block_hashes;
-use crate::request::{Endpoint, Parsed, parse};
+use crate::request::{Api, Parsed, parse, truth_name};
 use crate::stream::{ChunkFmt, Delivery, OnceBody, SseBody};
 use crate::sync::lock;
 use crate::truth::TruthRecord;
@@ -97,33 +97,33 @@ async fn models(State(app): State<Arc<App>>) -> Response {
 }
 
 async fn chat(State(app): State<Arc<App>>, req: Request) -> Response {
-    completion(app, Endpoint::Chat, req).await
+    completion(app, Api::Chat, req).await
 }
 
 async fn completions(State(app): State<Arc<App>>, req: Request) -> Response {
-    completion(app, Endpoint::Completions, req).await
+    completion(app, Api::Completions, req).await
 }
 
 async fn messages(State(app): State<Arc<App>>, req: Request) -> Response {
-    completion(app, Endpoint::Messages, req).await
+    completion(app, Api::Anthropic, req).await
 }
 
 async fn responses(State(app): State<Arc<App>>, req: Request) -> Response {
-    completion(app, Endpoint::Responses, req).await
+    completion(app, Api::Responses, req).await
 }
 
-fn ids(endpoint: Endpoint, index: u64) -> String {
+fn ids(endpoint: Api, index: u64) -> String {
     match endpoint {
-        Endpoint::Chat => format!("chatcmpl-sim-{index}"),
-        Endpoint::Completions => format!("cmpl-sim-{index}"),
-        Endpoint::Messages => format!("msg_sim-{index}"),
-        Endpoint::Responses => format!("resp_sim-{index}"),
+        Api::Chat => format!("chatcmpl-sim-{index}"),
+        Api::Completions => format!("cmpl-sim-{index}"),
+        Api::Anthropic => format!("msg_sim-{index}"),
+        Api::Responses => format!("resp_sim-{index}"),
     }
 }
 
 /// Reads and parses a request's body, and checks its model and length against
 /// the simulator's: the parsed request and the room its reply has, or the answer.
-async fn accept(app: &App, endpoint: Endpoint, req: Request) -> Result<(Parsed, u32), ApiError> {
+async fn accept(app: &App, endpoint: Api, req: Request) -> Result<(Parsed, u32), ApiError> {
     let body = axum::body::to_bytes(req.into_body(), MAX_BODY)
         .await
         .map_err(|e| {
@@ -227,7 +227,7 @@ fn output_target(app: &App, p: &Parsed, max_tokens: u32) -> u32 {
     draws::output_len(&app.config.output_len, app.config.seed, key).min(max_tokens)
 }
 
-async fn completion(app: Arc<App>, endpoint: Endpoint, req: Request) -> Response {
+async fn completion(app: Arc<App>, endpoint: Api, req: Request) -> Response {
     let received = Instant::now();
     let (p, room) = match accept(&app, endpoint, req).await {
         Ok(x) => x,
@@ -240,7 +240,7 @@ async fn completion(app: Arc<App>, endpoint: Endpoint, req: Request) -> Response
     let mut truth = TruthRecord {
         request_id: id.clone(),
         index,
-        endpoint: endpoint.name(),
+        endpoint: truth_name(endpoint),
         stream: p.stream,
         status: 200,
         received_at: app.clock.at(received),
@@ -334,7 +334,7 @@ fn with_id(mut r: Response, id: &str) -> Response {
     r
 }
 
-async fn non_streaming(mut d: Delivery, endpoint: Endpoint, id: &str, created: u64) -> Response {
+async fn non_streaming(mut d: Delivery, endpoint: Api, id: &str, created: u64) -> Response {
     let (produced, done) = WaitDone(&d.shared).await;
     d.armed = false;
     if done == Done::Aborted {
@@ -360,7 +360,7 @@ async fn non_streaming(mut d: Delivery, endpoint: Endpoint, id: &str, created: u
     });
     let model: Value = Value::String(d.app.model_name.clone());
     let v = match endpoint {
-        Endpoint::Chat => json!({
+        Api::Chat => json!({
             "id": id, "object": "chat.completion", "created": created, "model": model,
             "choices": [{
                 "index": 0,
@@ -370,21 +370,21 @@ async fn non_streaming(mut d: Delivery, endpoint: Endpoint, id: &str, created: u
             }],
             "usage": usage,
         }),
-        Endpoint::Completions => json!({
+        Api::Completions => json!({
             "id": id, "object": "text_completion", "created": created, "model": model,
             "choices": [{
                 "index": 0, "text": text, "logprobs": null, "finish_reason": d.finish_reason,
             }],
             "usage": usage,
         }),
-        Endpoint::Messages => json!({
+        Api::Anthropic => json!({
             "id": id, "type": "message", "role": "assistant", "model": model,
             "content": [{"type": "text", "text": text}],
             "stop_reason": crate::stream::anthropic_stop_reason(d.finish_reason),
             "stop_sequence": null,
             "usage": {"input_tokens": d.prompt_tokens, "output_tokens": produced},
         }),
-        Endpoint::Responses => crate::responses::Shape {
+        Api::Responses => crate::responses::Shape {
             id: id.to_string(),
             created,
             model: d.app.model_name.clone(),

@@ -17,7 +17,7 @@ use tokio::time::Sleep;
 use crate::app::{App, Cmd};
 use crate::draws::Fault;
 use crate::handoff::{Done, SeqShared};
-use crate::request::Endpoint;
+use crate::request::Api;
 use crate::responses::{self, Shape};
 use crate::truth::TruthRecord;
 
@@ -32,7 +32,7 @@ const MAX_FRAME_TOKENS: u32 = 128;
 
 /// Pre-formatted pieces of one request's SSE chunks.
 pub(crate) struct ChunkFmt {
-    endpoint: Endpoint,
+    endpoint: Api,
     /// `data: {"id":…,"object":…,"created":…,"model":…,"choices":[`
     head: Box<[u8]>,
     /// `head` + the opening of a token's content string.
@@ -55,7 +55,7 @@ pub(crate) fn anthropic_stop_reason(finish_reason: &str) -> &'static str {
 
 impl ChunkFmt {
     pub(crate) fn new(
-        endpoint: Endpoint,
+        endpoint: Api,
         id: &str,
         created: u64,
         model_json: &str,
@@ -63,12 +63,12 @@ impl ChunkFmt {
         prompt_tokens: u32,
     ) -> Self {
         let object = match endpoint {
-            Endpoint::Chat => "chat.completion.chunk",
-            Endpoint::Completions => "text_completion",
-            Endpoint::Messages => "message",
-            Endpoint::Responses => "response",
+            Api::Chat => "chat.completion.chunk",
+            Api::Completions => "text_completion",
+            Api::Anthropic => "message",
+            Api::Responses => "response",
         };
-        let responses = (endpoint == Endpoint::Responses).then(|| Shape {
+        let responses = (endpoint == Api::Responses).then(|| Shape {
             id: id.to_string(),
             created,
             model: serde_json::from_str(model_json).unwrap_or_default(),
@@ -77,8 +77,8 @@ impl ChunkFmt {
         let head = match (endpoint, &responses) {
             // message_start and the text block's start; the id and usage are
             // known before the first token.
-            (Endpoint::Responses, Some(shape)) => shape.head(),
-            (Endpoint::Messages, _) => format!(
+            (Api::Responses, Some(shape)) => shape.head(),
+            (Api::Anthropic, _) => format!(
                 "event: message_start\ndata: {{\"type\":\"message_start\",\"message\":{{\"id\":\"{id}\",\"type\":\"{object}\",\"role\":\"assistant\",\"content\":[],\"model\":{model_json},\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{{\"input_tokens\":{prompt_tokens},\"output_tokens\":0}}}}}}\n\n\
                  event: content_block_start\ndata: {{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{{\"type\":\"text\",\"text\":\"\"}}}}\n\n"
             ),
@@ -87,25 +87,25 @@ impl ChunkFmt {
             ),
         };
         let open: &str = match endpoint {
-            Endpoint::Chat => "{\"index\":0,\"delta\":{\"content\":\"",
-            Endpoint::Completions => "{\"index\":0,\"text\":\"",
-            Endpoint::Messages | Endpoint::Responses => "",
+            Api::Chat => "{\"index\":0,\"delta\":{\"content\":\"",
+            Api::Completions => "{\"index\":0,\"text\":\"",
+            Api::Anthropic | Api::Responses => "",
         };
         let tok_pre = match (endpoint, &responses) {
-            (Endpoint::Responses, Some(shape)) => shape.token_prefix(),
-            (Endpoint::Messages, _) => "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"".to_string(),
+            (Api::Responses, Some(shape)) => shape.token_prefix(),
+            (Api::Anthropic, _) => "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"".to_string(),
             _ => format!("{head}{open}"),
         };
         let tok_post: &'static [u8] = match (endpoint, include_usage) {
-            (Endpoint::Messages, _) => b"\"}}\n\n",
+            (Api::Anthropic, _) => b"\"}}\n\n",
             // Closed with the token's sequence number by `responses::token_suffix`.
-            (Endpoint::Responses, _) => b"",
-            (Endpoint::Chat, false) => b"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n",
-            (Endpoint::Chat, true) => {
+            (Api::Responses, _) => b"",
+            (Api::Chat, false) => b"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n",
+            (Api::Chat, true) => {
                 b"\"},\"logprobs\":null,\"finish_reason\":null}],\"usage\":null}\n\n"
             }
-            (Endpoint::Completions, false) => b"\",\"logprobs\":null,\"finish_reason\":null}]}\n\n",
-            (Endpoint::Completions, true) => {
+            (Api::Completions, false) => b"\",\"logprobs\":null,\"finish_reason\":null}]}\n\n",
+            (Api::Completions, true) => {
                 b"\",\"logprobs\":null,\"finish_reason\":null}],\"usage\":null}\n\n"
             }
         };
@@ -132,10 +132,10 @@ impl ChunkFmt {
     /// `message_start` and `content_block_start`, or the Responses lifecycle events
     /// before the first delta, which carry no token.
     fn role(&self, buf: &mut BytesMut) {
-        if matches!(self.endpoint, Endpoint::Messages | Endpoint::Responses) {
+        if matches!(self.endpoint, Api::Anthropic | Api::Responses) {
             buf.extend_from_slice(&self.head);
         }
-        if self.endpoint == Endpoint::Chat {
+        if self.endpoint == Api::Chat {
             buf.extend_from_slice(&self.head);
             buf.extend_from_slice(
                 b"{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}]",
@@ -172,7 +172,7 @@ impl ChunkFmt {
             shape.end(buf, reason, completion, &text());
             return;
         }
-        if self.endpoint == Endpoint::Messages {
+        if self.endpoint == Api::Anthropic {
             let stop = anthropic_stop_reason(reason);
             buf.extend_from_slice(
                 format!(
@@ -195,13 +195,12 @@ impl ChunkFmt {
     fn finish(&self, buf: &mut BytesMut, reason: &str) {
         buf.extend_from_slice(&self.head);
         match self.endpoint {
-            Endpoint::Chat => buf.extend_from_slice(
+            Api::Chat => buf.extend_from_slice(
                 b"{\"index\":0,\"delta\":{},\"logprobs\":null,\"finish_reason\":\"",
             ),
-            Endpoint::Completions | Endpoint::Messages | Endpoint::Responses => buf
-                .extend_from_slice(
-                    b"{\"index\":0,\"text\":\"\",\"logprobs\":null,\"finish_reason\":\"",
-                ),
+            Api::Completions | Api::Anthropic | Api::Responses => buf.extend_from_slice(
+                b"{\"index\":0,\"text\":\"\",\"logprobs\":null,\"finish_reason\":\"",
+            ),
         }
         buf.extend_from_slice(reason.as_bytes());
         buf.extend_from_slice(b"\"}]");

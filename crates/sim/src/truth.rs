@@ -21,7 +21,7 @@ pub(crate) struct TruthRecord {
     pub request_id: String,
     /// Arrival order (0-based) among completion requests; keys the seeded draws.
     pub index: u64,
-    /// `chat` or `completions`.
+    /// The API called: `chat`, `completions`, `messages` or `responses`.
     pub endpoint: &'static str,
     /// Whether the response was streamed.
     pub stream: bool,

@@ -10,7 +10,9 @@ use crate::account::{Decoder, StreamAccount};
 use crate::sse::Event;
 use crate::{anthropic, openai, responses};
 
-/// Which wire format a response stream is in.
+/// Which wire format a response stream is in: the decoder to run, not the API
+/// kind (that is the model's `Api`, which chooses its dialect: chat and
+/// completions share one).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Dialect {
     /// OpenAI chat/completions chunks ending in `data: [DONE]`.

@@ -32,11 +32,10 @@ use arrivals::dispatch;
 pub use plan::{Control, RunPlan, RunSummary};
 use request::{Shared, State, stop_admitting};
 
-/// Runs one plan to the end and returns its counts. Spans and samples go to `rec`
-/// (nothing is written when it is `None`, as for a warm-up); the caller writes the
-/// `run` record before and the `end` record after. Every span takes the
-/// [`Session`] path (assembled and validated on the writer thread, its id the
-/// request's arrival number), and the summary counts what the writer assembled.
+/// Runs one plan to the end in a session of its own on `rec` (the plan's run id
+/// and cap, on `clock`, counted in `live`), writing no `run` or `end` record:
+/// [`execute_in`] for a warm-up (`rec` `None`: nothing is written), a benchmark or
+/// a test that drives the executor alone.
 pub async fn execute<S: Sender>(
     plan: RunPlan,
     clock: RunClock,
@@ -45,27 +44,41 @@ pub async fn execute<S: Sender>(
     live: Arc<LiveStats>,
     control: &Control,
 ) -> RunSummary {
+    // A warm-up's spans take the same path, to a writer of nothing.
+    let (tx, unwritten) = match rec {
+        Some(tx) => (tx, None),
+        None => {
+            let w = Writer::to_writer(std::io::sink(), plan.tokenizer, None);
+            (w.sender(), Some(w))
+        }
+    };
+    let session = Session::shared(tx, live, &plan.run_id, clock, plan.cap);
+    let summary = execute_in(plan, Arc::new(session), sender, control).await;
+    if let Some(w) = unwritten {
+        let _ = w.finish();
+    }
+    summary
+}
+
+/// Runs one plan to the end in `session` (a [`Session::open`] or
+/// [`Session::shared`] one, of the plan's run id and cap, on whose clock and live
+/// counters it runs) and returns its counts; the caller ends the session (its
+/// `end` record). Every span takes the [`Session`] path (assembled and validated
+/// on the writer thread, its id the request's arrival number), as do samples, and
+/// the summary counts what the writer assembled.
+pub async fn execute_in<S: Sender>(
+    plan: RunPlan,
+    session: Arc<Session>,
+    sender: Arc<S>,
+    control: &Control,
+) -> RunSummary {
     // Load the tokenizer before the clock starts, so the first prompt does not pay
     // for it inside the measurement.
     let tk = plan.tokenizer;
     let _ = tokio::task::spawn_blocking(move || tk.warm()).await;
     let cancel = control.cancel.child_token();
     let stop = control.stop.child_token();
-    // A warm-up's spans take the same path, to a writer of nothing.
-    let (tx, unwritten) = match &rec {
-        Some(tx) => (tx.clone(), None),
-        None => {
-            let w = Writer::to_writer(std::io::sink(), plan.tokenizer, None);
-            (w.sender(), Some(w))
-        }
-    };
-    let session = Arc::new(Session::shared(
-        tx,
-        live.clone(),
-        &plan.run_id,
-        clock,
-        plan.cap,
-    ));
+    let (clock, live) = (session.clock(), session.live().clone());
     let tally = Arc::new(Mutex::new(RunSummary::default()));
     {
         let (tally, live) = (tally.clone(), live.clone());
@@ -94,7 +107,6 @@ pub async fn execute<S: Sender>(
         }),
         sender,
         clock,
-        rec: rec.clone(),
         session: session.clone(),
         live: live.clone(),
         cancel: cancel.clone(),
@@ -120,7 +132,7 @@ pub async fn execute<S: Sender>(
                     st.adm.cap(),
                 )
             }),
-            rec,
+            Some(sh.session.writer().clone()),
             live,
         )
     });
@@ -184,12 +196,7 @@ pub async fn execute<S: Sender>(
         s.stop();
     }
     // Every span handed over is counted once the writer has assembled it.
-    match unwritten {
-        Some(w) => {
-            let _ = w.finish();
-        }
-        None => session.sync(),
-    }
+    session.sync();
     let mut summary = std::mem::take(&mut *tally.lock().unwrap_or_else(PoisonError::into_inner));
     summary.admitted = sh.lock().admitted;
     summary.interrupted = interrupted || control.cancel.is_cancelled();

@@ -10,7 +10,7 @@ use rand::rngs::StdRng;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tpscope_model::{Cause, RunClock, SampleRecord};
-use tpscope_record::{Admission, Finished, LiveStats, Session, WriterTx};
+use tpscope_record::{Admission, Finished, LiveStats, Session};
 use tpscope_tokens::mix;
 
 use super::plan::RunPlan;
@@ -68,9 +68,7 @@ pub(super) struct Shared<S> {
     pub(super) sender: Arc<S>,
     pub(super) plan: RunPlan,
     pub(super) clock: RunClock,
-    /// Where samples go (`None`: unwritten, a warm-up).
-    pub(super) rec: Option<WriterTx>,
-    /// The run's spans: one path to the writer, numbered by `seq`.
+    /// The run's spans (one path to the writer, numbered by `seq`) and samples.
     pub(super) session: Arc<Session>,
     pub(super) live: Arc<LiveStats>,
     pub(super) cancel: CancellationToken,
@@ -147,8 +145,8 @@ pub(super) fn admit_locked<S: Sender>(
 pub(super) fn set_cap<S: Sender>(sh: &Shared<S>, st: &mut State, cap: u32, now: Instant) {
     st.adm.set_cap(Some(cap));
     sh.live.cap.store(cap, std::sync::atomic::Ordering::Relaxed);
-    if let (Some(rec), Some(_)) = (&sh.rec, sh.plan.sample_interval) {
-        rec.sample(SampleRecord {
+    if sh.plan.sample_interval.is_some() {
+        sh.session.writer().sample(SampleRecord {
             run_id: sh.plan.run_id.clone(),
             at: sh.clock.at(now),
             in_flight: st.adm.in_flight(),

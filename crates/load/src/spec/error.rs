@@ -14,7 +14,7 @@ pub enum SpecError {
     TimeScale(f64),
     /// `--endpoint` is not an API tpscope calls.
     #[error(
-        "--endpoint: `{0}` is not a completions API (expected a path ending in /chat/completions or /completions, e.g. /v1/chat/completions)"
+        "--endpoint: `{0}` is not a completions API (expected a path ending in /chat/completions, /completions, /messages or /responses, e.g. /v1/chat/completions)"
     )]
     Endpoint(String),
     /// `--endpoint` and `--api` disagree.

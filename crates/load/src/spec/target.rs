@@ -28,7 +28,8 @@ pub fn resolve_target(
     // URL and that endpoint: it once sent requests to …/chat/completions/chat/completions.
     if let (None, Some(u)) = (endpoint, url) {
         let t = u.trim_end_matches('/');
-        for suffix in ["/chat/completions", "/completions", "/messages"] {
+        // Each API's path, chat's before completions' (its path ends with theirs).
+        for suffix in Api::ALL.map(Api::path) {
             if let Some(base) = t.strip_suffix(suffix)
                 && base
                     .split_once("://")
@@ -88,7 +89,8 @@ pub fn resolve_target(
     })
 }
 
-/// `/v1/chat/completions` → (`/v1`, chat).
+/// `/v1/chat/completions` → (`/v1`, chat): the API of the path (the model's
+/// one rule, [`Api::of_path`]) and what comes before its own path.
 fn split_endpoint(e: &str) -> Result<(String, Api), SpecError> {
     let t = e.trim().trim_end_matches('/');
     let t = if t.starts_with('/') {
@@ -96,17 +98,9 @@ fn split_endpoint(e: &str) -> Result<(String, Api), SpecError> {
     } else {
         format!("/{t}")
     };
-    for (suffix, api) in [
-        ("/chat/completions", Api::Chat),
-        ("/completions", Api::Completions),
-        ("/messages", Api::Anthropic),
-        ("/responses", Api::Responses),
-    ] {
-        if let Some(prefix) = t.strip_suffix(suffix) {
-            return Ok((prefix.to_string(), api));
-        }
-    }
-    Err(SpecError::Endpoint(e.to_string()))
+    Api::of_path(&t)
+        .and_then(|api| Some((t.strip_suffix(api.path())?.to_string(), api)))
+        .ok_or_else(|| SpecError::Endpoint(e.to_string()))
 }
 
 #[cfg(test)]
@@ -130,6 +124,11 @@ mod tests {
                 "https://api.example/v1/messages",
                 "https://api.example/v1",
                 Api::Anthropic,
+            ),
+            (
+                "https://api.example/v1/responses",
+                "https://api.example/v1",
+                Api::Responses,
             ),
         ] {
             let mut notes = vec![];

@@ -23,7 +23,7 @@ use std::collections::HashMap;
 
 use serde::Deserialize;
 use serde_json::Value;
-use tpscope_model::{Cause, Target, Timestamp, TokenSource};
+use tpscope_model::{Cause, Target, TargetApi, Timestamp, TokenSource};
 
 use super::ImportError;
 use super::build::{Cx, Raw, cause_of_status, secs};
@@ -454,7 +454,7 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
         cx.run.target = Target {
             url: server,
             model: Some(m.to_string()),
-            api: calls[0].outer.str_attr(n::OPERATION).map(str::to_string),
+            api: calls[0].outer.str_attr(n::OPERATION).map(TargetApi::from),
         };
     }
     // tpscope's own export states its run's cap on every span: one cap for the file

@@ -48,7 +48,7 @@ pub fn encode<'a>(spans: impl IntoIterator<Item = Item<'a>>, service: &str) -> V
 fn span(s: &Span, run: Option<&RunRecord>) -> OSpan {
     let target = run.map(|r| &r.target);
     let model = target.and_then(|t| t.model.as_deref());
-    let operation = operation_of(target.and_then(|t| t.api.as_deref()));
+    let operation = operation_of(target.and_then(|t| t.api.as_ref()));
     let mut attributes = vec![Kv::str(n::OPERATION, operation)];
     if let Some(m) = model {
         attributes.push(Kv::str(n::REQUEST_MODEL, m));

@@ -4,7 +4,7 @@
 //! ([`super::otlp_encode`]) writes these names and the importer ([`super::otlp`])
 //! reads them, so a span exported by tpscope imports back to the same span.
 
-use tpscope_model::{Span, Timestamp};
+use tpscope_model::{Api, Span, TargetApi, Timestamp};
 
 use super::build::Raw;
 
@@ -102,10 +102,10 @@ pub(crate) const INSTANTS: [Instant; 6] = [
     },
 ];
 
-/// The GenAI operation of a tpscope API name (the run record's `target.api`).
-pub fn operation_of(api: Option<&str>) -> &'static str {
+/// The GenAI operation of a run record's `target.api`.
+pub fn operation_of(api: Option<&TargetApi>) -> &'static str {
     match api {
-        Some("completions") => "text_completion",
+        Some(TargetApi::Known(Api::Completions)) => "text_completion",
         _ => "chat",
     }
 }

@@ -283,7 +283,7 @@ fn describe_run(cx: &mut Cx<'_>, f: &File) {
     cx.run.target = Target {
         url: None,
         model: f.model_id.clone(),
-        api: Some(format!("vllm-bench:{version}")),
+        api: Some(format!("vllm-bench:{version}").into()),
     };
     cx.run.cap = f.max_concurrency;
     cx.run.token_source = Some(TokenSource::Usage);

@@ -139,7 +139,7 @@ impl LogSet {
     }
 }
 
-/// What `report` and `compare` analyse (`tpscope_analysis::report`, `choose_run`).
+/// What `report` and `compare` analyse (`tpscope_analysis::analyze_set`, `choose_run`).
 impl RunSet for LogSet {
     type Run = LoadedRun;
     fn runs(&self) -> &[LoadedRun] {

@@ -5,16 +5,17 @@
 
 mod capacity;
 pub(crate) mod charts;
+mod levels;
 pub(crate) mod page;
 mod section;
 mod server;
 mod sessions;
 pub(crate) mod svg;
-mod sweep;
 
 use tpscope_analysis::compare::Compared;
 use tpscope_analysis::detail::{CdfMetric, Detail};
 use tpscope_analysis::{Report, RunReport};
+use tpscope_model::TargetApi;
 
 use crate::compare::{criterion_cells, criterion_heads, headline_cells, method_line, side_line};
 use crate::fmt::{SUMMARY_HEADS, summary_cells};
@@ -32,7 +33,7 @@ fn run_meta(r: &RunReport) -> String {
         "<p class=\"meta\">target {} · model {} · api {} · cap {} · tokens from {}</p>\n",
         esc(target_name(r)),
         esc(t.model.as_deref().unwrap_or("?")),
-        esc(t.api.as_deref().unwrap_or("?")),
+        esc(t.api.as_ref().map_or("?", TargetApi::as_str)),
         r.cap.map_or("none".to_string(), |c| c.to_string()),
         esc(&if r.token_sources.is_empty() {
             "?".to_string()
@@ -283,7 +284,7 @@ pub fn report(report: &Report, details: &[Detail]) -> Vec<u8> {
     }
     // A sweep's curve and table lead: its runs are the levels behind them.
     for (i, t) in report.sweeps.iter().enumerate() {
-        body.push_str(&sweep::section(i, t));
+        body.push_str(&levels::section(i, t));
     }
     let many = report.runs.len() > 1;
     for (i, r) in report.runs.iter().enumerate() {

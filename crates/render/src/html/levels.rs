@@ -133,7 +133,7 @@ pub(super) fn section(i: usize, t: &SweepTable) -> String {
     s.push_str(&tps_chart(&format!("sweep{i}-tps"), t));
     s.push_str(&ttft_chart(&format!("sweep{i}-ttft"), t));
     s.push_str("</div>\n");
-    let (heads, rows) = crate::sweep::cells(t);
+    let (heads, rows) = crate::levels::cells(t);
     let rows: Vec<Vec<Cell>> = rows
         .into_iter()
         .map(|r| {
@@ -143,7 +143,7 @@ pub(super) fn section(i: usize, t: &SweepTable) -> String {
         })
         .collect();
     s.push_str(&table(&heads, &rows));
-    for l in crate::sweep::lines(t) {
+    for l in crate::levels::lines(t) {
         s.push_str(&format!("<p class=\"note\">{}</p>\n", esc(&l)));
     }
     s.push_str("</section>\n");
