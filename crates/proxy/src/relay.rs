@@ -17,6 +17,7 @@ use tpscope_client::UpstreamRx;
 use tpscope_model::Cause;
 
 use crate::track::Track;
+use crate::upstream::Driven;
 
 /// A body error as the server reports it.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -39,6 +40,9 @@ impl ProxyBody {
 /// The upstream's body being relayed.
 pub struct Relay {
     inner: Incoming,
+    /// The upstream connection `inner` is read from, when this task drives it
+    /// (plain HTTP); `None`: the pooled client's task does.
+    conn: Option<Driven>,
     track: Option<Track>,
     idle: Option<Duration>,
     /// Fires at the earliest possible stall; re-armed lazily from `last_data`
@@ -55,12 +59,14 @@ impl Relay {
     /// Relays `inner`, recording into `track` when it is a completion.
     pub fn new(
         inner: Incoming,
+        conn: Option<Driven>,
         track: Option<Track>,
         idle: Option<Duration>,
         rx: UpstreamRx,
         sent_at: Instant,
     ) -> Relay {
         Relay {
+            conn,
             rx,
             sent_at,
             inner,
@@ -111,6 +117,10 @@ impl Relay {
         if self.ended {
             return Poll::Ready(None);
         }
+        // The connection reads the socket and feeds `inner` (waking this task).
+        if let Some(c) = self.conn.as_mut() {
+            c.poll_conn(cx);
+        }
         match Pin::new(&mut self.inner).poll_frame(cx) {
             Poll::Ready(Some(Ok(frame))) => {
                 if let Some(d) = frame.data_ref() {
@@ -127,6 +137,9 @@ impl Relay {
                     if let Some(mut t) = self.track.take() {
                         t.end(Instant::now());
                     }
+                    if let Some(c) = self.conn.take() {
+                        c.release();
+                    }
                 }
                 Poll::Ready(Some(Ok(frame)))
             }
@@ -141,6 +154,9 @@ impl Relay {
                 self.ended = true;
                 if let Some(mut t) = self.track.take() {
                     t.end(Instant::now());
+                }
+                if let Some(c) = self.conn.take() {
+                    c.release();
                 }
                 Poll::Ready(None)
             }
