@@ -25,7 +25,11 @@ use tpscope_model::Cause;
 
 /// Why a request got no response head: the cause, what to say, and the error
 /// (to tell a request body over the limit from a broken connection).
-pub(crate) type SendFailure = (Cause, String, Option<Box<dyn std::error::Error + Send + Sync>>);
+pub(crate) type SendFailure = (
+    Cause,
+    String,
+    Option<Box<dyn std::error::Error + Send + Sync>>,
+);
 
 /// Read buffer per upstream connection, as the server side's (docs/design.md §12's
 /// 64 KB per stream).
