@@ -117,18 +117,28 @@ impl Relay {
         if self.ended {
             return Poll::Ready(None);
         }
-        // The connection reads the socket and feeds `inner` (waking this task).
-        if let Some(c) = self.conn.as_mut() {
-            c.poll_conn(cx);
-        }
-        match Pin::new(&mut self.inner).poll_frame(cx) {
-            Poll::Ready(Some(Ok(frame))) => {
+        let polled = match self.conn.as_mut() {
+            // The connection reads the socket and feeds `inner` here.
+            Some(c) => c.poll_body(&mut self.inner, cx),
+            None => Pin::new(&mut self.inner).poll_frame(cx),
+        };
+        match polled {
+            Poll::Ready(Some(Ok(mut frame))) => {
                 if let Some(d) = frame.data_ref() {
+                    // Stamped first: the stamp traces the frame to its read by
+                    // its address in the connection's read buffer.
                     let st = self.rx.frame(d, self.sent_at);
                     if let Some(t) = self.track.as_mut() {
                         t.data_stamped(d, st, self.rx.kernel());
                     }
                     self.last_data = st.received;
+                    if self.conn.is_some() {
+                        // The server holds a frame until it has written it, and
+                        // the connection reads its next one before that: a copy
+                        // (a few hundred bytes) frees the read buffer, which is
+                        // then reused instead of a new 8 KB one per frame.
+                        frame = Frame::data(Bytes::copy_from_slice(d));
+                    }
                 }
                 // A body of known length is complete with its last byte; the
                 // server may not poll again.

@@ -12,10 +12,12 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Waker};
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
+use http_body::{Body, Frame};
 use hyper::body::Incoming;
 use hyper::client::conn::http1;
 use hyper::header::{self, HeaderValue};
@@ -64,23 +66,76 @@ pub(crate) struct Driven {
     conn: Option<http1::Connection<UpstreamIo, ForwardBody>>,
     rx: UpstreamRx,
     pool: Arc<Pool>,
+    /// The waker the connection and the body are polled with.
+    wake: Arc<SelfWake>,
+    waker: Waker,
+}
+
+/// The waker of a connection and its body polled together. The two wake each
+/// other for every frame (the connection hands a frame over, the body takes
+/// it), and each wake would poll the task once more for nothing: wakes that
+/// come while the pair is being polled only note that the connection has work
+/// ([`WOKEN`]), and turn into one more turn of the pair's loop
+/// ([`Driven::poll_body`]); any other (the socket is readable) also wakes the
+/// task. The connection is polled only after a wake: every waker it registers
+/// is this one, so without one it has nothing to do.
+struct SelfWake {
+    state: AtomicU8,
+    task: Mutex<Option<Waker>>,
+}
+
+/// The pair is being polled.
+const ACTIVE: u8 = 1;
+/// A wake came since the connection was last polled.
+const WOKEN: u8 = 2;
+
+impl Wake for SelfWake {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        if self.state.fetch_or(WOKEN, Ordering::AcqRel) & ACTIVE == 0
+            && let Some(w) = self.task.lock().unwrap_or_else(|e| e.into_inner()).as_ref()
+        {
+            w.wake_by_ref();
+        }
+    }
 }
 
 impl Driven {
-    /// Lets the connection read the socket and feed the response body (it wakes
-    /// `cx`'s task when more arrives).
-    pub fn poll_conn(&mut self, cx: &mut Context<'_>) {
-        if let Some(c) = self.conn.as_mut()
-            && Pin::new(c).poll(cx).is_ready()
+    /// The next frame of `body` (the response read on this connection), the
+    /// connection polled first, when woken, to read the socket and feed it.
+    pub fn poll_body(
+        &mut self,
+        body: &mut Incoming,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<bytes::Bytes>, hyper::Error>>> {
         {
-            self.conn = None;
+            let mut task = self.wake.task.lock().unwrap_or_else(|e| e.into_inner());
+            if !task.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                *task = Some(cx.waker().clone());
+            }
+        }
+        let mut own = Context::from_waker(&self.waker);
+        loop {
+            if self.wake.state.swap(ACTIVE, Ordering::AcqRel) & WOKEN != 0 {
+                poll_conn(&mut self.conn, &mut own);
+            }
+            let r = Pin::new(&mut *body).poll_frame(&mut own);
+            let state = self.wake.state.fetch_and(!ACTIVE, Ordering::AcqRel);
+            // A frame: the server polls the body again after writing it (and
+            // the connection then, as taking the frame woke it).
+            if r.is_ready() || state & WOKEN == 0 {
+                return r;
+            }
         }
     }
 
     /// The response ended whole: the connection serves the next request.
     pub fn release(mut self) {
         // One more turn moves hyper's connection to idle (ready for a request).
-        self.poll_conn(&mut Context::from_waker(Waker::noop()));
+        poll_conn(&mut self.conn, &mut Context::from_waker(Waker::noop()));
         if let Some(conn) = self.conn.take() {
             self.pool.put(Idle {
                 send: self.send,
@@ -89,6 +144,15 @@ impl Driven {
                 since: Instant::now(),
             });
         }
+    }
+}
+
+/// Polls the connection (it reads and writes the socket); `None` once it ended.
+fn poll_conn(conn: &mut Option<http1::Connection<UpstreamIo, ForwardBody>>, cx: &mut Context<'_>) {
+    if let Some(c) = conn.as_mut()
+        && Pin::new(c).poll(cx).is_ready()
+    {
+        *conn = None;
     }
 }
 
@@ -186,22 +250,25 @@ impl Pool {
                 let mut res = std::pin::pin!(send.try_send_request(req));
                 std::future::poll_fn(|cx| {
                     // The connection writes the request and reads the head here.
-                    if let Some(c) = conn.as_mut()
-                        && Pin::new(c).poll(cx).is_ready()
-                    {
-                        conn = None;
-                    }
+                    poll_conn(&mut conn, cx);
                     res.as_mut().poll(cx)
                 })
                 .await
             };
             match out {
                 Ok(res) => {
+                    let wake = Arc::new(SelfWake {
+                        // The connection was polled with another waker until now.
+                        state: AtomicU8::new(WOKEN),
+                        task: Mutex::new(None),
+                    });
                     let driven = Driven {
                         send,
                         conn,
                         rx,
                         pool: self.clone(),
+                        waker: Waker::from(wake.clone()),
+                        wake,
                     };
                     return Ok((res, driven));
                 }
