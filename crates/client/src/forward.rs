@@ -23,9 +23,6 @@ pub type ForwardBody = BoxBody<Bytes, Box<dyn std::error::Error + Send + Sync>>;
 #[derive(Clone)]
 pub struct Forwarder {
     http: HyperClient<Connector, ForwardBody>,
-    /// The pool's connector, for callers that drive a connection themselves
-    /// ([`Forwarder::open`]).
-    connector: Connector,
 }
 
 impl Forwarder {
@@ -46,34 +43,7 @@ impl Forwarder {
             .http1_max_buf_size(crate::client::MAX_READ_BUF)
             .http2_only(config.http2_prior_knowledge);
         Ok(Forwarder {
-            http: builder.build(connector.clone()),
-            connector,
-        })
-    }
-
-    /// Opens one connection to `uri`'s host the pool's way (timeout, TLS,
-    /// kernel receive stamps), for a caller that drives hyper's connection in
-    /// its own task (the proxy's relay: one task per stream instead of two);
-    /// the cause and message of why none opened (`connect`, `timeout_connect`).
-    pub async fn open(&self, uri: hyper::Uri) -> Result<UpstreamIo, (Cause, String)> {
-        use hyper_util::client::legacy::connect::Connection;
-        use tower_service::Service;
-        let conn = self.connector.clone().call(uri).await.map_err(|e| {
-            let cause = match e {
-                crate::connector::ConnectError::Timeout(_) => Cause::TimeoutConnect,
-                _ => Cause::Connect,
-            };
-            (cause, e.to_string())
-        })?;
-        let connected = conn.connected();
-        let mut ext = hyper::http::Extensions::new();
-        connected.get_extras(&mut ext);
-        Ok(UpstreamIo {
-            h2: connected.is_negotiated_h2(),
-            rx: UpstreamRx {
-                conn: ext.remove::<crate::connector::ConnTag>().map(|t| t.0),
-            },
-            conn,
+            http: builder.build(connector),
         })
     }
 
@@ -90,86 +60,9 @@ impl Forwarder {
     }
 }
 
-/// The cause and message of a request that got no response head on a
-/// connection its caller drives (a connection opened by [`Forwarder::open`]):
-/// as [`Forwarder::send`] says it of the pool's.
-pub fn no_response(e: &(dyn std::error::Error + 'static)) -> (Cause, String) {
-    (
-        Cause::Disconnect,
-        format!("no response: {}", crate::client::error_chain(e)),
-    )
-}
-
-/// One connection opened by [`Forwarder::open`]: hyper's IO traits, whether
-/// TLS negotiated HTTP/2, and the connection's arrival stamps.
-pub struct UpstreamIo {
-    conn: crate::connector::Conn,
-    h2: bool,
-    rx: UpstreamRx,
-}
-
-impl UpstreamIo {
-    /// Whether the server chose HTTP/2 (ALPN).
-    pub fn is_h2(&self) -> bool {
-        self.h2
-    }
-
-    /// The stamps of the responses read on this connection.
-    pub fn rx(&self) -> UpstreamRx {
-        self.rx.clone()
-    }
-}
-
-impl hyper::rt::Read for UpstreamIo {
-    fn poll_read(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: hyper::rt::ReadBufCursor<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.get_mut().conn).poll_read(cx, buf)
-    }
-}
-
-impl hyper::rt::Write for UpstreamIo {
-    fn poll_write(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &[u8],
-    ) -> std::task::Poll<std::io::Result<usize>> {
-        std::pin::Pin::new(&mut self.get_mut().conn).poll_write(cx, buf)
-    }
-
-    fn poll_flush(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.get_mut().conn).poll_flush(cx)
-    }
-
-    fn poll_shutdown(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.get_mut().conn).poll_shutdown(cx)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.conn.is_write_vectored()
-    }
-
-    fn poll_write_vectored(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        bufs: &[std::io::IoSlice<'_>],
-    ) -> std::task::Poll<std::io::Result<usize>> {
-        std::pin::Pin::new(&mut self.get_mut().conn).poll_write_vectored(cx, bufs)
-    }
-}
-
 /// When a forwarded response's bytes reached the host: the kernel receive
 /// timestamps of its upstream connection, as the client's own reads carry them
 /// (`None` inside where the system gives none: then the instant of the read).
-#[derive(Clone)]
 pub struct UpstreamRx {
     conn: Option<std::sync::Arc<crate::connector::ConnInfo>>,
 }

@@ -23,7 +23,6 @@ mod rotate;
 mod service;
 mod stop;
 mod track;
-mod upstream;
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -429,11 +428,9 @@ pub async fn start(cfg: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
     }
     let gpu_scrapers = scrapers.split_off(usize::from(cfg.server_metrics.is_some()));
     let scraper = scrapers.pop();
-    let pool = upstream_pool(&upstream, &forwarder, &client_cfg);
     let state = Arc::new(service::State {
         upstream,
         forwarder,
-        pool,
         gate: cfg.cap.map(|c| {
             let (a, u) = (rec.clone(), rec.clone());
             gate::Gate::new(
@@ -465,31 +462,6 @@ pub async fn start(cfg: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
         cut,
         otlp,
     })
-}
-
-/// Plain-HTTP upstreams get the proxy's own connections (driven in the relaying
-/// task); HTTPS ones, where TLS may negotiate HTTP/2, the pooled client.
-fn upstream_pool(
-    up: &Upstream,
-    forwarder: &Forwarder,
-    cfg: &ClientConfig,
-) -> Option<Arc<upstream::Pool>> {
-    if up.https || cfg.http2_prior_knowledge {
-        return None;
-    }
-    let origin = hyper::Uri::builder()
-        .scheme(up.scheme.clone())
-        .authority(up.authority.clone())
-        .path_and_query("/")
-        .build()
-        .ok()?;
-    upstream::Pool::new(
-        forwarder.clone(),
-        origin,
-        cfg.pool_max_idle_per_host,
-        cfg.pool_idle_timeout,
-    )
-    .map(Arc::new)
 }
 
 async fn serve(

@@ -17,7 +17,6 @@ use tpscope_client::UpstreamRx;
 use tpscope_model::Cause;
 
 use crate::track::Track;
-use crate::upstream::Driven;
 
 /// A body error as the server reports it.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -40,9 +39,6 @@ impl ProxyBody {
 /// The upstream's body being relayed.
 pub struct Relay {
     inner: Incoming,
-    /// The upstream connection `inner` is read from, when this task drives it
-    /// (plain HTTP); `None`: the pooled client's task does.
-    conn: Option<Driven>,
     track: Option<Track>,
     idle: Option<Duration>,
     /// Fires at the earliest possible stall; re-armed lazily from `last_data`
@@ -59,14 +55,12 @@ impl Relay {
     /// Relays `inner`, recording into `track` when it is a completion.
     pub fn new(
         inner: Incoming,
-        conn: Option<Driven>,
         track: Option<Track>,
         idle: Option<Duration>,
         rx: UpstreamRx,
         sent_at: Instant,
     ) -> Relay {
         Relay {
-            conn,
             rx,
             sent_at,
             inner,
@@ -117,28 +111,14 @@ impl Relay {
         if self.ended {
             return Poll::Ready(None);
         }
-        let polled = match self.conn.as_mut() {
-            // The connection reads the socket and feeds `inner` here.
-            Some(c) => c.poll_body(&mut self.inner, cx),
-            None => Pin::new(&mut self.inner).poll_frame(cx),
-        };
-        match polled {
-            Poll::Ready(Some(Ok(mut frame))) => {
+        match Pin::new(&mut self.inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
                 if let Some(d) = frame.data_ref() {
-                    // Stamped first: the stamp traces the frame to its read by
-                    // its address in the connection's read buffer.
                     let st = self.rx.frame(d, self.sent_at);
                     if let Some(t) = self.track.as_mut() {
                         t.data_stamped(d, st, self.rx.kernel());
                     }
                     self.last_data = st.received;
-                    if self.conn.is_some() {
-                        // The server holds a frame until it has written it, and
-                        // the connection reads its next one before that: a copy
-                        // (a few hundred bytes) frees the read buffer, which is
-                        // then reused instead of a new 8 KB one per frame.
-                        frame = Frame::data(Bytes::copy_from_slice(d));
-                    }
                 }
                 // A body of known length is complete with its last byte; the
                 // server may not poll again.
@@ -146,9 +126,6 @@ impl Relay {
                     self.ended = true;
                     if let Some(mut t) = self.track.take() {
                         t.end(Instant::now());
-                    }
-                    if let Some(c) = self.conn.take() {
-                        c.release();
                     }
                 }
                 Poll::Ready(Some(Ok(frame)))
@@ -164,9 +141,6 @@ impl Relay {
                 self.ended = true;
                 if let Some(mut t) = self.track.take() {
                     t.end(Instant::now());
-                }
-                if let Some(c) = self.conn.take() {
-                    c.release();
                 }
                 Poll::Ready(None)
             }

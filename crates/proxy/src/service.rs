@@ -22,15 +22,12 @@ use crate::metrics::Metrics;
 use crate::rec::Rec;
 use crate::relay::{ProxyBody, Relay};
 use crate::track::Track;
-use crate::upstream::{Pool, SendFailure};
 use crate::{ProxyConfig, Upstream};
 
 /// What every request handler shares.
 pub(crate) struct State {
     pub upstream: Upstream,
     pub forwarder: Forwarder,
-    /// Plain-HTTP upstreams: connections driven by the relaying task.
-    pub pool: Option<Arc<Pool>>,
     pub gate: Option<Arc<Gate>>,
     pub rec: Arc<Rec>,
     pub cfg: ProxyConfig,
@@ -145,18 +142,16 @@ fn queue_full(cfg: &ProxyConfig) -> Response<ProxyBody> {
     r
 }
 
-/// The upstream URI of a request: the upstream's prefix, then the request's
-/// own path and query unchanged; with the upstream's origin when `absolute`
-/// (the pooled client's form), else in origin form (a connection of [`Pool`]).
-fn upstream_uri(up: &Upstream, uri: &Uri, absolute: bool) -> Option<Uri> {
+/// The upstream URI of a request: the upstream's origin and prefix, then the
+/// request's own path and query unchanged.
+fn upstream_uri(up: &Upstream, uri: &Uri) -> Option<Uri> {
     let pq = uri.path_and_query().map_or("/", |p| p.as_str());
-    let b = Uri::builder();
-    let b = if absolute {
-        b.scheme(up.scheme.clone()).authority(up.authority.clone())
-    } else {
-        b
-    };
-    b.path_and_query(format!("{}{pq}", up.prefix)).build().ok()
+    Uri::builder()
+        .scheme(up.scheme.clone())
+        .authority(up.authority.clone())
+        .path_and_query(format!("{}{pq}", up.prefix))
+        .build()
+        .ok()
 }
 
 async fn forward(
@@ -165,7 +160,7 @@ async fn forward(
     mut track: Option<Track>,
 ) -> Response<ProxyBody> {
     let (mut parts, body) = req.into_parts();
-    let Some(uri) = upstream_uri(&st.upstream, &parts.uri, st.pool.is_none()) else {
+    let Some(uri) = upstream_uri(&st.upstream, &parts.uri) else {
         if let Some(t) = track.as_mut() {
             t.fail(
                 Cause::Http4xx,
@@ -189,8 +184,8 @@ async fn forward(
     let limited: ForwardBody = Limited::new(body, st.cfg.max_body as usize).boxed();
     let req = Request::from_parts(parts, limited);
     let sent_at = Instant::now();
-    let sent = tokio::time::timeout(st.cfg.upstream_timeout, send(st, req)).await;
-    let (mut res, driven) = match sent {
+    let sent = tokio::time::timeout(st.cfg.upstream_timeout, st.forwarder.send(req)).await;
+    let res = match sent {
         Err(_) => {
             let msg = format!(
                 "the upstream {} sent no response within {:?}",
@@ -206,7 +201,7 @@ async fn forward(
             );
         }
         Ok(Err((cause, msg, e))) => {
-            if e.as_deref().is_some_and(|e| is_length_limit(e)) {
+            if is_length_limit(&e) {
                 if let Some(t) = track.as_mut() {
                     t.forget();
                 }
@@ -224,10 +219,8 @@ async fn forward(
         }
         Ok(Ok(res)) => res,
     };
-    let rx = match &driven {
-        Some(d) => d.rx(),
-        None => UpstreamRx::take(&mut res),
-    };
+    let mut res = res;
+    let rx = UpstreamRx::take(&mut res);
     // The head's arrival (kernel stamp), not when this task got to it.
     let now = rx.latest(sent_at);
     let (mut parts, body) = res.into_parts();
@@ -236,23 +229,8 @@ async fn forward(
     }
     strip_hop_by_hop(&mut parts.headers);
     let idle = Some(st.cfg.idle_timeout).filter(|d| *d > Duration::ZERO);
-    let relay = Relay::new(body, driven, track, idle, rx, sent_at);
+    let relay = Relay::new(body, track, idle, rx, sent_at);
     Response::from_parts(parts, ProxyBody::Relay(Box::new(relay)))
-}
-
-/// Sends on a connection of the pool (plain HTTP), else through the pooled
-/// client; the response head and, from the pool, the connection to drive.
-async fn send(
-    st: &State,
-    req: Request<ForwardBody>,
-) -> Result<(Response<Incoming>, Option<crate::upstream::Driven>), SendFailure> {
-    match &st.pool {
-        Some(pool) => pool.send(req).await.map(|(r, d)| (r, Some(d))),
-        None => match st.forwarder.send(req).await {
-            Ok(r) => Ok((r, None)),
-            Err((c, m, e)) => Err((c, m, Some(Box::new(e)))),
-        },
-    }
 }
 
 fn is_length_limit(e: &(dyn std::error::Error + 'static)) -> bool {

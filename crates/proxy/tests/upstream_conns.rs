@@ -1,4 +1,4 @@
-//! The proxy's own upstream connections (plain HTTP): a connection serves the
+//! The proxy's upstream connections (plain HTTP): a connection serves the
 //! next request once a stream ended whole, one the upstream closed while idle is
 //! replaced, and one whose client went away mid-stream is closed (the upstream
 //! sees it). The upstream is a minimal HTTP/1.1 server that counts connections.
