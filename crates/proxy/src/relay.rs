@@ -44,6 +44,9 @@ pub struct Relay {
     /// Fires at the earliest possible stall; re-armed lazily from `last_data`
     /// (resetting a timer on every frame costs more than the relay itself).
     sleep: Option<Pin<Box<Sleep>>>,
+    /// The task the timer was last polled for: until its deadline it will wake
+    /// that task, so a poll before then only costs (twice per relayed frame).
+    timer_task: Option<std::task::Waker>,
     last_data: Instant,
     ended: bool,
     /// The upstream connection's arrival stamps, and when the request went.
@@ -67,11 +70,15 @@ impl Relay {
             track,
             idle,
             sleep: idle.map(|d| Box::pin(tokio::time::sleep(d))),
+            timer_task: None,
             last_data: Instant::now(),
             ended: false,
         }
     }
 }
+
+/// How long before the idle timer's deadline a poll checks it anyway.
+const TIMER_SLACK: Duration = Duration::from_millis(1);
 
 #[derive(Debug, thiserror::Error)]
 #[error("the upstream sent nothing for {0:?}; the response was cut")]
@@ -148,6 +155,16 @@ impl Relay {
                 let (Some(s), Some(idle)) = (self.sleep.as_mut(), self.idle) else {
                     return Poll::Pending;
                 };
+                // A millisecond early: the timer's wheel rounds deadlines up to
+                // its tick, so the wake it sends is never before this.
+                if self
+                    .timer_task
+                    .as_ref()
+                    .is_some_and(|w| w.will_wake(cx.waker()))
+                    && Instant::now() + TIMER_SLACK < s.deadline().into_std()
+                {
+                    return Poll::Pending;
+                }
                 // Data came since the timer was armed: move it to the real
                 // deadline (its poll registers the waker) before calling a stall.
                 let mut fired = s.as_mut().poll(cx).is_ready();
@@ -168,6 +185,13 @@ impl Relay {
                         );
                     }
                     return Poll::Ready(Some(Err(Box::new(Stalled(idle)))));
+                }
+                if !self
+                    .timer_task
+                    .as_ref()
+                    .is_some_and(|w| w.will_wake(cx.waker()))
+                {
+                    self.timer_task = Some(cx.waker().clone());
                 }
                 Poll::Pending
             }
