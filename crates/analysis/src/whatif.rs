@@ -53,44 +53,44 @@ pub fn what_if(
     // keep the order the server answered them in, which follows the order they
     // were sent: ordered by hold, the shortest went first and the longest were
     // left for the end, a tail the run never had.
-    let mut jobs: Vec<(i64, i64, i64, i64)> = input
-        .spans
-        .iter()
-        .filter_map(|s| {
-            let a = s.admitted_at?;
-            let hold = s.released_at.signed_nanos_since(a).max(0);
-            let answered = s.first_token_at.unwrap_or(s.released_at);
-            Some((
-                s.queued_at.unix_nanos(),
-                a.unix_nanos(),
-                answered.unix_nanos(),
-                hold,
-            ))
-        })
-        .collect();
+    // The output tokens of the admitted ok spans are summed in the same pass.
+    let mut tokens = 0u64;
+    let mut jobs: Vec<(i64, i64, i64, i64)> = Vec::with_capacity(input.spans.len());
+    for s in &input.spans {
+        let Some(a) = s.admitted_at else { continue };
+        if s.status == Status::Ok {
+            tokens += s.output_tokens;
+        }
+        let hold = s.released_at.signed_nanos_since(a).max(0);
+        let answered = s.first_token_at.unwrap_or(s.released_at);
+        jobs.push((
+            s.queued_at.unix_nanos(),
+            a.unix_nanos(),
+            answered.unix_nanos(),
+            hold,
+        ));
+    }
     if jobs.is_empty() {
         return None;
     }
     jobs.sort_unstable();
     let start = jobs[0].0;
-    // When each slot frees next: a min-heap of `cap` instants.
+    // When each slot frees next: a min-heap of `cap` instants (never empty).
     let mut free: BinaryHeap<Reverse<i64>> = (0..cap.min(jobs.len()))
         .map(|_| Reverse(i64::MIN))
         .collect();
     let mut end = start;
     for &(arrival, _, _, hold) in &jobs {
-        let Reverse(slot) = free.pop().unwrap_or(Reverse(arrival));
-        let done = arrival.max(slot).saturating_add(hold);
+        // The earliest free slot takes the job: replacing the heap's top sifts
+        // once, where a pop and a push sifted twice.
+        let Some(mut slot) = free.peek_mut() else {
+            break;
+        };
+        let done = arrival.max(slot.0).saturating_add(hold);
         end = end.max(done);
-        free.push(Reverse(done));
+        *slot = Reverse(done);
     }
     let window_s = (end - start) as f64 / 1e9;
-    let tokens: u64 = input
-        .spans
-        .iter()
-        .filter(|s| s.status == Status::Ok && s.admitted_at.is_some())
-        .map(|s| s.output_tokens)
-        .sum();
     let system_tps = ratio(tokens as f64, window_s);
     Some(WhatIf {
         work_conserving: WorkConserving {
