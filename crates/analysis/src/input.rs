@@ -14,7 +14,8 @@ use crate::errors::ErrorMessages;
 use crate::session_ids::SessionIds;
 
 /// What the analysis needs of one span, without ids, text or attempt details
-/// (184 bytes, held by a test, so a million spans fit in memory comfortably).
+/// (144 bytes, held by a test, so a million spans fit in memory comfortably;
+/// how exactly the client stamped it is kept apart, [`RunInput::client_stamps`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct SpanFacts {
     /// How the request ended.
@@ -43,8 +44,9 @@ pub struct SpanFacts {
     pub wasted_tokens: u64,
     /// Per-chunk arrivals, when recorded.
     pub chunks: Option<Box<[ChunkMark]>>,
-    /// How well the client measured it (from its attempts).
-    pub client: ClientFacts,
+    /// The end marker's arrival and the connect time (from its attempts),
+    /// which metrics and the ledger read per span.
+    pub client: ClientTimes,
     /// Its place in a multi-turn session (`session_id` and `turn` both given).
     pub session: Option<SessionTurn>,
 }
@@ -52,7 +54,9 @@ pub struct SpanFacts {
 /// How well the client measured one span, from its attempts' `end_at`,
 /// `client_lag_s`, `reads`, `traced_chunks`, `inexact_chunks`,
 /// `first_token_exact`, `resends` and `connect_s` (docs/design.md §13); empty for spans
-/// whose producer did not say.
+/// whose producer did not say. Readers gather it attempt by attempt; a run
+/// keeps its [`ClientTimes`] in the span's facts and its [`ClientStamps`] apart
+/// ([`RunInput::push_measured_span`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ClientFacts {
     /// The kernel arrival of the last attempt's end marker.
@@ -90,6 +94,34 @@ impl ClientFacts {
         self.connect = self.connect.max(a.connect);
     }
 
+    /// The facts of a span's attempts, in order.
+    pub fn of_attempts(attempts: &[tpscope_model::Attempt]) -> ClientFacts {
+        attempts.iter().fold(ClientFacts::default(), |mut c, a| {
+            c.add(ClientFacts::of_attempt(a));
+            c
+        })
+    }
+
+    /// What every pass may read per span: the end marker's arrival, the connect.
+    pub fn times(&self) -> ClientTimes {
+        ClientTimes {
+            end_at: self.end_at,
+            connect: self.connect,
+        }
+    }
+
+    /// What only measurement quality reads: how exactly the stamps were taken.
+    pub fn stamps(&self) -> ClientStamps {
+        ClientStamps {
+            first_token_exact: self.first_token_exact,
+            traced_chunks: self.traced_chunks,
+            inexact_chunks: self.inexact_chunks,
+            reads: self.reads,
+            lag: self.lag,
+            resends: self.resends,
+        }
+    }
+
     /// One attempt's facts.
     pub fn of_attempt(a: &tpscope_model::Attempt) -> ClientFacts {
         ClientFacts {
@@ -103,6 +135,35 @@ impl ClientFacts {
             connect: a.connect_time,
         }
     }
+}
+
+/// The part of [`ClientFacts`] that per-span metrics (`t_post` ends at the end
+/// marker's arrival) and the capacity ledger (connect time) read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClientTimes {
+    /// The kernel arrival of the last attempt's end marker.
+    pub end_at: Option<Timestamp>,
+    /// The longest connect time of its attempts.
+    pub connect: Option<Duration>,
+}
+
+/// The part of [`ClientFacts`] that only measurement quality reads, kept apart
+/// from the span facts that every pass over the spans reads (40 bytes a span
+/// fewer to walk; a log whose producer says none keeps none).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClientStamps {
+    /// Whether the last attempt's first token was stamped exactly.
+    pub first_token_exact: Option<bool>,
+    /// Content chunks whose reads were traced.
+    pub traced_chunks: u32,
+    /// Of which stamped only as an upper bound.
+    pub inexact_chunks: u32,
+    /// Socket reads traced.
+    pub reads: u32,
+    /// The client's worst lag (kernel arrival to the attempt's task).
+    pub lag: Option<Duration>,
+    /// Keep-alive resends.
+    pub resends: u32,
 }
 
 /// The time between a span's attempts: from each attempt's end to the next's
@@ -157,7 +218,7 @@ impl SpanFacts {
             retry_causes: Box::default(),
             wasted_tokens: 0,
             chunks: None,
-            client: ClientFacts::default(),
+            client: ClientTimes::default(),
             session: None,
         }
     }
@@ -179,13 +240,7 @@ impl SpanFacts {
             retry_causes: span.retry_causes.clone().into(),
             wasted_tokens: span.wasted_tokens(),
             chunks: span.chunks.as_ref().map(|c| c.clone().into_boxed_slice()),
-            client: span
-                .attempts
-                .iter()
-                .fold(ClientFacts::default(), |mut c, a| {
-                    c.add(ClientFacts::of_attempt(a));
-                    c
-                }),
+            client: ClientFacts::of_attempts(&span.attempts).times(),
             session: match (&span.session_id, span.turn.and_then(NonZeroU32::new)) {
                 (Some(id), Some(turn)) => Some(SessionTurn {
                     session: sessions.number(id),
@@ -295,6 +350,11 @@ pub struct RunInput {
     /// The count check's sums over the spans, added as they are read (the
     /// tokenizer's own count is not kept per span).
     pub count_tally: CountTally,
+    /// How exactly the client stamped each span, by index in `spans`; a span
+    /// past its end has none (empty when no span says, as in most importers'
+    /// logs). Only measurement quality reads them, so they are kept out of the
+    /// facts every pass walks ([`RunInput::client_stamps_of`]).
+    pub client_stamps: Vec<ClientStamps>,
 }
 
 impl RunInput {
@@ -323,7 +383,8 @@ impl RunInput {
                 s.token_source.as_ref(),
                 s.tokenizer_output_tokens,
             );
-            input.push_span(facts, s.token_source.as_ref());
+            let client = ClientFacts::of_attempts(&s.attempts);
+            input.push_measured_span(facts, client, s.token_source.as_ref());
         }
         input.samples = samples.iter().map(SampleFacts::from).collect();
         input
@@ -347,6 +408,40 @@ impl RunInput {
             }
         }
         self.spans.push(facts);
+    }
+
+    /// [`RunInput::push_span`] for a span whose client said how it measured
+    /// it: its times go into its facts, its stamps into
+    /// [`RunInput::client_stamps`] (kept only from the first span that has any).
+    pub fn push_measured_span(
+        &mut self,
+        mut facts: SpanFacts,
+        client: ClientFacts,
+        source: Option<&TokenSource>,
+    ) {
+        facts.client = client.times();
+        self.push_stamped_span(facts, client.stamps(), source);
+    }
+
+    /// [`RunInput::push_span`] with how exactly the client stamped the span
+    /// (its facts hold its [`ClientTimes`] already).
+    pub fn push_stamped_span(
+        &mut self,
+        facts: SpanFacts,
+        stamps: ClientStamps,
+        source: Option<&TokenSource>,
+    ) {
+        if stamps != ClientStamps::default() {
+            self.client_stamps
+                .resize(self.spans.len(), ClientStamps::default());
+            self.client_stamps.push(stamps);
+        }
+        self.push_span(facts, source);
+    }
+
+    /// How exactly the client stamped span `i` (empty when it did not say).
+    pub fn client_stamps_of(&self, i: usize) -> ClientStamps {
+        self.client_stamps.get(i).copied().unwrap_or_default()
     }
 
     /// Counts the failure message of a non-ok span (the backlog left at the end is
@@ -462,6 +557,6 @@ mod size {
     #[test]
     fn span_facts_stay_small_enough_for_300_bytes_per_span() {
         let size = std::mem::size_of::<super::SpanFacts>();
-        assert!(size <= 184, "SpanFacts is {size} bytes");
+        assert!(size <= 144, "SpanFacts is {size} bytes");
     }
 }

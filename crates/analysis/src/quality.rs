@@ -90,9 +90,9 @@ pub fn measurement_quality(
     let (mut exact_first, mut inexact, mut reads) = (0u64, 0u64, 0u64);
     let mut lags = Vec::new();
     let mut touched = Touched::default();
-    for s in input.spans.iter().filter(|s| in_window(s)) {
-        touched.add(s);
-        let c = &s.client;
+    for (i, s) in input.spans.iter().enumerate().filter(|(_, s)| in_window(s)) {
+        let c = input.client_stamps_of(i);
+        touched.add(s, c.lag);
         if let Some(exact) = c.first_token_exact {
             q.first_tokens += 1;
             exact_first += u64::from(exact);
@@ -103,15 +103,16 @@ pub fn measurement_quality(
         if let Some(l) = c.lag {
             lags.push(l);
         }
-        if let Some(end) = c.end_at
+        if let Some(end) = s.client.end_at
             && let Some(late) = s.released_at.since(end)
         {
             q.release_late_max_s = q.release_late_max_s.max(Some(late));
             touched.late_ns += late.as_nanos() as f64;
         }
         q.resends += u64::from(c.resends);
-        q.connect_max_s = q.connect_max_s.max(c.connect);
-        q.slow_connects += u64::from(c.connect.is_some_and(|d| d >= SLOW_CONNECT));
+        let connect = s.client.connect;
+        q.connect_max_s = q.connect_max_s.max(connect);
+        q.slow_connects += u64::from(connect.is_some_and(|d| d >= SLOW_CONNECT));
         q.collapsed_streams += u64::from(crate::metrics::collapsed_stream(s));
     }
     let share = |part: u64, all: u64| (all > 0).then(|| part as f64 / all as f64);
@@ -142,10 +143,11 @@ struct Touched {
 }
 
 impl Touched {
-    fn add(&mut self, s: &SpanFacts) {
+    /// Adds span `s`, whose client's worst lag was `lag`.
+    fn add(&mut self, s: &SpanFacts, lag: Option<Duration>) {
         self.first = Some(self.first.map_or(s.queued_at, |f| f.min(s.queued_at)));
         self.last = Some(self.last.map_or(s.released_at, |l| l.max(s.released_at)));
-        if s.status != tpscope_model::Status::Ok || s.client.lag.is_none() {
+        if s.status != tpscope_model::Status::Ok || lag.is_none() {
             return;
         }
         if let (Some(a), Some(f)) = (s.admitted_at, s.first_token_at) {

@@ -7,7 +7,7 @@
 use std::num::NonZeroU32;
 use std::time::Duration;
 
-use tpscope_analysis::{ClientFacts, SampleFacts, SpanFacts};
+use tpscope_analysis::{ClientFacts, ClientStamps, SampleFacts, SpanFacts};
 use tpscope_json::{plain_ascii_len, plain_len};
 use tpscope_model::{
     Cause, HourCache, MAX_PLAUSIBLE_TOKENS, Status, Timestamp, TokenSource, check_lifecycle,
@@ -39,6 +39,8 @@ pub(crate) enum FastRecord<'a> {
         run_id: &'a str,
         span_id: &'a str,
         facts: SpanFacts,
+        /// How exactly the client stamped it (kept beside the facts).
+        stamps: ClientStamps,
         source: Option<TokenSource>,
         /// The `message` of a non-ok span's `error`.
         error_message: Option<&'a str>,
@@ -222,7 +224,7 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
         retry_causes: retry_causes.into(),
         wasted_tokens,
         chunks: None,
-        client,
+        client: client.times(),
         session: None,
     };
     check_lifecycle(facts.lifecycle()).ok()?;
@@ -230,6 +232,7 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
         run_id,
         span_id,
         facts,
+        stamps: client.stamps(),
         source,
         error_message,
         request_id,

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use tpscope_analysis::input::saturate;
-use tpscope_analysis::{ClientFacts, SampleFacts, SpanFacts};
+use tpscope_analysis::{ClientFacts, ClientStamps, SampleFacts, SpanFacts};
 use tpscope_model::{
     Cause, EndRecord, Lifecycle, QueueTimes, RunRecord, ServerSampleRecord, Status, StatusCounts,
     Target, Timestamp, TokenSource, check_lifecycle,
@@ -22,6 +22,8 @@ pub(super) enum Parsed<'a> {
     Run(RunRecord),
     Span {
         facts: SpanFacts,
+        /// How exactly the client stamped it (kept beside the facts).
+        stamps: ClientStamps,
         source: Option<TokenSource>,
         span_id: Cow<'a, str>,
         /// The `message` of a non-ok span's `error`, when it is a string.
@@ -386,9 +388,10 @@ fn parse_span<'l>(line: &'l Line<'_>, unit: Option<TimeUnit>) -> FieldResult<Par
             retry_causes: retry_causes.into(),
             wasted_tokens,
             chunks,
-            client,
+            client: client.times(),
             session: None,
         },
+        stamps: client.stamps(),
         source,
         span_id,
         error_message: error_cause

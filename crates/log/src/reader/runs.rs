@@ -301,6 +301,7 @@ impl Reader {
         match parsed {
             Parsed::Span {
                 facts,
+                stamps,
                 source,
                 span_id,
                 error_message,
@@ -334,7 +335,7 @@ impl Reader {
                 run.input
                     .count_tally
                     .add(facts.output_tokens, source.as_ref(), tokenizer_tokens);
-                run.input.push_span(facts, source.as_ref());
+                run.input.push_stamped_span(facts, stamps, source.as_ref());
             }
             Parsed::Sample(s) => self.runs.run(run_id).input.samples.push(s),
             Parsed::ServerSample(s) => self.runs.run(run_id).input.server_samples.push(*s),
