@@ -110,7 +110,7 @@ pub fn measurement_quality(
             touched.late_ns += late.as_nanos() as f64;
         }
         q.resends += u64::from(c.resends);
-        let connect = s.client.connect;
+        let connect = s.client.connect.map(crate::input::Nanos::get);
         q.connect_max_s = q.connect_max_s.max(connect);
         q.slow_connects += u64::from(connect.is_some_and(|d| d >= SLOW_CONNECT));
         q.collapsed_streams += u64::from(crate::metrics::collapsed_stream(s));
