@@ -3,9 +3,6 @@
 //! when it was queued, admitted first in first out the moment a slot frees —
 //! and the window, system TPS and cost that replay would have given.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
 use serde::Serialize;
 use tpscope_model::Status;
 
@@ -110,20 +107,52 @@ fn replay(mut jobs: impl Iterator<Item = (i64, i64, i64, i64)>, cap: usize) -> (
         return (0, 0);
     };
     let start = first.0;
-    // When each slot frees next: a min-heap of `cap` instants (never empty).
-    let mut free: BinaryHeap<Reverse<i64>> = std::iter::repeat_n(Reverse(i64::MIN), cap).collect();
+    // When each slot frees next.
+    let mut free = SlotHeap(vec![i64::MIN; cap.max(1)]);
     let mut end = start;
     for (arrival, _, _, hold) in std::iter::once(first).chain(jobs) {
-        // The earliest free slot takes the job: replacing the heap's top sifts
-        // once, where a pop and a push sifted twice.
-        let Some(mut slot) = free.peek_mut() else {
-            break;
-        };
-        let done = arrival.max(slot.0).saturating_add(hold);
+        // The earliest free slot takes the job.
+        let done = arrival.max(free.0[0]).saturating_add(hold);
         end = end.max(done);
-        *slot = Reverse(done);
+        free.replace_min(done);
     }
     (start, end)
+}
+
+/// A binary min-heap of instants whose least is replaced, never popped: the
+/// replay's slots. The new instant sinks to the bottom choosing the lesser
+/// child without comparing itself (no branch to mispredict per level), then
+/// rises: a slot's next free instant is mostly later than the others', so it
+/// rises little. `BinaryHeap` compared at every level (a third of the what-if's
+/// time at a million spans).
+struct SlotHeap(Vec<i64>);
+
+impl SlotHeap {
+    fn replace_min(&mut self, v: i64) {
+        let h = &mut self.0;
+        let n = h.len();
+        let mut pos = 0;
+        let mut child = 1;
+        while child + 1 < n {
+            child += usize::from(h[child + 1] < h[child]);
+            h[pos] = h[child];
+            pos = child;
+            child = 2 * pos + 1;
+        }
+        if child + 1 == n {
+            h[pos] = h[child];
+            pos = child;
+        }
+        while pos > 0 {
+            let parent = (pos - 1) / 2;
+            if h[parent] <= v {
+                break;
+            }
+            h[pos] = h[parent];
+            pos = parent;
+        }
+        h[pos] = v;
+    }
 }
 
 #[cfg(test)]
@@ -190,6 +219,37 @@ mod tests {
         input.spans.extend([span(3, 10), span(2, 10), span(1, 30)]);
         let w = what_if(&input, None, None).unwrap();
         assert!((w.work_conserving.window_s - 0.03).abs() < 1e-12, "{w:?}");
+    }
+
+    /// The slot heap against the plain rule (the earliest free slot takes
+    /// the next job), on jobs of random holds through random caps.
+    #[test]
+    fn the_slot_heap_replays_as_the_earliest_free_slot_would() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut rnd = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        for _ in 0..200 {
+            let cap = 1 + rnd(9) as usize;
+            let jobs: Vec<(i64, i64, i64, i64)> = (0..1 + rnd(60) as i64)
+                .map(|i| (i * rnd(5) as i64, 0, 0, rnd(40) as i64))
+                .scan(0, |t, (a, _, _, h)| {
+                    *t = (*t).max(a);
+                    Some((*t, 0, 0, h))
+                })
+                .collect();
+            let mut slots = vec![i64::MIN; cap];
+            let mut end = jobs[0].0;
+            for &(arrival, _, _, hold) in &jobs {
+                let i = (0..cap).min_by_key(|&i| slots[i]).unwrap();
+                slots[i] = arrival.max(slots[i]) + hold;
+                end = end.max(slots[i]);
+            }
+            assert_eq!(replay(jobs.iter().copied(), cap), (jobs[0].0, end));
+        }
     }
 
     #[test]
