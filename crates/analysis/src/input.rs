@@ -413,6 +413,9 @@ impl RunInput {
     /// by its ok spans; a failed or cancelled span counts only if it received tokens,
     /// and only towards [`RunInput::failed_token_sources`], so that a failure does
     /// not make a run mixed (docs/design.md §4).
+    // Inlined, as is `push_stamped_span`, so that a reader's facts are moved
+    // into the vector once, not copied at each call on the way.
+    #[inline]
     pub fn push_span(&mut self, facts: SpanFacts, source: Option<&TokenSource>) {
         let received = facts.output_tokens > 0 || facts.first_token_at.is_some();
         let tally = match facts.status {
@@ -444,6 +447,7 @@ impl RunInput {
 
     /// [`RunInput::push_span`] with how exactly the client stamped the span
     /// (its facts hold its [`ClientTimes`] already).
+    #[inline]
     pub fn push_stamped_span(
         &mut self,
         facts: SpanFacts,
