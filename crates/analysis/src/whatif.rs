@@ -61,29 +61,40 @@ pub fn what_if(
             hold,
         ))
     };
-    // Logs are nearly always in arrival order already: replayed from the spans
-    // then, without a vector of a million jobs to fault in and sort. The
-    // output tokens of the admitted ok spans are summed in the same pass.
-    let (mut tokens, mut sorted, mut last, mut n) = (0u64, true, None, 0usize);
+    // Logs are nearly always in arrival order already: replayed in the pass
+    // that sums the admitted ok spans' output tokens, without a vector of a
+    // million jobs to fault in and sort; only a log out of order is sorted
+    // and replayed again. No more slots than spans: a cap of millions would be
+    // a heap of millions (slots past the jobs' count are never reused).
+    let slots = cap.min(input.spans.len());
+    let mut free = SlotHeap(vec![i64::MIN; slots]);
+    let (mut tokens, mut sorted, mut last, mut end) = (0u64, true, None, i64::MIN);
+    let mut start = None;
     for s in &input.spans {
         let Some(j) = job(s) else { continue };
-        n += 1;
         if s.status == Status::Ok {
             tokens += s.output_tokens;
         }
-        sorted &= last.is_none_or(|l| l <= j);
+        if !sorted || last.is_some_and(|l| l > j) {
+            sorted = false;
+            continue;
+        }
         last = Some(j);
+        start.get_or_insert(j.0);
+        end = end.max(free.take(j.0, j.3));
     }
-    last?;
-    // No more slots than jobs: a cap of millions would be a heap of millions.
-    let cap = cap.min(n);
-    let (start, end) = if sorted {
-        replay(input.spans.iter().filter_map(job), cap)
-    } else {
+    let mut start = start?;
+    if !sorted {
         let mut jobs: Vec<_> = input.spans.iter().filter_map(job).collect();
         jobs.sort_unstable();
-        replay(jobs.into_iter(), cap)
-    };
+        free.0.fill(i64::MIN);
+        start = jobs[0].0;
+        end = i64::MIN;
+        for &(arrival, _, _, hold) in &jobs {
+            end = end.max(free.take(arrival, hold));
+        }
+    }
+    let end = end.max(start);
     let window_s = (end - start) as f64 / 1e9;
     let system_tps = ratio(tokens as f64, window_s);
     Some(WhatIf {
@@ -100,25 +111,6 @@ pub fn what_if(
     })
 }
 
-/// The first arrival and the last release of `jobs` (arrival, admission, first
-/// answer, hold), in arrival order and not empty, replayed at `cap` slots.
-fn replay(mut jobs: impl Iterator<Item = (i64, i64, i64, i64)>, cap: usize) -> (i64, i64) {
-    let Some(first) = jobs.next() else {
-        return (0, 0);
-    };
-    let start = first.0;
-    // When each slot frees next.
-    let mut free = SlotHeap(vec![i64::MIN; cap.max(1)]);
-    let mut end = start;
-    for (arrival, _, _, hold) in std::iter::once(first).chain(jobs) {
-        // The earliest free slot takes the job.
-        let done = arrival.max(free.0[0]).saturating_add(hold);
-        end = end.max(done);
-        free.replace_min(done);
-    }
-    (start, end)
-}
-
 /// A binary min-heap of instants whose least is replaced, never popped: the
 /// replay's slots. The new instant sinks to the bottom choosing the lesser
 /// child without comparing itself (no branch to mispredict per level), then
@@ -128,6 +120,15 @@ fn replay(mut jobs: impl Iterator<Item = (i64, i64, i64, i64)>, cap: usize) -> (
 struct SlotHeap(Vec<i64>);
 
 impl SlotHeap {
+    /// A job arriving at `arrival` takes the earliest free slot for `hold`;
+    /// returns when it is done.
+    #[inline]
+    fn take(&mut self, arrival: i64, hold: i64) -> i64 {
+        let done = arrival.max(self.0[0]).saturating_add(hold);
+        self.replace_min(done);
+        done
+    }
+
     fn replace_min(&mut self, v: i64) {
         let h = &mut self.0;
         let n = h.len();
@@ -233,7 +234,7 @@ mod tests {
             x % m
         };
         for _ in 0..200 {
-            let cap = 1 + rnd(9) as usize;
+            let cap = 1 + rnd(80) as usize;
             let jobs: Vec<(i64, i64, i64, i64)> = (0..1 + rnd(60) as i64)
                 .map(|i| (i * rnd(5) as i64, 0, 0, rnd(40) as i64))
                 .scan(0, |t, (a, _, _, h)| {
@@ -248,7 +249,9 @@ mod tests {
                 slots[i] = arrival.max(slots[i]) + hold;
                 end = end.max(slots[i]);
             }
-            assert_eq!(replay(jobs.iter().copied(), cap), (jobs[0].0, end));
+            let mut heap = SlotHeap(vec![i64::MIN; cap]);
+            let last = jobs.iter().map(|j| heap.take(j.0, j.3)).max().unwrap();
+            assert_eq!(last.max(jobs[0].0), end);
         }
     }
 
