@@ -59,39 +59,28 @@ pub struct SpanFacts {
 /// ([`RunInput::push_measured_span`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ClientFacts {
-    /// The kernel arrival of the last attempt's end marker.
-    pub end_at: Option<Timestamp>,
-    /// Whether the last attempt's first token was stamped exactly.
-    pub first_token_exact: Option<bool>,
-    /// Content chunks whose reads were traced (u32, saturating: the facts of a
-    /// million spans stay under docs/design.md §12's 300 bytes each).
-    pub traced_chunks: u32,
-    /// Of which stamped only as an upper bound.
-    pub inexact_chunks: u32,
-    /// Socket reads traced.
-    pub reads: u32,
-    /// The client's worst lag (kernel arrival to the attempt's task).
-    pub lag: Option<Duration>,
-    /// Keep-alive resends.
-    pub resends: u32,
-    /// The longest connect time of its attempts.
-    pub connect: Option<Duration>,
+    /// What the metrics and the ledger read per span.
+    pub times: ClientTimes,
+    /// What only measurement quality reads.
+    pub stamps: ClientStamps,
 }
 
 impl ClientFacts {
     /// Adds the next attempt's facts (`a`, one attempt's worth): the last
-    /// attempt's end and first token decide, counts add up, lags take the worst.
+    /// attempt's end and first token decide, counts add up, lags and connect
+    /// times take the worst.
     pub fn add(&mut self, a: ClientFacts) {
-        self.end_at = a.end_at;
-        if a.first_token_exact.is_some() {
-            self.first_token_exact = a.first_token_exact;
+        let (t, s) = (&mut self.times, &mut self.stamps);
+        t.end_at = a.times.end_at;
+        t.connect = t.connect.max(a.times.connect);
+        if a.stamps.first_token_exact.is_some() {
+            s.first_token_exact = a.stamps.first_token_exact;
         }
-        self.traced_chunks = self.traced_chunks.saturating_add(a.traced_chunks);
-        self.inexact_chunks = self.inexact_chunks.saturating_add(a.inexact_chunks);
-        self.reads = self.reads.saturating_add(a.reads);
-        self.lag = self.lag.max(a.lag);
-        self.resends = self.resends.saturating_add(a.resends);
-        self.connect = self.connect.max(a.connect);
+        s.traced_chunks = s.traced_chunks.saturating_add(a.stamps.traced_chunks);
+        s.inexact_chunks = s.inexact_chunks.saturating_add(a.stamps.inexact_chunks);
+        s.reads = s.reads.saturating_add(a.stamps.reads);
+        s.lag = s.lag.max(a.stamps.lag);
+        s.resends = s.resends.saturating_add(a.stamps.resends);
     }
 
     /// The facts of a span's attempts, in order.
@@ -102,37 +91,21 @@ impl ClientFacts {
         })
     }
 
-    /// What every pass may read per span: the end marker's arrival, the connect.
-    pub fn times(&self) -> ClientTimes {
-        ClientTimes {
-            end_at: self.end_at,
-            connect: self.connect.map(Nanos::from),
-        }
-    }
-
-    /// What only measurement quality reads: how exactly the stamps were taken.
-    pub fn stamps(&self) -> ClientStamps {
-        ClientStamps {
-            first_token_exact: self.first_token_exact,
-            traced_chunks: self.traced_chunks,
-            inexact_chunks: self.inexact_chunks,
-            reads: self.reads,
-            lag: self.lag,
-            resends: self.resends,
-        }
-    }
-
     /// One attempt's facts.
     pub fn of_attempt(a: &tpscope_model::Attempt) -> ClientFacts {
         ClientFacts {
-            end_at: a.end_at,
-            first_token_exact: a.first_token_exact,
-            traced_chunks: saturate(a.traced_chunks.unwrap_or(0)),
-            inexact_chunks: saturate(a.inexact_chunks.unwrap_or(0)),
-            reads: saturate(a.reads.unwrap_or(0)),
-            lag: a.client_lag,
-            resends: a.resends,
-            connect: a.connect_time,
+            times: ClientTimes {
+                end_at: a.end_at,
+                connect: a.connect_time.map(Nanos::from),
+            },
+            stamps: ClientStamps {
+                first_token_exact: a.first_token_exact,
+                traced_chunks: saturate(a.traced_chunks.unwrap_or(0)),
+                inexact_chunks: saturate(a.inexact_chunks.unwrap_or(0)),
+                reads: saturate(a.reads.unwrap_or(0)),
+                lag: a.client_lag,
+                resends: a.resends,
+            },
         }
     }
 }
@@ -173,7 +146,8 @@ impl From<Duration> for Nanos {
 pub struct ClientStamps {
     /// Whether the last attempt's first token was stamped exactly.
     pub first_token_exact: Option<bool>,
-    /// Content chunks whose reads were traced.
+    /// Content chunks whose reads were traced (u32, saturating: the facts of a
+    /// million spans stay under docs/design.md §12's 300 bytes each).
     pub traced_chunks: u32,
     /// Of which stamped only as an upper bound.
     pub inexact_chunks: u32,
@@ -259,7 +233,7 @@ impl SpanFacts {
             retry_causes: span.retry_causes.clone().into(),
             wasted_tokens: span.wasted_tokens(),
             chunks: span.chunks.as_ref().map(|c| c.clone().into_boxed_slice()),
-            client: ClientFacts::of_attempts(&span.attempts).times(),
+            client: ClientFacts::of_attempts(&span.attempts).times,
             session: match (&span.session_id, span.turn.and_then(NonZeroU32::new)) {
                 (Some(id), Some(turn)) => Some(SessionTurn {
                     session: sessions.number(id),
@@ -441,8 +415,8 @@ impl RunInput {
         client: ClientFacts,
         source: Option<&TokenSource>,
     ) {
-        facts.client = client.times();
-        self.push_stamped_span(facts, client.stamps(), source);
+        facts.client = client.times;
+        self.push_stamped_span(facts, client.stamps, source);
     }
 
     /// [`RunInput::push_span`] with how exactly the client stamped the span

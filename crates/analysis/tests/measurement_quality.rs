@@ -8,15 +8,17 @@ use std::time::Duration;
 
 use common::{ok, run, t};
 use tpscope_analysis::analyze::{Options, analyze};
-use tpscope_analysis::{ClientFacts, RunInput, SampleFacts, SpanFacts, measurement_quality};
+use tpscope_analysis::{
+    ClientFacts, ClientStamps, ClientTimes, RunInput, SampleFacts, SpanFacts, measurement_quality,
+};
 
 /// A run of these spans, each with what its client measured.
 fn input(spans: Vec<(SpanFacts, ClientFacts)>, samples: &[i64]) -> RunInput {
     let (spans, client_stamps) = spans
         .into_iter()
         .map(|(mut s, c)| {
-            s.client = c.times();
-            (s, c.stamps())
+            s.client = c.times;
+            (s, c.stamps)
         })
         .unzip();
     RunInput {
@@ -39,14 +41,18 @@ fn input(spans: Vec<(SpanFacts, ClientFacts)>, samples: &[i64]) -> RunInput {
 
 fn measured(exact_first: bool, traced: u32, inexact: u32, lag_ms: u64) -> ClientFacts {
     ClientFacts {
-        end_at: None,
-        first_token_exact: Some(exact_first),
-        traced_chunks: traced,
-        inexact_chunks: inexact,
-        reads: traced,
-        lag: Some(Duration::from_millis(lag_ms)),
-        resends: 0,
-        connect: Some(Duration::from_micros(300)),
+        times: ClientTimes {
+            end_at: None,
+            connect: Some(Duration::from_micros(300).into()),
+        },
+        stamps: ClientStamps {
+            first_token_exact: Some(exact_first),
+            traced_chunks: traced,
+            inexact_chunks: inexact,
+            reads: traced,
+            lag: Some(Duration::from_millis(lag_ms)),
+            resends: 0,
+        },
     }
 }
 
@@ -87,7 +93,7 @@ fn starved_client_is_flagged_poor_with_the_remedy() {
         // Half the first tokens and a third of the chunks drained in a batch;
         // the client released the slot 200 ms after `[DONE]` arrived.
         let mut c = measured(i % 2 == 0, 12, 4, 250);
-        c.end_at = Some(t(i * 100 + 100));
+        c.times.end_at = Some(t(i * 100 + 100));
         spans.push((s, c));
     }
     // Every other 10 ms tick missed.
@@ -177,7 +183,7 @@ fn exact_stamps_with_a_lag_that_moves_no_figure_are_fair_not_poor() {
         let b = i * 20_000;
         let s = ok(b, b, b + 2_000, b + 12_000, b + 12_001, 500);
         let mut c = measured(true, 10, 0, 8);
-        c.end_at = Some(t(b + 12_000));
+        c.times.end_at = Some(t(b + 12_000));
         spans.push((s, c));
     }
     let q = measurement_quality(&input(spans.clone(), &[]), |_| true);
@@ -209,7 +215,7 @@ fn late_releases_that_move_the_ledger_are_poor() {
         let b = i * 1_000;
         let s = ok(b, b, b + 100, b + 800, b + 900, 50);
         let mut c = measured(true, 10, 0, 0);
-        c.end_at = Some(t(b + 850));
+        c.times.end_at = Some(t(b + 850));
         spans.push((s, c));
     }
     let q = measurement_quality(&input(spans, &[]), |_| true);
