@@ -7,7 +7,7 @@
 
 use tpscope_model::QueueTimes;
 
-use crate::counts::{WindowSpans, released_in, window_spans};
+use crate::counts::{WindowSpans, window_spans};
 use crate::diagnosis::{client_lag_from_samples, diagnose};
 use crate::idle::idle;
 use crate::input::RunInput;
@@ -83,6 +83,7 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         counts,
         collected,
         goodput,
+        quality,
         ..
     } = spans;
     let summaries = collected.summarise();
@@ -101,7 +102,7 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         opts.prices.per_kwh,
     );
     let cost = crate::cost::cost(&opts.prices, win_s, system_tps, &counts, &mut warnings);
-    let quality = crate::measurement_quality(input, |s| released_in(s, (w0, w1)));
+    let quality = quality.finish(input);
     if let Some(w) = &quality.warning {
         warnings.push(w.clone());
     }

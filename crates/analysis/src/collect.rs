@@ -23,7 +23,9 @@ pub(crate) struct Collected {
     itl: Vec<f64>,
     output_len: Vec<f64>,
     by_length: Vec<Vec<f64>>,
-    missing: BTreeMap<&'static str, BTreeMap<&'static str, u64>>,
+    /// (metric, reason, spans): a few entries, found by address before text
+    /// (a map keyed by text compared strings for every span that lacked one).
+    missing: Vec<(&'static str, &'static str, u64)>,
 }
 
 /// What the collected values become in the report.
@@ -46,17 +48,25 @@ impl Collected {
             itl: Vec::new(),
             output_len: Vec::with_capacity(n),
             by_length: vec![Vec::new(); LENGTH_EDGES.len() + 1],
-            missing: BTreeMap::new(),
+            missing: Vec::new(),
         }
     }
 
     fn lack(&mut self, metric: &'static str, reason: &'static str) {
-        *self
+        let same = |(m, r, _): &&mut (&str, &str, u64)| {
+            std::ptr::eq(*m, metric) && std::ptr::eq(*r, reason)
+        };
+        if let Some((_, _, n)) = self.missing.iter_mut().find(same) {
+            *n += 1;
+        } else if let Some((_, _, n)) = self
             .missing
-            .entry(metric)
-            .or_default()
-            .entry(reason)
-            .or_default() += 1;
+            .iter_mut()
+            .find(|(m, r, _)| *m == metric && *r == reason)
+        {
+            *n += 1;
+        } else {
+            self.missing.push((metric, reason, 1));
+        }
     }
 
     /// Collects the metrics of one ok span, or the reason each is absent.
@@ -126,10 +136,18 @@ impl Collected {
                 b
             })
             .collect();
+        let mut missing: BTreeMap<&'static str, BTreeMap<&'static str, u64>> = BTreeMap::new();
+        for (metric, reason, n) in self.missing {
+            *missing
+                .entry(metric)
+                .or_default()
+                .entry(reason)
+                .or_default() += n;
+        }
         Summaries {
             distributions,
             conventional,
-            missing: self.missing,
+            missing,
             output_length: Summary::of(&mut self.output_len),
             by_length,
         }

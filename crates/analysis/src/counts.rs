@@ -1,7 +1,8 @@
 //! The collect stage of [`crate::analyze()`]: one pass over the spans released in
 //! the window, counting them by status and cause ([`Counts`]), feeding the
-//! distributions (`collect`) and the goodput tally, and the window's
-//! share of every ok span's output tokens (system TPS).
+//! distributions (`collect`), the goodput tally and measurement quality
+//! (`quality`), and the window's share of every ok span's output tokens
+//! (system TPS).
 
 use std::collections::BTreeMap;
 
@@ -12,6 +13,7 @@ use tpscope_model::{Cause, Status, StatusCounts};
 use crate::collect::Collected;
 use crate::goodput::{Goals, Tally};
 use crate::input::{RunInput, SpanFacts};
+use crate::quality::QualityTally;
 use crate::series::tokens_in;
 use crate::window::Window;
 
@@ -104,6 +106,8 @@ pub(crate) struct WindowSpans {
     pub goodput: Option<Tally>,
     /// Output tokens of every ok span that fall in the window (pro rata).
     pub window_tokens: f64,
+    /// Their measurement quality, gathered in the same pass.
+    pub quality: QualityTally,
 }
 
 /// Whether a span counts in the window `[w0, w1]`: it was released in it.
@@ -127,7 +131,8 @@ pub(crate) fn window_spans(
     let mut collected = Collected::new(input.spans.len());
     let mut goodput = goals.map(Tally::new);
     let mut window_tokens = 0.0;
-    for s in &input.spans {
+    let mut quality = QualityTally::default();
+    for (i, s) in input.spans.iter().enumerate() {
         if s.status == Status::Ok && window.is_some() {
             window_tokens += tokens_in(s, w0.unix_nanos(), w1.unix_nanos(), true);
         }
@@ -135,6 +140,7 @@ pub(crate) fn window_spans(
             continue;
         }
         counts.spans += 1;
+        quality.add(input, i, s);
         if let Some(g) = &mut goodput {
             g.add(s);
         }
@@ -161,6 +167,7 @@ pub(crate) fn window_spans(
         collected,
         goodput,
         window_tokens,
+        quality,
     }
 }
 

@@ -1,7 +1,7 @@
 //! The analysis input: one run's metadata with compact per-span facts and samples.
 //! Readers and library callers build it; every metric is computed from it.
 
-use std::num::NonZeroU32;
+use std::num::{NonZeroU32, NonZeroU64};
 use std::time::Duration;
 
 use tpscope_model::{
@@ -14,7 +14,8 @@ use crate::errors::ErrorMessages;
 use crate::session_ids::SessionIds;
 
 /// What the analysis needs of one span, without ids, text or attempt details
-/// (184 bytes, held by a test, so a million spans fit in memory comfortably).
+/// (136 bytes, held by a test, so a million spans fit in memory comfortably;
+/// how exactly the client stamped it is kept apart, [`RunInput::client_stamps`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct SpanFacts {
     /// How the request ended.
@@ -43,8 +44,9 @@ pub struct SpanFacts {
     pub wasted_tokens: u64,
     /// Per-chunk arrivals, when recorded.
     pub chunks: Option<Box<[ChunkMark]>>,
-    /// How well the client measured it (from its attempts).
-    pub client: ClientFacts,
+    /// The end marker's arrival and the connect time (from its attempts),
+    /// which metrics and the ledger read per span.
+    pub client: ClientTimes,
     /// Its place in a multi-turn session (`session_id` and `turn` both given).
     pub session: Option<SessionTurn>,
 }
@@ -52,11 +54,96 @@ pub struct SpanFacts {
 /// How well the client measured one span, from its attempts' `end_at`,
 /// `client_lag_s`, `reads`, `traced_chunks`, `inexact_chunks`,
 /// `first_token_exact`, `resends` and `connect_s` (docs/design.md §13); empty for spans
-/// whose producer did not say.
+/// whose producer did not say. Readers gather it attempt by attempt; a run
+/// keeps its [`ClientTimes`] in the span's facts and its [`ClientStamps`] apart
+/// ([`RunInput::push_measured_span`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ClientFacts {
+    /// What the metrics and the ledger read per span.
+    pub times: ClientTimes,
+    /// What only measurement quality reads.
+    pub stamps: ClientStamps,
+}
+
+impl ClientFacts {
+    /// Adds the next attempt's facts (`a`, one attempt's worth): the last
+    /// attempt's end and first token decide, counts add up, lags and connect
+    /// times take the worst.
+    pub fn add(&mut self, a: ClientFacts) {
+        let (t, s) = (&mut self.times, &mut self.stamps);
+        t.end_at = a.times.end_at;
+        t.connect = t.connect.max(a.times.connect);
+        if a.stamps.first_token_exact.is_some() {
+            s.first_token_exact = a.stamps.first_token_exact;
+        }
+        s.traced_chunks = s.traced_chunks.saturating_add(a.stamps.traced_chunks);
+        s.inexact_chunks = s.inexact_chunks.saturating_add(a.stamps.inexact_chunks);
+        s.reads = s.reads.saturating_add(a.stamps.reads);
+        s.lag = s.lag.max(a.stamps.lag);
+        s.resends = s.resends.saturating_add(a.stamps.resends);
+    }
+
+    /// The facts of a span's attempts, in order.
+    pub fn of_attempts(attempts: &[tpscope_model::Attempt]) -> ClientFacts {
+        attempts.iter().fold(ClientFacts::default(), |mut c, a| {
+            c.add(ClientFacts::of_attempt(a));
+            c
+        })
+    }
+
+    /// One attempt's facts.
+    pub fn of_attempt(a: &tpscope_model::Attempt) -> ClientFacts {
+        ClientFacts {
+            times: ClientTimes {
+                end_at: a.end_at,
+                connect: a.connect_time.map(Nanos::from),
+            },
+            stamps: ClientStamps {
+                first_token_exact: a.first_token_exact,
+                traced_chunks: saturate(a.traced_chunks.unwrap_or(0)),
+                inexact_chunks: saturate(a.inexact_chunks.unwrap_or(0)),
+                reads: saturate(a.reads.unwrap_or(0)),
+                lag: a.client_lag,
+                resends: a.resends,
+            },
+        }
+    }
+}
+
+/// The part of [`ClientFacts`] that per-span metrics (`t_post` ends at the end
+/// marker's arrival) and the capacity ledger (connect time) read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClientTimes {
     /// The kernel arrival of the last attempt's end marker.
     pub end_at: Option<Timestamp>,
+    /// The longest connect time of its attempts.
+    pub connect: Option<Nanos>,
+}
+
+/// A duration in 8 bytes, its `Option` too (whole nanoseconds up to 584 years,
+/// longer saturating), for a per-span duration that every pass walks past.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Nanos(NonZeroU64);
+
+impl Nanos {
+    /// The duration.
+    pub fn get(self) -> Duration {
+        Duration::from_nanos(self.0.get() - 1)
+    }
+}
+
+impl From<Duration> for Nanos {
+    fn from(d: Duration) -> Nanos {
+        let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        Nanos(NonZeroU64::MIN.saturating_add(ns.min(u64::MAX - 1)))
+    }
+}
+
+/// The part of [`ClientFacts`] that only measurement quality reads, kept apart
+/// from the span facts that every pass over the spans reads (40 bytes a span
+/// fewer to walk; a log whose producer says none keeps none).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClientStamps {
     /// Whether the last attempt's first token was stamped exactly.
     pub first_token_exact: Option<bool>,
     /// Content chunks whose reads were traced (u32, saturating: the facts of a
@@ -70,39 +157,6 @@ pub struct ClientFacts {
     pub lag: Option<Duration>,
     /// Keep-alive resends.
     pub resends: u32,
-    /// The longest connect time of its attempts.
-    pub connect: Option<Duration>,
-}
-
-impl ClientFacts {
-    /// Adds the next attempt's facts (`a`, one attempt's worth): the last
-    /// attempt's end and first token decide, counts add up, lags take the worst.
-    pub fn add(&mut self, a: ClientFacts) {
-        self.end_at = a.end_at;
-        if a.first_token_exact.is_some() {
-            self.first_token_exact = a.first_token_exact;
-        }
-        self.traced_chunks = self.traced_chunks.saturating_add(a.traced_chunks);
-        self.inexact_chunks = self.inexact_chunks.saturating_add(a.inexact_chunks);
-        self.reads = self.reads.saturating_add(a.reads);
-        self.lag = self.lag.max(a.lag);
-        self.resends = self.resends.saturating_add(a.resends);
-        self.connect = self.connect.max(a.connect);
-    }
-
-    /// One attempt's facts.
-    pub fn of_attempt(a: &tpscope_model::Attempt) -> ClientFacts {
-        ClientFacts {
-            end_at: a.end_at,
-            first_token_exact: a.first_token_exact,
-            traced_chunks: saturate(a.traced_chunks.unwrap_or(0)),
-            inexact_chunks: saturate(a.inexact_chunks.unwrap_or(0)),
-            reads: saturate(a.reads.unwrap_or(0)),
-            lag: a.client_lag,
-            resends: a.resends,
-            connect: a.connect_time,
-        }
-    }
 }
 
 /// The time between a span's attempts: from each attempt's end to the next's
@@ -157,7 +211,7 @@ impl SpanFacts {
             retry_causes: Box::default(),
             wasted_tokens: 0,
             chunks: None,
-            client: ClientFacts::default(),
+            client: ClientTimes::default(),
             session: None,
         }
     }
@@ -179,13 +233,7 @@ impl SpanFacts {
             retry_causes: span.retry_causes.clone().into(),
             wasted_tokens: span.wasted_tokens(),
             chunks: span.chunks.as_ref().map(|c| c.clone().into_boxed_slice()),
-            client: span
-                .attempts
-                .iter()
-                .fold(ClientFacts::default(), |mut c, a| {
-                    c.add(ClientFacts::of_attempt(a));
-                    c
-                }),
+            client: ClientFacts::of_attempts(&span.attempts).times,
             session: match (&span.session_id, span.turn.and_then(NonZeroU32::new)) {
                 (Some(id), Some(turn)) => Some(SessionTurn {
                     session: sessions.number(id),
@@ -295,6 +343,11 @@ pub struct RunInput {
     /// The count check's sums over the spans, added as they are read (the
     /// tokenizer's own count is not kept per span).
     pub count_tally: CountTally,
+    /// How exactly the client stamped each span, by index in `spans`; a span
+    /// past its end has none (empty when no span says, as in most importers'
+    /// logs). Only measurement quality reads them, so they are kept out of the
+    /// facts every pass walks ([`RunInput::client_stamps_of`]).
+    pub client_stamps: Vec<ClientStamps>,
 }
 
 impl RunInput {
@@ -323,7 +376,8 @@ impl RunInput {
                 s.token_source.as_ref(),
                 s.tokenizer_output_tokens,
             );
-            input.push_span(facts, s.token_source.as_ref());
+            let client = ClientFacts::of_attempts(&s.attempts);
+            input.push_measured_span(facts, client, s.token_source.as_ref());
         }
         input.samples = samples.iter().map(SampleFacts::from).collect();
         input
@@ -333,6 +387,9 @@ impl RunInput {
     /// by its ok spans; a failed or cancelled span counts only if it received tokens,
     /// and only towards [`RunInput::failed_token_sources`], so that a failure does
     /// not make a run mixed (docs/design.md §4).
+    // Inlined, as is `push_stamped_span`, so that a reader's facts are moved
+    // into the vector once, not copied at each call on the way.
+    #[inline]
     pub fn push_span(&mut self, facts: SpanFacts, source: Option<&TokenSource>) {
         let received = facts.output_tokens > 0 || facts.first_token_at.is_some();
         let tally = match facts.status {
@@ -347,6 +404,41 @@ impl RunInput {
             }
         }
         self.spans.push(facts);
+    }
+
+    /// [`RunInput::push_span`] for a span whose client said how it measured
+    /// it: its times go into its facts, its stamps into
+    /// [`RunInput::client_stamps`] (kept only from the first span that has any).
+    pub fn push_measured_span(
+        &mut self,
+        mut facts: SpanFacts,
+        client: ClientFacts,
+        source: Option<&TokenSource>,
+    ) {
+        facts.client = client.times;
+        self.push_stamped_span(facts, client.stamps, source);
+    }
+
+    /// [`RunInput::push_span`] with how exactly the client stamped the span
+    /// (its facts hold its [`ClientTimes`] already).
+    #[inline]
+    pub fn push_stamped_span(
+        &mut self,
+        facts: SpanFacts,
+        stamps: ClientStamps,
+        source: Option<&TokenSource>,
+    ) {
+        if stamps != ClientStamps::default() {
+            self.client_stamps
+                .resize(self.spans.len(), ClientStamps::default());
+            self.client_stamps.push(stamps);
+        }
+        self.push_span(facts, source);
+    }
+
+    /// How exactly the client stamped span `i` (empty when it did not say).
+    pub fn client_stamps_of(&self, i: usize) -> ClientStamps {
+        self.client_stamps.get(i).copied().unwrap_or_default()
     }
 
     /// Counts the failure message of a non-ok span (the backlog left at the end is
@@ -459,9 +551,25 @@ mod tests {
 mod size {
     /// docs/design.md §12's 300 bytes per span (reader peak) went to 313 when the session
     /// fields came; the facts are the bulk of it, so their size is held here.
+    /// Connect times went from 16 bytes to 8 in the span facts: every value a
+    /// reader can meet keeps its nanoseconds and its order.
+    #[test]
+    fn nanos_keep_a_durations_value_and_order_in_8_bytes() {
+        use super::Nanos;
+        use std::time::Duration;
+        assert_eq!(std::mem::size_of::<Option<Nanos>>(), 8);
+        for d in [0, 1, 999, 1_500_000, u64::MAX - 1].map(Duration::from_nanos) {
+            assert_eq!(Nanos::from(d).get(), d);
+        }
+        let far = Duration::from_secs(u64::MAX);
+        assert_eq!(Nanos::from(far).get(), Duration::from_nanos(u64::MAX - 1));
+        let (a, b) = (Duration::from_micros(300), Duration::from_secs(1));
+        assert!(Nanos::from(a) < Nanos::from(b));
+    }
+
     #[test]
     fn span_facts_stay_small_enough_for_300_bytes_per_span() {
         let size = std::mem::size_of::<super::SpanFacts>();
-        assert!(size <= 184, "SpanFacts is {size} bytes");
+        assert!(size <= 136, "SpanFacts is {size} bytes");
     }
 }

@@ -192,7 +192,7 @@ fn busy(input: &RunInput, spread: &mut Spread) -> BusyFacts {
             at = t.clamp(at, r);
             at
         };
-        let connect = s.client.connect.map_or(0, |d| d.as_nanos() as i64);
+        let connect = s.client.connect.map_or(0, |d| d.get().as_nanos() as i64);
         let c = edge(a.saturating_add(connect));
         // The phases follow one another: each starts its walk of the buckets
         // where the last ended.

@@ -55,7 +55,9 @@ pub use counts::CauseCounts;
 pub use errors::{CauseMessages, ErrorMessages, MessageCount};
 pub use goodput::{Goals, Goodput, parse_goals};
 pub use infer::{InferredGap, infer_gap};
-pub use input::{ClientFacts, RunInput, SampleFacts, SpanFacts, SpanText};
+pub use input::{
+    ClientFacts, ClientStamps, ClientTimes, Nanos, RunInput, SampleFacts, SpanFacts, SpanText,
+};
 pub use metrics::{METRICS, SpanMetric, SpanMetrics, SpanRow, span_metrics, span_rows};
 pub use quality::{MeasurementQuality, measurement_quality};
 pub use report::RunReport;

@@ -86,47 +86,79 @@ pub fn measurement_quality(
     input: &RunInput,
     in_window: impl Fn(&SpanFacts) -> bool,
 ) -> MeasurementQuality {
-    let mut q = MeasurementQuality::default();
-    let (mut exact_first, mut inexact, mut reads) = (0u64, 0u64, 0u64);
-    let mut lags = Vec::new();
-    let mut touched = Touched::default();
-    for s in input.spans.iter().filter(|s| in_window(s)) {
-        touched.add(s);
-        let c = &s.client;
+    let mut tally = QualityTally::default();
+    for (i, s) in input.spans.iter().enumerate().filter(|(_, s)| in_window(s)) {
+        tally.add(input, i, s);
+    }
+    tally.finish(input)
+}
+
+/// Measurement quality gathered span by span, so that the analysis' one pass
+/// over the window's spans ([`crate::counts`]) gathers it too.
+#[derive(Default)]
+pub(crate) struct QualityTally {
+    q: MeasurementQuality,
+    exact_first: u64,
+    inexact: u64,
+    reads: u64,
+    lags: Vec<Duration>,
+    touched: Touched,
+}
+
+impl QualityTally {
+    /// Adds span `s`, the `i`th of `input`'s spans.
+    #[inline]
+    pub(crate) fn add(&mut self, input: &RunInput, i: usize, s: &SpanFacts) {
+        let q = &mut self.q;
+        let c = input.client_stamps_of(i);
+        self.touched.add(s, c.lag);
         if let Some(exact) = c.first_token_exact {
             q.first_tokens += 1;
-            exact_first += u64::from(exact);
+            self.exact_first += u64::from(exact);
         }
         q.chunks += u64::from(c.traced_chunks);
-        inexact += u64::from(c.inexact_chunks);
-        reads += u64::from(c.reads);
+        self.inexact += u64::from(c.inexact_chunks);
+        self.reads += u64::from(c.reads);
         if let Some(l) = c.lag {
-            lags.push(l);
+            self.lags.push(l);
         }
-        if let Some(end) = c.end_at
+        if let Some(end) = s.client.end_at
             && let Some(late) = s.released_at.since(end)
         {
             q.release_late_max_s = q.release_late_max_s.max(Some(late));
-            touched.late_ns += late.as_nanos() as f64;
+            self.touched.late_ns += late.as_nanos() as f64;
         }
         q.resends += u64::from(c.resends);
-        q.connect_max_s = q.connect_max_s.max(c.connect);
-        q.slow_connects += u64::from(c.connect.is_some_and(|d| d >= SLOW_CONNECT));
+        let connect = s.client.connect.map(crate::input::Nanos::get);
+        q.connect_max_s = q.connect_max_s.max(connect);
+        q.slow_connects += u64::from(connect.is_some_and(|d| d >= SLOW_CONNECT));
         q.collapsed_streams += u64::from(crate::metrics::collapsed_stream(s));
     }
-    let share = |part: u64, all: u64| (all > 0).then(|| part as f64 / all as f64);
-    q.first_tokens_exact = share(exact_first, q.first_tokens);
-    q.chunks_exact = share(q.chunks.saturating_sub(inexact), q.chunks);
-    q.chunks_per_read = share(q.chunks, reads);
-    lags.sort_unstable();
-    q.client_lag_max_s = lags.last().copied();
-    let secs: Vec<f64> = lags.iter().map(Duration::as_secs_f64).collect();
-    q.client_lag_p99_s = crate::stats::quantile_sorted(&secs, 0.99)
-        .and_then(|s| Duration::try_from_secs_f64(s).ok());
-    q.sampler_missed_ticks = missed_ticks(input);
-    q.schedule_late_max_s = input.end.as_ref().and_then(|e| e.schedule_late_max);
-    judge(&mut q, &mut touched, input.run_cap());
-    q
+
+    /// The section, from the spans added and the run's samples and end.
+    pub(crate) fn finish(self, input: &RunInput) -> MeasurementQuality {
+        let QualityTally {
+            mut q,
+            exact_first,
+            inexact,
+            reads,
+            mut lags,
+            mut touched,
+        } = self;
+        let share = |part: u64, all: u64| (all > 0).then(|| part as f64 / all as f64);
+        q.first_tokens_exact = share(exact_first, q.first_tokens);
+        q.chunks_exact = share(q.chunks.saturating_sub(inexact), q.chunks);
+        q.chunks_per_read = share(q.chunks, reads);
+        lags.sort_unstable();
+        q.client_lag_max_s = lags.last().copied();
+        let secs: Vec<f64> = lags.iter().map(Duration::as_secs_f64).collect();
+        q.client_lag_p99_s = crate::stats::quantile_sorted(&secs, 0.99)
+            .and_then(|s| Duration::try_from_secs_f64(s).ok());
+        q.sampler_missed_ticks = missed_ticks(input);
+        q.schedule_late_max_s = input.end.as_ref().and_then(|e| e.schedule_late_max);
+        judge(&mut q, &mut touched, input.run_cap());
+        q
+    }
 }
 
 /// What the client's lag could move: the median TTFT after admission and the
@@ -142,10 +174,11 @@ struct Touched {
 }
 
 impl Touched {
-    fn add(&mut self, s: &SpanFacts) {
+    /// Adds span `s`, whose client's worst lag was `lag`.
+    fn add(&mut self, s: &SpanFacts, lag: Option<Duration>) {
         self.first = Some(self.first.map_or(s.queued_at, |f| f.min(s.queued_at)));
         self.last = Some(self.last.map_or(s.released_at, |l| l.max(s.released_at)));
-        if s.status != tpscope_model::Status::Ok || s.client.lag.is_none() {
+        if s.status != tpscope_model::Status::Ok || lag.is_none() {
             return;
         }
         if let (Some(a), Some(f)) = (s.admitted_at, s.first_token_at) {

@@ -129,27 +129,41 @@ pub(crate) fn time_series(
         if f > l {
             continue;
         }
-        for (i, slot) in tokens.iter_mut().enumerate().take(idx(l) + 1).skip(idx(f)) {
+        // The buckets idx(f)..=idx(l), walked from the first (one division a
+        // span, not two).
+        let mut i = idx(f);
+        loop {
             let a = w0 + i as i64 * b;
             let last = i == n - 1;
-            *slot += tokens_in(s, a, if last { w1 } else { a + b }, last);
+            tokens[i] += tokens_in(s, a, if last { w1 } else { a + b }, last);
+            if last || a + b > l {
+                break;
+            }
+            i += 1;
         }
     }
+    // The buckets idx(s)..=idx(e - 1) of each segment; segments come in time
+    // order, so the first is walked to from the last segment's, without
+    // dividing.
+    let mut k = 0;
     for seg in sweep.segments() {
         let (s, e) = (seg.start.unix_nanos().max(w0), seg.end.unix_nanos().min(w1));
         if e <= s {
             continue;
         }
-        for (i, slot) in integ
-            .iter_mut()
-            .enumerate()
-            .take(idx(e - 1) + 1)
-            .skip(idx(s))
-        {
+        while k + 1 < n && w0 + (k as i64 + 1) * b <= s {
+            k += 1;
+        }
+        let mut i = k;
+        loop {
             let a = (w0 + i as i64 * b).max(s);
             let z = (w0 + (i as i64 + 1) * b).min(e);
-            slot.add(&seg, z - a);
+            integ[i].add(&seg, z - a);
             caps[i] = seg.cap;
+            if i + 1 >= n || w0 + (i as i64 + 1) * b > e - 1 {
+                break;
+            }
+            i += 1;
         }
     }
     let buckets = (0..n)
@@ -171,4 +185,95 @@ pub(crate) fn time_series(
         })
         .collect();
     TimeSeries { bucket, buckets }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::{capped_run, ts};
+    use crate::window::WindowKind;
+    use proptest::prelude::*;
+
+    /// The buckets as they were computed before they were walked: each span's
+    /// and each segment's first and last bucket found by dividing.
+    #[allow(clippy::needless_range_loop)] // the ranges are what is checked
+    fn by_division(
+        input: &RunInput,
+        sweep: &Sweep,
+        w: Window,
+        b: i64,
+        n: usize,
+    ) -> Vec<(f64, Integrals)> {
+        let (w0, w1) = (w.start.unix_nanos(), w.end.unix_nanos());
+        let mut out = vec![(0.0, Integrals::default()); n];
+        let idx = |t: i64| (((t - w0).max(0) / b) as usize).min(n - 1);
+        for s in input.spans.iter().filter(|s| s.status == Status::Ok) {
+            let (Some(f), Some(l)) = (s.first_token_at, s.last_token_at) else {
+                continue;
+            };
+            let (f, l) = (f.unix_nanos().max(w0), l.unix_nanos().min(w1));
+            if f > l {
+                continue;
+            }
+            for i in idx(f)..=idx(l) {
+                let a = w0 + i as i64 * b;
+                let last = i == n - 1;
+                out[i].0 += tokens_in(s, a, if last { w1 } else { a + b }, last);
+            }
+        }
+        for seg in sweep.segments() {
+            let (s, e) = (seg.start.unix_nanos().max(w0), seg.end.unix_nanos().min(w1));
+            if e <= s {
+                continue;
+            }
+            for i in idx(s)..=idx(e - 1) {
+                let a = (w0 + i as i64 * b).max(s);
+                let z = (w0 + (i as i64 + 1) * b).min(e);
+                out[i].1.add(&seg, z - a);
+            }
+        }
+        out
+    }
+
+    proptest! {
+        /// Walking to each span's and segment's buckets gives what dividing
+        /// gave, bucket for bucket, spans reaching past either end included.
+        #[test]
+        fn walked_buckets_are_the_divided_ones(
+            spans in proptest::collection::vec((0i64..400, 0i64..60, 0i64..200, 0i64..50, 1u64..500), 1..40),
+            from in 0i64..200,
+            len in 1i64..600,
+            bucket_ms in 1i64..90,
+        ) {
+            let mut input = capped_run(3);
+            for &(q, wait, stream, post, tokens) in &spans {
+                let a = q + wait;
+                input.spans.push(SpanFacts::ok(
+                    ts(q), Some(ts(a)), Some(ts(a + 5)), Some(ts(a + 5 + stream)),
+                    ts(a + 5 + stream + post), tokens,
+                ));
+            }
+            let sweep = Sweep::new(&input);
+            let w = Window {
+                kind: WindowKind::Range,
+                start: ts(from),
+                end: ts(from + len),
+                duration: Duration::from_millis(len as u64),
+                from: Duration::from_millis(from as u64),
+                to: Duration::from_millis((from + len) as u64),
+            };
+            let b = Duration::from_millis(bucket_ms as u64);
+            let n = (len + bucket_ms - 1) / bucket_ms;
+            let got = time_series(&input, &sweep, w, b, n as usize);
+            let want = by_division(&input, &sweep, w, b.as_nanos() as i64, n as usize);
+            for (g, (tokens, integ)) in got.buckets.iter().zip(want) {
+                prop_assert_eq!(g.tokens, tokens);
+                prop_assert_eq!(g.gap, integ.gap());
+                prop_assert_eq!(g.backlog, integ.backlog());
+                let len = g.duration.as_nanos() as f64;
+                prop_assert_eq!(g.in_flight, ratio(integ.in_flight_ns, len).unwrap_or(0.0));
+                prop_assert_eq!(g.queue_depth, ratio(integ.queue_ns, len).unwrap_or(0.0));
+            }
+        }
+    }
 }

@@ -210,7 +210,7 @@ pub fn session_report(spans: &[SpanFacts]) -> Option<SessionReport> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::input::ClientFacts;
+    use crate::input::ClientTimes;
     use tpscope_model::{Cause, Timestamp};
 
     /// A span of session `session`, turn `turn`, queued at `q_ms`, admitted at
@@ -232,7 +232,7 @@ mod tests {
             retry_causes: Box::default(),
             wasted_tokens: 0,
             chunks: None,
-            client: ClientFacts::default(),
+            client: ClientTimes::default(),
             session: Some(SessionTurn {
                 session,
                 turn: std::num::NonZeroU32::new(turn).unwrap(),

@@ -330,6 +330,7 @@ pub struct Segments<'a> {
 
 impl Segments<'_> {
     /// The instant of the next edge of either kind.
+    #[inline]
     fn next_instant(&self) -> Option<i64> {
         let cap = self.sweep.caps.get(self.c).map(|c| c.0);
         match (self.next_span, cap) {
@@ -342,6 +343,9 @@ impl Segments<'_> {
 impl Iterator for Segments<'_> {
     type Item = Segment;
 
+    // Inlined into each pass's loop: a call per segment (four passes over
+    // ~2 segments a span) cost 7 % of the analysis' instructions.
+    #[inline]
     fn next(&mut self) -> Option<Segment> {
         let sweep = self.sweep;
         let t = self.next_instant()?;

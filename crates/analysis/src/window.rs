@@ -116,8 +116,16 @@ pub fn windows(
     spec: WindowSpec,
     warnings: &mut Vec<String>,
 ) -> Windows {
-    let first_queued = input.spans.iter().map(|s| s.queued_at).min();
-    let last_released = input.spans.iter().map(|s| s.released_at).max();
+    // One pass over the spans for both ends of the full window.
+    let (first_queued, last_released) = input
+        .spans
+        .iter()
+        .fold(None, |acc: Option<(Timestamp, Timestamp)>, s| {
+            Some(acc.map_or((s.queued_at, s.released_at), |(q, r)| {
+                (q.min(s.queued_at), r.max(s.released_at))
+            }))
+        })
+        .unzip();
     let origin = input.origin().or(first_queued).unwrap_or_default();
     let steady = steady_bounds(sweep).map(|(s, e)| window_of(WindowKind::Steady, s, e, origin));
     let full = first_queued

@@ -770,9 +770,13 @@ fn a_loss_measured_poorly_was_judged_fail_not_inconclusive() {
     );
     assert_eq!(run(&base, &cand).overall, Verdict::Fail);
     // Its first tokens were stamped late: measurement quality is poor.
-    for s in &mut cand.spans {
-        s.client.first_token_exact = Some(false);
-    }
+    cand.client_stamps = vec![
+        tpscope_analysis::ClientStamps {
+            first_token_exact: Some(false),
+            ..Default::default()
+        };
+        cand.spans.len()
+    ];
     let c = run(&base, &cand);
     assert_eq!(c.overall, Verdict::Inconclusive);
     assert!(

@@ -8,13 +8,24 @@ use std::time::Duration;
 
 use common::{ok, run, t};
 use tpscope_analysis::analyze::{Options, analyze};
-use tpscope_analysis::{ClientFacts, RunInput, SampleFacts, measurement_quality};
+use tpscope_analysis::{
+    ClientFacts, ClientStamps, ClientTimes, RunInput, SampleFacts, SpanFacts, measurement_quality,
+};
 
-fn input(spans: Vec<tpscope_analysis::SpanFacts>, samples: &[i64]) -> RunInput {
+/// A run of these spans, each with what its client measured.
+fn input(spans: Vec<(SpanFacts, ClientFacts)>, samples: &[i64]) -> RunInput {
+    let (spans, client_stamps) = spans
+        .into_iter()
+        .map(|(mut s, c)| {
+            s.client = c.times;
+            (s, c.stamps)
+        })
+        .unzip();
     RunInput {
         run_id: "r1".into(),
         run: Some(run(Some(1))),
         spans,
+        client_stamps,
         samples: samples
             .iter()
             .map(|&ms| SampleFacts {
@@ -30,14 +41,18 @@ fn input(spans: Vec<tpscope_analysis::SpanFacts>, samples: &[i64]) -> RunInput {
 
 fn measured(exact_first: bool, traced: u32, inexact: u32, lag_ms: u64) -> ClientFacts {
     ClientFacts {
-        end_at: None,
-        first_token_exact: Some(exact_first),
-        traced_chunks: traced,
-        inexact_chunks: inexact,
-        reads: traced,
-        lag: Some(Duration::from_millis(lag_ms)),
-        resends: 0,
-        connect: Some(Duration::from_micros(300)),
+        times: ClientTimes {
+            end_at: None,
+            connect: Some(Duration::from_micros(300).into()),
+        },
+        stamps: ClientStamps {
+            first_token_exact: Some(exact_first),
+            traced_chunks: traced,
+            inexact_chunks: inexact,
+            reads: traced,
+            lag: Some(Duration::from_millis(lag_ms)),
+            resends: 0,
+        },
     }
 }
 
@@ -45,7 +60,7 @@ fn measured(exact_first: bool, traced: u32, inexact: u32, lag_ms: u64) -> Client
 fn a_client_that_keeps_up_is_good_and_says_nothing() {
     let mut spans = Vec::new();
     for i in 0..20 {
-        let mut s = ok(
+        let s = ok(
             i * 100,
             i * 100,
             i * 100 + 10,
@@ -53,8 +68,7 @@ fn a_client_that_keeps_up_is_good_and_says_nothing() {
             i * 100 + 91,
             10,
         );
-        s.client = measured(true, 10, 0, 0);
-        spans.push(s);
+        spans.push((s, measured(true, 10, 0, 0)));
     }
     let samples: Vec<i64> = (0..=200).map(|i| i * 10).collect();
     let q = measurement_quality(&input(spans, &samples), |_| true);
@@ -68,7 +82,7 @@ fn a_client_that_keeps_up_is_good_and_says_nothing() {
 fn starved_client_is_flagged_poor_with_the_remedy() {
     let mut spans = Vec::new();
     for i in 0..20 {
-        let mut s = ok(
+        let s = ok(
             i * 100,
             i * 100,
             i * 100 + 10,
@@ -78,9 +92,9 @@ fn starved_client_is_flagged_poor_with_the_remedy() {
         );
         // Half the first tokens and a third of the chunks drained in a batch;
         // the client released the slot 200 ms after `[DONE]` arrived.
-        s.client = measured(i % 2 == 0, 12, 4, 250);
-        s.client.end_at = Some(t(i * 100 + 100));
-        spans.push(s);
+        let mut c = measured(i % 2 == 0, 12, 4, 250);
+        c.times.end_at = Some(t(i * 100 + 100));
+        spans.push((s, c));
     }
     // Every other 10 ms tick missed.
     let samples: Vec<i64> = (0..=100).map(|i| i * 20).collect();
@@ -109,10 +123,10 @@ fn starved_client_is_flagged_poor_with_the_remedy() {
 fn compare_warns_when_either_run_was_measured_poorly() {
     use tpscope_analysis::compare::{CompareConfig, RunRef, Thresholds, compare};
     use tpscope_analysis::stats::bootstrap::BootstrapConfig;
-    let spans = |lag_ms: u64, exact: bool| -> Vec<tpscope_analysis::SpanFacts> {
+    let spans = |lag_ms: u64, exact: bool| -> Vec<(SpanFacts, ClientFacts)> {
         (0..40)
             .map(|i| {
-                let mut s = ok(
+                let s = ok(
                     i * 100,
                     i * 100,
                     i * 100 + 10,
@@ -120,8 +134,7 @@ fn compare_warns_when_either_run_was_measured_poorly() {
                     i * 100 + 91,
                     10,
                 );
-                s.client = measured(exact, 10, if exact { 0 } else { 10 }, lag_ms);
-                s
+                (s, measured(exact, 10, if exact { 0 } else { 10 }, lag_ms))
             })
             .collect()
     };
@@ -168,10 +181,10 @@ fn exact_stamps_with_a_lag_that_moves_no_figure_are_fair_not_poor() {
     let mut spans = Vec::new();
     for i in 0..20 {
         let b = i * 20_000;
-        let mut s = ok(b, b, b + 2_000, b + 12_000, b + 12_001, 500);
-        s.client = measured(true, 10, 0, 8);
-        s.client.end_at = Some(t(b + 12_000));
-        spans.push(s);
+        let s = ok(b, b, b + 2_000, b + 12_000, b + 12_001, 500);
+        let mut c = measured(true, 10, 0, 8);
+        c.times.end_at = Some(t(b + 12_000));
+        spans.push((s, c));
     }
     let q = measurement_quality(&input(spans.clone(), &[]), |_| true);
     assert!(!q.poor, "{q:?}");
@@ -184,7 +197,7 @@ fn exact_stamps_with_a_lag_that_moves_no_figure_are_fair_not_poor() {
     assert!(q.warning.is_none());
 
     // The same lag against a 100 ms TTFT moves it by 8 %: poor.
-    for (i, s) in spans.iter_mut().enumerate() {
+    for (i, (s, _)) in spans.iter_mut().enumerate() {
         let b = i as i64 * 20_000;
         s.first_token_at = Some(t(b + 100));
     }
@@ -200,10 +213,10 @@ fn late_releases_that_move_the_ledger_are_poor() {
     let mut spans = Vec::new();
     for i in 0..10 {
         let b = i * 1_000;
-        let mut s = ok(b, b, b + 100, b + 800, b + 900, 50);
-        s.client = measured(true, 10, 0, 0);
-        s.client.end_at = Some(t(b + 850));
-        spans.push(s);
+        let s = ok(b, b, b + 100, b + 800, b + 900, 50);
+        let mut c = measured(true, 10, 0, 0);
+        c.times.end_at = Some(t(b + 850));
+        spans.push((s, c));
     }
     let q = measurement_quality(&input(spans, &[]), |_| true);
     assert!(q.poor, "{q:?}");

@@ -9,7 +9,9 @@
 //! turns, as `bench --sessions` writes them). The measurement runs in a child
 //! process so that the generator's memory does not count toward the peak.
 //! The capacity ledger is then computed again on its own, to print what it adds
-//! to the read and analysis (docs/design.md §12: at most 5 %).
+//! to the read and analysis (docs/design.md §12: at most 5 %), unless
+//! `TPSCOPE_BENCH_NO_LEDGER` is set (for a profiler to see only reading and
+//! analysing).
 //! `scripts/perf-compare-reader.sh` runs this and an older build's benchmark
 //! interleaved on one log and prints both speeds and their ratio.
 
@@ -206,6 +208,10 @@ fn measure(path: &PathBuf) {
         reports[0].system_tps.map(|t| t.0).unwrap_or(0.0),
         reports[0].gap_fraction
     );
+    // Skipped where a profiler should see only the read and analysis.
+    if std::env::var_os("TPSCOPE_BENCH_NO_LEDGER").is_some() {
+        return;
+    }
     let ledger = ledger_cpu(&set, &reports, &opts);
     println!(
         "ledger: {:.3} s CPU = {:.1} % of read + analysis (target ≤ 5)",

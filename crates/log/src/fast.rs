@@ -7,7 +7,7 @@
 use std::num::NonZeroU32;
 use std::time::Duration;
 
-use tpscope_analysis::{ClientFacts, SampleFacts, SpanFacts};
+use tpscope_analysis::{ClientFacts, ClientStamps, SampleFacts, SpanFacts};
 use tpscope_json::{plain_ascii_len, plain_len};
 use tpscope_model::{
     Cause, HourCache, MAX_PLAUSIBLE_TOKENS, Status, Timestamp, TokenSource, check_lifecycle,
@@ -39,6 +39,8 @@ pub(crate) enum FastRecord<'a> {
         run_id: &'a str,
         span_id: &'a str,
         facts: SpanFacts,
+        /// How exactly the client stamped it (kept beside the facts).
+        stamps: ClientStamps,
         source: Option<TokenSource>,
         /// The `message` of a non-ok span's `error`.
         error_message: Option<&'a str>,
@@ -222,7 +224,7 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
         retry_causes: retry_causes.into(),
         wasted_tokens,
         chunks: None,
-        client,
+        client: client.times,
         session: None,
     };
     check_lifecycle(facts.lifecycle()).ok()?;
@@ -230,6 +232,7 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
         run_id,
         span_id,
         facts,
+        stamps: client.stamps,
         source,
         error_message,
         request_id,
@@ -261,10 +264,8 @@ fn attempt(
     if ended < started {
         return None;
     }
-    let mut facts = ClientFacts {
-        end_at: c.opt_time(attempt_key::end_at, hours)?,
-        ..ClientFacts::default()
-    };
+    let mut facts = ClientFacts::default();
+    facts.times.end_at = c.opt_time(attempt_key::end_at, hours)?;
     if c.lit(attempt_key::http_status) {
         c.number()?;
     }
@@ -280,25 +281,25 @@ fn attempt(
         return None;
     }
     if c.lit(attempt_key::connect_time) {
-        facts.connect = Some(c.secs()?);
+        facts.times.connect = Some(c.secs()?.into());
     }
     if c.lit(attempt_key::backoff) {
         c.number()?;
     }
     if c.lit(attempt_key::client_lag) {
-        facts.lag = Some(c.secs()?);
+        facts.stamps.lag = Some(c.secs()?);
     }
     if c.lit(attempt_key::reads) {
-        facts.reads = c.uint()?.try_into().unwrap();
+        facts.stamps.reads = c.uint()?.try_into().unwrap();
     }
     if c.lit(attempt_key::traced_chunks) {
-        facts.traced_chunks = c.uint()?.try_into().unwrap();
+        facts.stamps.traced_chunks = c.uint()?.try_into().unwrap();
     }
     if c.lit(attempt_key::inexact_chunks) {
-        facts.inexact_chunks = c.uint()?.try_into().unwrap();
+        facts.stamps.inexact_chunks = c.uint()?.try_into().unwrap();
     }
     if c.lit(attempt_key::first_token_exact) {
-        facts.first_token_exact = Some(if c.lit(b"true") {
+        facts.stamps.first_token_exact = Some(if c.lit(b"true") {
             true
         } else {
             c.need(b"false")?;
@@ -306,7 +307,7 @@ fn attempt(
         });
     }
     if c.lit(attempt_key::resends) {
-        facts.resends = c.u32()?;
+        facts.stamps.resends = c.u32()?;
     }
     c.need(b"}")?;
     Some((if failed { tokens } else { 0 }, (started, ended), facts))

@@ -314,6 +314,13 @@ pub fn diagnose(
         }
         let b = seg.end.min(w1);
         let mut a = seg.start.max(w0);
+        // Without server steps or lag, a segment is one state throughout.
+        if steps.is_empty() && lag.is_empty() && a < b {
+            let ns = b.signed_nanos_since(a);
+            time[classify(seg.occupancy(), None, false) as usize] += ns;
+            covered += ns;
+            continue;
+        }
         while a < b {
             while steps.get(si + 1).is_some_and(|n| n.start <= a) {
                 si += 1;

@@ -54,7 +54,7 @@ fn ledger_of(input: &RunInput, from: i64, to: i64) -> Capacity {
 fn an_ok_span_is_split_into_connect_first_token_wait_generating_and_post() {
     let mut input = capped_run(1);
     let mut s = ok(0, 0, 20, 100, 110);
-    s.client.connect = Some(Duration::from_millis(5));
+    s.client.connect = Some(Duration::from_millis(5).into());
     input.spans.push(s);
     let t = raw(&input, 0, 110);
     assert_exact(&t);
@@ -296,7 +296,7 @@ fn span(q: i64, a: Option<i64>, f: i64, l: i64, r: i64, status: u8) -> SpanFacts
         }
         _ => s.status = Status::Cancelled,
     }
-    s.client.connect = (f % 3 == 0).then(|| Duration::from_micros(1500));
+    s.client.connect = (f % 3 == 0).then(|| Duration::from_micros(1500).into());
     s
 }
 

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use proptest::prelude::*;
-use tpscope_analysis::{SampleFacts, SpanFacts};
+use tpscope_analysis::{ClientStamps, SampleFacts, SpanFacts};
 use tpscope_model::{
     Attempt, Cause, HourCache, Record, SampleRecord, Span, SpanError, Status, Timestamp,
     TokenSource,
@@ -27,6 +27,7 @@ enum Owned {
         String,
         String,
         SpanFacts,
+        ClientStamps,
         Option<TokenSource>,
         Option<String>,
         Option<String>,
@@ -49,6 +50,7 @@ fn general(text: &str) -> Option<Owned> {
     match parsed {
         Parsed::Span {
             facts,
+            stamps,
             source,
             span_id,
             error_message,
@@ -60,6 +62,7 @@ fn general(text: &str) -> Option<Owned> {
             run_id.into(),
             span_id.into_owned(),
             facts,
+            stamps,
             source,
             error_message.map(|m| m.into_owned()),
             request_id.map(|m| m.into_owned()),
@@ -78,6 +81,7 @@ fn fast(bytes: &[u8]) -> Option<Owned> {
             run_id,
             span_id,
             facts,
+            stamps,
             source,
             error_message,
             request_id,
@@ -88,6 +92,7 @@ fn fast(bytes: &[u8]) -> Option<Owned> {
             run_id.into(),
             span_id.into(),
             facts,
+            stamps,
             source,
             error_message.map(str::to_string),
             request_id.map(str::to_string),

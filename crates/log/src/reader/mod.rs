@@ -123,6 +123,7 @@ impl Reader {
                 run_id,
                 span_id,
                 facts,
+                stamps,
                 source,
                 error_message,
                 request_id,
@@ -133,6 +134,7 @@ impl Reader {
                 let span_id = Cow::Borrowed(span_id);
                 let parsed = Parsed::Span {
                     facts,
+                    stamps,
                     source,
                     span_id,
                     error_message: error_message.map(Cow::Borrowed),

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use tpscope_analysis::input::saturate;
-use tpscope_analysis::{ClientFacts, SampleFacts, SpanFacts};
+use tpscope_analysis::{ClientFacts, ClientStamps, ClientTimes, SampleFacts, SpanFacts};
 use tpscope_model::{
     Cause, EndRecord, Lifecycle, QueueTimes, RunRecord, ServerSampleRecord, Status, StatusCounts,
     Target, Timestamp, TokenSource, check_lifecycle,
@@ -22,6 +22,8 @@ pub(super) enum Parsed<'a> {
     Run(RunRecord),
     Span {
         facts: SpanFacts,
+        /// How exactly the client stamped it (kept beside the facts).
+        stamps: ClientStamps,
         source: Option<TokenSource>,
         span_id: Cow<'a, str>,
         /// The `message` of a non-ok span's `error`, when it is a string.
@@ -386,9 +388,10 @@ fn parse_span<'l>(line: &'l Line<'_>, unit: Option<TimeUnit>) -> FieldResult<Par
             retry_causes: retry_causes.into(),
             wasted_tokens,
             chunks,
-            client,
+            client: client.times,
             session: None,
         },
+        stamps: client.stamps,
         source,
         span_id,
         error_message: error_cause
@@ -630,19 +633,23 @@ fn attempt_core(a: &RawAttempt<'_>, unit: Option<TimeUnit>) -> FieldResult<Attem
     let count =
         |field: &str, v: &Option<Scalar<'_>>| present(v).map(|v| as_u64(field, v)).transpose();
     let client = ClientFacts {
-        end_at: opt_time("end_at", &k.end_at, unit)?,
-        first_token_exact: present(&k.first_token_exact)
-            .map(|v| as_bool("first_token_exact", v))
-            .transpose()?,
-        traced_chunks: saturate(count("traced_chunks", &k.traced_chunks)?.unwrap_or(0)),
-        inexact_chunks: saturate(count("inexact_chunks", &k.inexact_chunks)?.unwrap_or(0)),
-        reads: saturate(count("reads", &k.reads)?.unwrap_or(0)),
-        lag: opt_secs("client_lag_s", &k.client_lag_s)?,
-        resends: present(&k.resends)
-            .map(|v| as_u32("resends", v))
-            .transpose()?
-            .unwrap_or(0),
-        connect: opt_secs("connect_s", &k.connect_s)?,
+        times: ClientTimes {
+            end_at: opt_time("end_at", &k.end_at, unit)?,
+            connect: opt_secs("connect_s", &k.connect_s)?.map(Into::into),
+        },
+        stamps: ClientStamps {
+            first_token_exact: present(&k.first_token_exact)
+                .map(|v| as_bool("first_token_exact", v))
+                .transpose()?,
+            traced_chunks: saturate(count("traced_chunks", &k.traced_chunks)?.unwrap_or(0)),
+            inexact_chunks: saturate(count("inexact_chunks", &k.inexact_chunks)?.unwrap_or(0)),
+            reads: saturate(count("reads", &k.reads)?.unwrap_or(0)),
+            lag: opt_secs("client_lag_s", &k.client_lag_s)?,
+            resends: present(&k.resends)
+                .map(|v| as_u32("resends", v))
+                .transpose()?
+                .unwrap_or(0),
+        },
     };
     Ok(AttemptCore {
         tokens,

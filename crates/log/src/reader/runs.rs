@@ -296,11 +296,15 @@ impl Reader {
         }
     }
 
-    /// Files a parsed record under its run.
+    /// Files a parsed record under its run. Inlined, so that a span's facts
+    /// go from the line's parse into the run's vector without a copy at each
+    /// step (four copies a span were 5 % of reading).
+    #[inline(always)]
     pub(super) fn file(&mut self, run_id: &str, parsed: Parsed<'_>) -> FieldResult<()> {
         match parsed {
             Parsed::Span {
-                facts,
+                mut facts,
+                stamps,
                 source,
                 span_id,
                 error_message,
@@ -310,7 +314,6 @@ impl Reader {
                 tokenizer_tokens,
             } => {
                 let run = self.runs.span(run_id, &span_id)?;
-                let mut facts = facts;
                 if let Some((id, turn)) = session {
                     let session = run.input.session_ids.number(&id);
                     facts.session = Some(SessionTurn { session, turn });
@@ -334,7 +337,7 @@ impl Reader {
                 run.input
                     .count_tally
                     .add(facts.output_tokens, source.as_ref(), tokenizer_tokens);
-                run.input.push_span(facts, source.as_ref());
+                run.input.push_stamped_span(facts, stamps, source.as_ref());
             }
             Parsed::Sample(s) => self.runs.run(run_id).input.samples.push(s),
             Parsed::ServerSample(s) => self.runs.run(run_id).input.server_samples.push(*s),
