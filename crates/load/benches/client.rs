@@ -197,6 +197,8 @@ fn bench_cpu(o: &Opts) {
         Arc::new(LiveStats::default()),
         &Control::default(),
     ));
+    settle_connections(&rt);
+    let fd0 = open_fds();
     let (c0, s0, k0) = cpu_by_class();
     let t0 = Instant::now();
     let requests = o.requests.unwrap_or(8000);
@@ -210,6 +212,7 @@ fn bench_cpu(o: &Opts) {
     ));
     let wall = t0.elapsed().as_secs_f64();
     let (c1, s1, k1) = cpu_by_class();
+    let opened = open_fds().saturating_sub(fd0);
     rec.finish().unwrap();
     let tokens = live.tokens.load(std::sync::atomic::Ordering::Relaxed) as f64;
     let client_cpu = c1 - c0;
@@ -229,7 +232,7 @@ fn bench_cpu(o: &Opts) {
         tokens / wall
     );
     println!(
-        "  client CPU {:.2} s ({:.2} s of it in the kernel), simulator CPU {:.2} s",
+        "  client CPU {:.2} s ({:.2} s of it in the kernel), simulator CPU {:.2} s; {opened} descriptors opened during the measurement",
         client_cpu,
         k1 - k0,
         s1 - s0
@@ -252,6 +255,30 @@ fn bench_cpu(o: &Opts) {
     }
     let _ =
         srt.block_on(async { tokio::time::timeout(Duration::from_secs(5), sim.shutdown()).await });
+}
+
+/// The process's open descriptors (sockets among them).
+fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count())
+}
+
+/// Waits until the client has finished opening connections: the warm-up's
+/// requests end before the connections they asked for are all open (the client
+/// paces its connects, `ClientConfig::connect_burst`, and the pool keeps each
+/// connect that lost the race to a returning connection), and those opened
+/// later would count in the measurement as the first requests' connection
+/// setup. Settled when the process's open descriptors have not changed for
+/// 300 ms (at most 10 s).
+fn settle_connections(rt: &tokio::runtime::Runtime) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let (mut last, mut since) = (open_fds(), Instant::now());
+    while Instant::now() < deadline && since.elapsed() < Duration::from_millis(300) {
+        rt.block_on(async { tokio::time::sleep(Duration::from_millis(50)).await });
+        let n = open_fds();
+        if n != last {
+            (last, since) = (n, Instant::now());
+        }
+    }
 }
 
 #[derive(serde::Deserialize)]
@@ -354,6 +381,7 @@ struct Shares {
     traced: u64,
     inexact: u64,
     reads: u64,
+    fresh: u64,
 }
 
 impl Shares {
@@ -366,6 +394,7 @@ impl Shares {
         self.traced += a.traced_chunks.unwrap_or(0);
         self.inexact += a.inexact_chunks.unwrap_or(0);
         self.reads += a.reads.unwrap_or(0);
+        self.fresh += u64::from(a.connection_reused == Some(false));
     }
 
     fn line(&self) -> String {
@@ -373,12 +402,13 @@ impl Shares {
             return "exact stamps: none traced (user stamps)".into();
         }
         format!(
-            "exact stamps: first tokens {:.2} % of {}, chunks {:.2} % of {} ({:.2} chunks per traced read)",
+            "exact stamps: first tokens {:.2} % of {}, chunks {:.2} % of {} ({:.2} chunks per traced read); {} attempts on new connections",
             100.0 * self.first_exact as f64 / self.first_known as f64,
             self.first_known,
             100.0 * (self.traced - self.inexact) as f64 / self.traced as f64,
             self.traced,
-            self.traced as f64 / self.reads.max(1) as f64
+            self.traced as f64 / self.reads.max(1) as f64,
+            self.fresh
         )
     }
 }

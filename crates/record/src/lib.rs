@@ -39,6 +39,7 @@
 
 pub mod admission;
 pub mod assemble;
+mod inbox;
 pub mod lag;
 pub mod live;
 mod lock;

@@ -11,7 +11,7 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -23,6 +23,7 @@ use tpscope_model::{
 use tpscope_tokens::Tokenizer;
 
 use crate::assemble::{Finished, apply_counts, checked_span};
+use crate::inbox::{Inbox, Next};
 use crate::live::LiveStats;
 use crate::otlp::{ExportStats, ExportTx, Exporter, OtlpConfig};
 
@@ -255,10 +256,11 @@ fn writer_loop<W: Write>(
     // The exporter's queue, and each run's record for its spans' attributes.
     let mut export: Option<ExportTx> = None;
     let mut runs: HashMap<String, Arc<RunRecord>> = HashMap::new();
+    let mut inbox = Inbox::new(rx);
     loop {
-        let msg = match rx.recv_timeout(FLUSH_EVERY / 2) {
-            Ok(m) => m,
-            Err(RecvTimeoutError::Timeout) => {
+        let msg = match inbox.next(FLUSH_EVERY / 2) {
+            Next::Msg(m) => m,
+            Next::Idle => {
                 if dirty && error.is_none() {
                     if let Err(e) = w.flush() {
                         error = Some(e);
@@ -268,7 +270,7 @@ fn writer_loop<W: Write>(
                 }
                 continue;
             }
-            Err(RecvTimeoutError::Disconnected) => break,
+            Next::Closed => break,
         };
         let record = match msg {
             Msg::Close => break,
