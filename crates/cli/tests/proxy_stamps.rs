@@ -1,9 +1,9 @@
 //! The proxy's stamps stay exact when the proxy itself is held up:
 //! `tpscope proxy` is stopped for a while, then stopped and continued
 //! (`kill -STOP/-CONT`) again and again while streams pass through it. Its upstream reads carry the kernel's receive
-//! timestamps, so first and last tokens stay within 1 ms (median) of the
-//! simulator's truth log, and the measurement-quality section shows the
-//! proxy's lag the stops caused.
+//! timestamps, so the first tokens it calls exact and the last tokens stay
+//! within 1 ms (median) of the simulator's truth log, and the
+//! measurement-quality section shows the proxy's lag the stops caused.
 
 mod bench_support;
 
@@ -145,6 +145,7 @@ fn stamps_stay_exact_while_the_proxy_is_stopped_and_continued() {
     let at = |v: &serde_json::Value| Timestamp::parse_rfc3339(v.as_str().unwrap()).unwrap();
     let ms = |a: Timestamp, b: Timestamp| a.signed_nanos_since(b).abs() as f64 / 1e6;
     let (mut first, mut last, mut lags) = (Vec::new(), Vec::new(), Vec::new());
+    let mut spans = 0;
     let log = std::fs::read_to_string(&out).unwrap();
     for r in log
         .lines()
@@ -152,16 +153,28 @@ fn stamps_stay_exact_while_the_proxy_is_stopped_and_continued() {
     {
         let Record::Span(s) = r else { continue };
         let t = &truth[s.request_id.as_deref().unwrap()];
-        first.push(ms(s.first_token_at.unwrap(), at(&t["first_token_at"])));
+        spans += 1;
+        let (ours, theirs) = (s.first_token_at.unwrap(), at(&t["first_token_at"]));
+        // Never before the token was sent (1 ms: the sim stamps as it hands
+        // the token to its writer).
+        assert!(ours.signed_nanos_since(theirs) > -1_000_000);
+        // A first token that waited in the proxy's socket during a stop while
+        // later tokens arrived shares their (later) kernel stamp and is not
+        // exact: only the exact ones must agree. This failed about once in
+        // twenty runs on a loaded machine, when first tokens fell in a stop.
+        if s.attempts.last().unwrap().first_token_exact == Some(true) {
+            first.push(ms(ours, theirs));
+        }
         last.push(ms(s.last_token_at.unwrap(), at(&t["last_token_at"])));
         lags.extend(s.attempts.last().unwrap().client_lag);
     }
-    assert_eq!(first.len(), 6);
+    assert_eq!(spans, 6);
     if lags.is_empty() {
         eprintln!("no kernel receive stamps on this system: nothing to compare");
         return;
     }
     let worst = lags.iter().max().unwrap();
+    assert!(!first.is_empty(), "no first token stamped exactly");
     let (first, last) = (median(first), median(last));
     eprintln!(
         "under STOP/CONT: median first {first:.3} ms, last {last:.3} ms; worst lag {worst:?}"

@@ -121,16 +121,25 @@ impl RxCell {
     }
 
     /// Notes one read: `buf` is what it wrote (in the reader's buffer), `at` the
-    /// arrival of its last byte, `prev` that of the previous read's.
+    /// arrival of its last byte, `prev` that of the previous read's. `shared`:
+    /// `at` is shared with bytes after the read (see [`ReadState::shared_stamp`]),
+    /// so no event of the read has it as its own arrival.
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-    pub(crate) fn note_read(&self, buf: &[u8], at: Instant, prev: u64, seq: u64) -> u64 {
+    pub(crate) fn note_read(
+        &self,
+        buf: &[u8],
+        at: Instant,
+        prev: u64,
+        seq: u64,
+        shared: bool,
+    ) -> u64 {
         // Never before the previous read's: TCP delivers in order, and an earlier
         // read the kernel did not stamp noted its own (later) instant.
         let at_n = nanos_of(at).max(prev);
         let start = buf.as_ptr() as usize;
         let ends_read = |i: usize| buf[i..].iter().all(|b| matches!(b, b'\r' | b'\n'));
         let event_end = match memchr::memmem::rfind(buf, b"\n\n") {
-            Some(i) if ends_read(i + 2) => start + i + 2,
+            Some(i) if !shared && ends_read(i + 2) => start + i + 2,
             _ => 0,
         };
         let note = ReadNote {
@@ -317,6 +326,11 @@ pub(crate) struct ReadState {
     /// Bytes a peek saw after the split it chose: when they all arrived within
     /// the bound of that split's read, the next read takes them without peeking.
     pub rest: usize,
+    /// The last read's kernel stamp is shared with bytes still queued behind it:
+    /// Linux merges a segment into the one waiting in the receive queue and gives
+    /// the merged buffer the newer arrival, so the stamp only bounds the read's
+    /// last byte from above.
+    pub shared_stamp: bool,
 }
 
 impl RxTcp {
@@ -541,6 +555,19 @@ mod linux {
         Ok((n, arrival(stamp)))
     }
 
+    /// Whether the bytes queued after a read carry the read's own kernel stamp
+    /// `raw`: then the kernel merged them into the buffer the read took its last
+    /// byte from, and `raw` is their arrival, later than that byte's. One
+    /// one-byte peek; nothing queued, or no stamp, says no.
+    fn shares_stamp(fd: RawFd, raw: Option<libc::timespec>) -> bool {
+        let Some(s) = raw else { return false };
+        let mut one = [MaybeUninit::<u8>::uninit(); 1];
+        match recv_stamped(fd, &mut one, libc::MSG_PEEK | libc::MSG_DONTWAIT) {
+            Ok((1, Some(t))) => t.tv_sec == s.tv_sec && t.tv_nsec == s.tv_nsec,
+            _ => false,
+        }
+    }
+
     /// One read as the state asks: the bytes read, their arrival, and whether
     /// the socket may hold more (so readiness must be kept).
     fn read_once(
@@ -549,6 +576,7 @@ mod linux {
         buf: &mut [MaybeUninit<u8>],
     ) -> io::Result<(usize, Instant, bool)> {
         let len = buf.len();
+        st.shared_stamp = false;
         if !st.plain {
             let (n, stamp) = recv_at(fd, buf, 0)?;
             return Ok((n, stamp, n == len));
@@ -582,7 +610,10 @@ mod linux {
                 split_point(peeked)
             };
             let has_event = memchr::memmem::find(&peeked[..take], b"\n\n").is_some();
-            let (m, stamp) = recv_at(fd, &mut buf[..take], 0)?;
+            let (m, raw) = recv_stamped(fd, &mut buf[..take], 0)?;
+            let stamp = arrival(raw);
+            // The first write may have been merged with later ones while it waited.
+            st.shared_stamp = m > 0 && m < n && shares_stamp(fd, raw);
             if has_event && m == take {
                 st.awaiting_event = false;
             }
@@ -598,7 +629,9 @@ mod linux {
             return Ok((m, stamp, more));
         }
         let want = len.min(READ_CAP);
-        let (n, stamp) = recv_at(fd, &mut buf[..want], 0)?;
+        let (n, raw) = recv_stamped(fd, &mut buf[..want], 0)?;
+        let stamp = arrival(raw);
+        st.shared_stamp = n == want && shares_stamp(fd, raw);
         // SAFETY: recvmsg wrote `n` initialised bytes at the start of `buf`.
         let got: &[u8] = unsafe { std::slice::from_raw_parts(buf.as_ptr().cast(), n) };
         if n == want || super::several_events(got) {
@@ -652,7 +685,13 @@ mod linux {
                     if n > 0 {
                         st.seq += 1;
                         let bytes = &buf.filled()[start..];
-                        st.prev = cell.note_read(bytes, stamp, st.prev, st.seq);
+                        let at = cell.note_read(bytes, stamp, st.prev, st.seq, st.shared_stamp);
+                        // A shared stamp is not this read's last byte's arrival:
+                        // the next read's bytes may have come before it, so they
+                        // are bounded by the last unshared read's arrival.
+                        if !st.shared_stamp {
+                            st.prev = at;
+                        }
                     }
                     return Poll::Ready(Ok(()));
                 }
