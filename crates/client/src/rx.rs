@@ -586,9 +586,11 @@ mod linux {
             // take them at once (its stamp serves them all; no peek needed).
             if st.rest > 0 {
                 let take = st.rest.min(len);
-                let (m, stamp) = recv_at(fd, &mut buf[..take], 0)?;
+                let (m, raw) = recv_stamped(fd, &mut buf[..take], 0)?;
+                // Bytes that came after the peek may have been merged in.
+                st.shared_stamp = m > 0 && shares_stamp(fd, raw);
                 st.rest -= m.min(st.rest);
-                return Ok((m, stamp, m > 0));
+                return Ok((m, arrival(raw), m > 0));
             }
             // Peek to see the backlog and where its first server write ends,
             // then take exactly that much, so the kernel's stamp is the arrival
