@@ -4,9 +4,7 @@
 //! per sweep level); a target that does not answer is a failure naming the model
 //! lookup. Counts, not times: the simulator runs as fast as possible.
 
-use std::io::Write;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::sync::{Arc, Mutex};
 
 use tpscope_load::LengthDist;
 use tpscope_load::bench::{BenchError, BenchTarget, Live, Simulated, bench, connect};
@@ -14,18 +12,9 @@ use tpscope_load::spec::{BenchSpec, Flags, SimulatorSettings};
 use tpscope_model::{Api, Record, Status, TargetApi};
 use tpscope_sim::{SimConfig, Speed};
 
-#[derive(Clone, Default)]
-struct Buf(Arc<Mutex<Vec<u8>>>);
+mod support;
 
-impl Write for Buf {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
+use support::Buf;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sweep_runs_as_a_library_call_and_writes_each_levels_run() {

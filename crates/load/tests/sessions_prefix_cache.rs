@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tpscope_client::{Api, Client, ClientConfig, Endpoint};
@@ -19,18 +19,9 @@ use tpscope_record::{Dispatch, LiveStats, Writer};
 use tpscope_sim::{SimConfig, Speed};
 use tpscope_tokens::Tokenizer;
 
-#[derive(Clone, Default)]
-struct Buf(Arc<Mutex<Vec<u8>>>);
+mod support;
 
-impl Write for Buf {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
+use support::Buf;
 
 fn plan(
     workload: Workload,
