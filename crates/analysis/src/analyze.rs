@@ -1,5 +1,5 @@
 //! From a run's facts to its [`RunReport`], in stages, each a function beside the
-//! section it computes: the window ([`crate::window`]), the sweep's figures
+//! section it computes: the window ([`crate::window`]), the steps' figures
 //! (series, ramp, diagnosis), one pass over the window's spans
 //! ([`crate::counts`], distributions by `collect`), idle time and the
 //! gap ([`crate::idle`]), the server's side, cost ([`crate::cost`]) and the
@@ -15,7 +15,7 @@ use crate::report::{RunReport, SourceCount};
 use crate::series::window_series;
 use crate::server::server_vs_client;
 use crate::stats::{TokensPerSecond, ratio};
-use crate::sweep::{Integrals, Sweep};
+use crate::steps::{Integrals, Steps};
 use crate::window::{empty_range_warning, windows};
 
 pub use crate::cost::Prices;
@@ -25,25 +25,25 @@ pub use crate::window::{WindowSpec, steady_bounds};
 /// Analyses one run.
 pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
     let mut warnings: Vec<String> = scaled_time_warning(input).into_iter().collect();
-    let sweep = Sweep::new(input);
-    let windows = windows(input, &sweep, opts.window, &mut warnings);
+    let steps = Steps::new(input);
+    let windows = windows(input, &steps, opts.window, &mut warnings);
     let window = windows.chosen;
     let (w0, w1) = windows.bounds();
-    // Everything that needs the sweep first, so its edges are freed before the
+    // Everything that needs the steps first, so its edges are freed before the
     // per-metric vectors are built (peak memory stays near one copy of each).
-    let time_series = window_series(input, &sweep, window, opts.bucket, &mut warnings);
+    let time_series = window_series(input, &steps, window, opts.bucket, &mut warnings);
     let ramp = match (&time_series, &window) {
         (Some(ts), Some(w)) => crate::ramp::ramp_follow(input, ts, w),
         _ => None,
     };
-    // The ledger's pass over the sweep gives the idle stage's integrals too.
+    // The ledger's pass over the steps gives the idle stage's integrals too.
     let (capacity, integrals) = match window {
         Some(_) => {
             let buckets = time_series.as_ref().map(|t| (t.bucket, t.buckets.len()));
             let unmeasured = queue_unmeasured(input);
             let (c, i) = crate::ledger::capacity_and_integrals(
                 input,
-                &sweep,
+                &steps,
                 (w0, w1),
                 buckets,
                 opts.handoff,
@@ -59,9 +59,9 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
             input.sample_interval(),
             input.sample_heartbeat(),
         );
-        diagnose(input, &sweep, (w0, w1), lag)
+        diagnose(input, &steps, (w0, w1), lag)
     });
-    drop(sweep);
+    drop(steps);
 
     let spans = window_spans(input, window, opts.goals);
     if let Some(w) = empty_range_warning(opts.window, &windows, spans.counts.spans) {

@@ -1,5 +1,5 @@
 //! The idle stage of [`crate::analyze()`]: over the window, the time work waited
-//! while a slot was free (the gap) from the exact sweep, the same estimated from
+//! while a slot was free (the gap) from the exact steps, the same estimated from
 //! the samples, the backlog, utilization and mean occupancy, with the warnings
 //! that say when those figures cannot be read as they stand.
 
@@ -11,7 +11,7 @@ use tpscope_model::{Occupancy, Timestamp};
 
 use crate::input::RunInput;
 use crate::stats::ratio;
-use crate::sweep::Integrals;
+use crate::steps::Integrals;
 use crate::window::Window;
 
 /// Idle time (docs/design.md §3) over the window.
@@ -46,7 +46,7 @@ pub(crate) struct IdleFigures {
     pub idle: Idle,
 }
 
-/// The idle stage, from the sweep's integrals over `window`; warns when the
+/// The idle stage, from the steps' integrals over `window`; warns when the
 /// exact and sampled gap fractions differ by more than `gap_disagreement`.
 pub(crate) fn idle(
     input: &RunInput,
@@ -191,7 +191,7 @@ impl StatedQueue {
         if input.end.as_ref().and_then(|e| e.queued_at_stated) <= Some(0) {
             return None;
         }
-        // As the sweep: a span is queued over `queued_at ≤ t < dequeued_at`.
+        // As the steps: a span is queued over `queued_at ≤ t < dequeued_at`.
         let (mut entered, mut left): (Vec<_>, Vec<_>) = input
             .spans
             .iter()
@@ -221,7 +221,7 @@ impl StatedQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sweep::Sweep;
+    use crate::steps::Steps;
     use crate::test_support::{capped_run, ok_span};
     use crate::window::{WindowSpec, windows};
 
@@ -234,9 +234,9 @@ mod tests {
     }
 
     fn figures(input: &RunInput, warnings: &mut Vec<String>) -> IdleFigures {
-        let sweep = Sweep::new(input);
-        let w = windows(input, &sweep, WindowSpec::Full, warnings).chosen;
-        let integrals = sweep.integrate(w.unwrap().start, w.unwrap().end);
+        let steps = Steps::new(input);
+        let w = windows(input, &steps, WindowSpec::Full, warnings).chosen;
+        let integrals = steps.integrate(w.unwrap().start, w.unwrap().end);
         idle(input, &integrals, w, 0.02, warnings)
     }
 

@@ -2,7 +2,7 @@
 //! Slot-time ∫ cap(t) dt is partitioned, exactly, by what each slot was doing:
 //! an occupied slot by its span's phase, a free one by whether work waited and
 //! how soon the slot was refilled. One pass over the spans and one over the
-//! sweep's segments (the gap predicate is the sweep's); no per-instant work.
+//! steps' segments (the gap predicate is the steps'); no per-instant work.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -10,7 +10,7 @@ use std::time::Duration;
 use tpscope_model::{Status, Timestamp};
 
 use crate::input::RunInput;
-use crate::sweep::{Integrals, Sweep};
+use crate::steps::{Integrals, Steps};
 
 /// The default hand-off threshold (`--handoff`): a freed slot refilled within
 /// this much of work waiting was a hand-off, not held back.
@@ -33,7 +33,7 @@ struct FreeSlot {
     g_open: i64,
 }
 
-/// The free-slot side of the sweep: a FIFO of free slots and the cumulative gap
+/// The free-slot side of the steps: a FIFO of free slots and the cumulative gap
 /// clock `g` (window time during which work waited), with its value at each
 /// bucket start so that a slot's gap time can be cut into buckets.
 struct FreeSlots<'a> {
@@ -237,13 +237,13 @@ struct FreeTotals {
     /// Gap time (work waited while a slot was free), clipped to the window.
     gap_ns: i64,
     refills: [(u64, i128); 2],
-    /// The sweep's integrals over the window, from the same pass.
+    /// The steps' integrals over the window, from the same pass.
     integrals: Integrals,
 }
 
-/// The free parts, from the sweep's segments: free slots matched to admissions
+/// The free parts, from the steps' segments: free slots matched to admissions
 /// first in, first out.
-fn free(sweep: &Sweep, handoff: Duration, spread: &mut Spread) -> FreeTotals {
+fn free(steps: &Steps, handoff: Duration, spread: &mut Spread) -> FreeTotals {
     let grid = spread.grid;
     let mut tot = FreeTotals {
         cap_ns: 0,
@@ -267,7 +267,7 @@ fn free(sweep: &Sweep, handoff: Duration, spread: &mut Spread) -> FreeTotals {
     // The bucket the last segment began in: segments come in time order.
     let mut pos = fs.spread.at(grid.w0);
     let mut last_end = grid.w1;
-    for seg in sweep.segments() {
+    for seg in steps.segments() {
         let (s, e) = (seg.start.unix_nanos(), seg.end.unix_nanos());
         last_end = e;
         let free = seg.cap.map_or(0, |c| c.saturating_sub(seg.in_flight));
@@ -283,7 +283,7 @@ fn free(sweep: &Sweep, handoff: Duration, spread: &mut Spread) -> FreeTotals {
         let clipped = (ce - cs).max(0);
         tot.integrals.add(&seg, clipped);
         let g0 = fs.g;
-        // The sweep's own gap predicate: work waits while a slot is free.
+        // The steps' own gap predicate: work waits while a slot is free.
         let gap = seg.is_gap() && free > 0;
         if gap {
             fs.g += clipped;
@@ -323,10 +323,10 @@ struct Tally {
     busy: BusyFacts,
 }
 
-fn tally(input: &RunInput, sweep: &Sweep, grid: Grid, handoff: Duration) -> Tally {
+fn tally(input: &RunInput, steps: &Steps, grid: Grid, handoff: Duration) -> Tally {
     let mut spread = Spread::new(grid);
     let busy = busy(input, &mut spread);
-    let tot = free(sweep, handoff, &mut spread);
+    let tot = free(steps, handoff, &mut spread);
     let acc = spread.finish();
     let mut sum = [0i128; 9];
     for row in &acc {
@@ -346,21 +346,21 @@ fn tally(input: &RunInput, sweep: &Sweep, grid: Grid, handoff: Duration) -> Tall
 /// report has a time series.
 pub fn capacity_ledger(
     input: &RunInput,
-    sweep: &Sweep,
+    steps: &Steps,
     window: (Timestamp, Timestamp),
     buckets: Option<(Duration, usize)>,
     handoff: Duration,
     queue_unmeasured: bool,
 ) -> Capacity {
-    capacity_and_integrals(input, sweep, window, buckets, handoff, queue_unmeasured).0
+    capacity_and_integrals(input, steps, window, buckets, handoff, queue_unmeasured).0
 }
 
-/// [`capacity_ledger`], and the sweep's integrals over the same window (equal
-/// to [`Sweep::integrate`]'s) from the same pass over its segments: the
+/// [`capacity_ledger`], and the steps' integrals over the same window (equal
+/// to [`Steps::integrate`]'s) from the same pass over its segments: the
 /// analysis needs both, and a pass of its own cost a fifth of the ledger.
 pub fn capacity_and_integrals(
     input: &RunInput,
-    sweep: &Sweep,
+    steps: &Steps,
     window: (Timestamp, Timestamp),
     buckets: Option<(Duration, usize)>,
     handoff: Duration,
@@ -376,7 +376,7 @@ pub fn capacity_and_integrals(
         sum,
         tot,
         busy,
-    } = tally(input, sweep, Grid { w0, w1, b, n }, handoff);
+    } = tally(input, steps, Grid { w0, w1, b, n }, handoff);
     let known = |p: Part| missing_reason(input, p, busy.unsplit, tot.uncapped_ns, queue_unmeasured);
     let slot_ns = (tot.uncapped_ns == 0).then_some(tot.cap_ns + tot.above_ns);
     let secs = |ns: i128| ns as f64 / 1e9;

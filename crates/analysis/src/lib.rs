@@ -1,5 +1,5 @@
 //! tpscope's analysis: from span facts and samples to every derived metric (docs/design.md
-//! §3, §6, §7) — windows, the exact gap sweep, distributions, time series, cost and
+//! §3, §6, §7) — windows, the exact gap steps, distributions, time series, cost and
 //! comparison. Pure: no I/O, no async. Nothing else in tpscope computes these numbers.
 //!
 //! ```
@@ -41,7 +41,7 @@ mod session_ids;
 pub mod sessions;
 pub mod settings;
 pub mod stats;
-pub mod sweep;
+pub mod steps;
 #[cfg(test)]
 mod test_support;
 pub mod whatif;
@@ -67,6 +67,6 @@ pub use run_set::{
 pub use sessions::{SessionIds, SessionTurn};
 pub use settings::{BadSetting, DEFAULT_SLO_SHARE, Options, Setting, Settings, SettingsText};
 pub use stats::{Summary, Tokens, TokensPerSecond};
-pub use sweep::{Segment, Sweep};
+pub use steps::{Segment, Steps};
 pub use window::{Window, WindowKind, WindowSpec, steady_bounds};
 pub use window_text::BadWindow;

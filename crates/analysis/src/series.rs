@@ -9,7 +9,7 @@ use tpscope_model::time::duration_secs;
 
 use crate::input::{RunInput, SpanFacts};
 use crate::stats::{TokensPerSecond, ratio};
-use crate::sweep::{Integrals, Sweep};
+use crate::steps::{Integrals, Steps};
 use crate::window::Window;
 
 /// The most buckets a time series may have; a finer bucket is refused by a warning.
@@ -58,7 +58,7 @@ pub struct TimeSeries {
 /// bucket would make more than [`MAX_BUCKETS`]).
 pub(crate) fn window_series(
     input: &RunInput,
-    sweep: &Sweep,
+    steps: &Steps,
     window: Option<Window>,
     bucket: Option<Duration>,
     warnings: &mut Vec<String>,
@@ -71,7 +71,7 @@ pub(crate) fn window_series(
         ));
         return None;
     }
-    Some(time_series(input, sweep, w, b, n as usize))
+    Some(time_series(input, steps, w, b, n as usize))
 }
 
 /// Tokens of a span attributed to `[a, b]`: at recorded chunk arrivals when present,
@@ -109,7 +109,7 @@ pub(crate) fn tokens_in(span: &SpanFacts, a: i64, b: i64, closed_end: bool) -> f
 /// The time series of a window in `n` buckets of `bucket` (the last may be shorter).
 pub(crate) fn time_series(
     input: &RunInput,
-    sweep: &Sweep,
+    steps: &Steps,
     w: Window,
     bucket: Duration,
     n: usize,
@@ -146,7 +146,7 @@ pub(crate) fn time_series(
     // order, so the first is walked to from the last segment's, without
     // dividing.
     let mut k = 0;
-    for seg in sweep.segments() {
+    for seg in steps.segments() {
         let (s, e) = (seg.start.unix_nanos().max(w0), seg.end.unix_nanos().min(w1));
         if e <= s {
             continue;
@@ -199,7 +199,7 @@ mod tests {
     #[allow(clippy::needless_range_loop)] // the ranges are what is checked
     fn by_division(
         input: &RunInput,
-        sweep: &Sweep,
+        steps: &Steps,
         w: Window,
         b: i64,
         n: usize,
@@ -221,7 +221,7 @@ mod tests {
                 out[i].0 += tokens_in(s, a, if last { w1 } else { a + b }, last);
             }
         }
-        for seg in sweep.segments() {
+        for seg in steps.segments() {
             let (s, e) = (seg.start.unix_nanos().max(w0), seg.end.unix_nanos().min(w1));
             if e <= s {
                 continue;
@@ -253,7 +253,7 @@ mod tests {
                     ts(a + 5 + stream + post), tokens,
                 ));
             }
-            let sweep = Sweep::new(&input);
+            let steps = Steps::new(&input);
             let w = Window {
                 kind: WindowKind::Range,
                 start: ts(from),
@@ -264,8 +264,8 @@ mod tests {
             };
             let b = Duration::from_millis(bucket_ms as u64);
             let n = (len + bucket_ms - 1) / bucket_ms;
-            let got = time_series(&input, &sweep, w, b, n as usize);
-            let want = by_division(&input, &sweep, w, b.as_nanos() as i64, n as usize);
+            let got = time_series(&input, &steps, w, b, n as usize);
+            let want = by_division(&input, &steps, w, b.as_nanos() as i64, n as usize);
             for (g, (tokens, integ)) in got.buckets.iter().zip(want) {
                 prop_assert_eq!(g.tokens, tokens);
                 prop_assert_eq!(g.gap, integ.gap());

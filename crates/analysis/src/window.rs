@@ -9,7 +9,7 @@ use tpscope_model::Timestamp;
 use tpscope_model::time::duration_secs;
 
 use crate::input::RunInput;
-use crate::sweep::Sweep;
+use crate::steps::Steps;
 
 /// Which window the figures cover.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -75,10 +75,10 @@ fn window_of(kind: WindowKind, start: Timestamp, end: Timestamp, origin: Timesta
 /// The steady-state window: from the first instant in-flight reaches the cap to the
 /// last instant the backlog empties. `None` without a cap, a backlog, or a stretch
 /// between the two.
-pub fn steady_bounds(sweep: &Sweep) -> Option<(Timestamp, Timestamp)> {
+pub fn steady_bounds(steps: &Steps) -> Option<(Timestamp, Timestamp)> {
     let mut start = None;
     let mut last_backlog_end = None;
-    for seg in sweep.segments() {
+    for seg in steps.segments() {
         if start.is_none() && seg.occupancy().at_cap() {
             start = Some(seg.start);
         }
@@ -112,7 +112,7 @@ impl Windows {
 /// for, with a warning when it asks for a steady state the run does not have.
 pub fn windows(
     input: &RunInput,
-    sweep: &Sweep,
+    steps: &Steps,
     spec: WindowSpec,
     warnings: &mut Vec<String>,
 ) -> Windows {
@@ -127,7 +127,7 @@ pub fn windows(
         })
         .unzip();
     let origin = input.origin().or(first_queued).unwrap_or_default();
-    let steady = steady_bounds(sweep).map(|(s, e)| window_of(WindowKind::Steady, s, e, origin));
+    let steady = steady_bounds(steps).map(|(s, e)| window_of(WindowKind::Steady, s, e, origin));
     let full = first_queued
         .zip(last_released)
         .map(|(s, e)| window_of(WindowKind::Full, s, e, origin));
@@ -190,7 +190,7 @@ mod tests {
     fn full_is_first_queue_to_last_release_from_the_runs_start() {
         let input = run();
         let mut warnings = Vec::new();
-        let w = windows(&input, &Sweep::new(&input), WindowSpec::Full, &mut warnings);
+        let w = windows(&input, &Steps::new(&input), WindowSpec::Full, &mut warnings);
         let full = w.full.unwrap();
         assert_eq!((full.start, full.end), (ts(0), ts(4000)));
         assert_eq!(full.duration, Duration::from_secs(4));
@@ -206,7 +206,7 @@ mod tests {
         let mut warnings = Vec::new();
         let w = windows(
             &input,
-            &Sweep::new(&input),
+            &Steps::new(&input),
             WindowSpec::Steady,
             &mut warnings,
         );
@@ -225,7 +225,7 @@ mod tests {
             from: Duration::from_secs(10),
             to: Duration::from_secs(20),
         };
-        let w = windows(&input, &Sweep::new(&input), spec, &mut Vec::new());
+        let w = windows(&input, &Steps::new(&input), spec, &mut Vec::new());
         let r = w.chosen.unwrap();
         assert_eq!(
             (r.kind, r.start, r.end),

@@ -21,7 +21,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use tpscope_analysis::ledger::capacity_and_integrals;
-use tpscope_analysis::{Options, RunReport, Sweep, analyze};
+use tpscope_analysis::{Options, RunReport, Steps, analyze};
 use tpscope_log::{LogWriter, ReadOptions, read_paths};
 use tpscope_model::{
     Attempt, Cause, Record, RunRecord, SCHEMA, SampleRecord, Span, SpanError, Status, Target,
@@ -221,7 +221,7 @@ fn measure(path: &PathBuf) {
 }
 
 /// What the capacity ledger adds to the analysis, in CPU time (best of five):
-/// the ledger's pass over the sweep (which gives the idle stage its integrals
+/// the ledger's pass over the steps (which gives the idle stage its integrals
 /// too) less the pass the analysis makes for the integrals without it.
 fn ledger_cpu(set: &tpscope_log::LogSet, reports: &[RunReport], opts: &Options) -> Duration {
     let mut best = (Duration::MAX, Duration::MAX);
@@ -229,7 +229,7 @@ fn ledger_cpu(set: &tpscope_log::LogSet, reports: &[RunReport], opts: &Options) 
         let mut spent = (Duration::ZERO, Duration::ZERO);
         for (run, report) in set.runs.iter().zip(reports) {
             let Some(w) = report.window else { continue };
-            let sweep = Sweep::new(&run.input);
+            let steps = Steps::new(&run.input);
             let buckets = report
                 .time_series
                 .as_ref()
@@ -237,17 +237,17 @@ fn ledger_cpu(set: &tpscope_log::LogSet, reports: &[RunReport], opts: &Options) 
             let t0 = cpu_time();
             let with = capacity_and_integrals(
                 &run.input,
-                &sweep,
+                &steps,
                 (w.start, w.end),
                 buckets,
                 opts.handoff,
                 false,
             );
             let t1 = cpu_time();
-            let without = sweep.integrate(w.start, w.end);
+            let without = steps.integrate(w.start, w.end);
             spent.0 += t1 - t0;
             spent.1 += cpu_time() - t1;
-            assert_eq!(with.1, without, "the ledger's integrals are the sweep's");
+            assert_eq!(with.1, without, "the ledger's integrals are the steps'");
             std::hint::black_box(with);
         }
         best = (best.0.min(spent.0), best.1.min(spent.1));

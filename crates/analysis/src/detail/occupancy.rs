@@ -10,7 +10,7 @@ use super::{
     GapBand, MAX_EXACT_STEPS, MAX_GAP_INTERVALS, OCCUPANCY_BINS, OccupancySeries, OccupancyStep,
 };
 use crate::input::RunInput;
-use crate::sweep::Sweep;
+use crate::steps::Steps;
 
 /// The occupancy steps and gap bands of a run, offsets from `origin`, and whether
 /// the bands are binned.
@@ -18,8 +18,8 @@ pub(super) fn occupancy_and_gaps(
     input: &RunInput,
     origin: Timestamp,
 ) -> (OccupancySeries, Vec<GapBand>, bool) {
-    let sweep = Sweep::new(input);
-    let segments: Vec<_> = sweep.segments().collect();
+    let steps = Steps::new(input);
+    let segments: Vec<_> = steps.segments().collect();
     let (Some(first), Some(last)) = (segments.first(), segments.last()) else {
         return (OccupancySeries::default(), Vec::new(), false);
     };

@@ -1,5 +1,5 @@
-//! The diagnosis (docs/design.md §14): whose capacity was idle. A sweep over the
-//! client's occupancy (the gap sweep's segments), the server's samples (step
+//! The diagnosis (docs/design.md §14): whose capacity was idle. A pass over the
+//! client's occupancy (the gap steps' segments), the server's samples (step
 //! functions: each scrape holds until the next) and the intervals when the
 //! measuring client lagged partitions the window into states, by precedence:
 //!
@@ -29,7 +29,7 @@ use tpscope_model::{Occupancy, Timestamp};
 use crate::input::{RunInput, SampleFacts};
 use crate::server::sorted_samples;
 use crate::stats::ratio;
-use crate::sweep::Sweep;
+use crate::steps::Steps;
 
 /// KV cache usage from which the server counts as KV-bound.
 pub const KV_BOUND: f64 = 0.95;
@@ -272,11 +272,11 @@ fn merged(mut v: Vec<(Timestamp, Timestamp)>) -> Vec<(Timestamp, Timestamp)> {
     out
 }
 
-/// Diagnoses `[w0, w1)` of a run: `sweep` is the run's gap sweep, `client_lag` the
+/// Diagnoses `[w0, w1)` of a run: `occupancy` is the run's gap steps, `client_lag` the
 /// intervals when the measuring client lagged (any order, may overlap).
 pub fn diagnose(
     input: &RunInput,
-    sweep: &Sweep,
+    occupancy: &Steps,
     window: (Timestamp, Timestamp),
     client_lag: Vec<(Timestamp, Timestamp)>,
 ) -> Diagnosis {
@@ -305,7 +305,7 @@ pub fn diagnose(
     let mut time = [0i64; STATES.len()];
     let (mut si, mut li) = (0usize, 0usize);
     let mut covered = 0i64;
-    for seg in sweep.segments() {
+    for seg in occupancy.segments() {
         if seg.end <= w0 {
             continue;
         }

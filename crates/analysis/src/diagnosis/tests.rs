@@ -56,7 +56,7 @@ fn shares(d: &Diagnosis) -> Vec<(State, u128)> {
 }
 
 fn diag(i: &RunInput, lag: Vec<(Timestamp, Timestamp)>) -> Diagnosis {
-    diagnose(i, &Sweep::new(i), (ts(0), ts(1000)), lag)
+    diagnose(i, &Steps::new(i), (ts(0), ts(1000)), lag)
 }
 
 /// cap 1: A holds the slot 0..600, B waits 0..600 (at cap) and runs 600..800, then

@@ -26,7 +26,7 @@ fn raw(input: &RunInput, from: i64, to: i64) -> Tally {
         b: w1 - w0,
         n: 1,
     };
-    tally(input, &Sweep::new(input), grid, DEFAULT_HANDOFF)
+    tally(input, &Steps::new(input), grid, DEFAULT_HANDOFF)
 }
 
 fn ms(t: &Tally, p: Part) -> i128 {
@@ -42,7 +42,7 @@ fn assert_exact(t: &Tally) {
 fn ledger_of(input: &RunInput, from: i64, to: i64) -> Capacity {
     capacity_ledger(
         input,
-        &Sweep::new(input),
+        &Steps::new(input),
         (ts(from), ts(to)),
         None,
         DEFAULT_HANDOFF,
@@ -124,8 +124,8 @@ fn free_slots_are_handoff_held_back_or_no_demand() {
     assert_eq!(ms(&t, Part::Handoff), 5);
     assert_eq!(ms(&t, Part::HeldBack), 50);
     assert_eq!(ms(&t, Part::NoDemand), 100);
-    // The gap is the sweep's: hand-off + held back = gap time × free slots.
-    let gap = Sweep::new(&input).integrate(ts(0), ts(500)).gap_ns as i128;
+    // The gap is the steps': hand-off + held back = gap time × free slots.
+    let gap = Steps::new(&input).integrate(ts(0), ts(500)).gap_ns as i128;
     assert_eq!(
         gap,
         t.sum[Part::Handoff.index()] + t.sum[Part::HeldBack.index()]
@@ -228,7 +228,7 @@ fn without_queue_times_the_free_parts_are_absent() {
     input.spans.push(ok(0, 0, 10, 90, 100));
     let c = capacity_ledger(
         &input,
-        &Sweep::new(&input),
+        &Steps::new(&input),
         (ts(0), ts(100)),
         None,
         DEFAULT_HANDOFF,
@@ -256,7 +256,7 @@ fn buckets_cut_each_part_where_it_happened() {
     ]);
     let c = capacity_ledger(
         &input,
-        &Sweep::new(&input),
+        &Steps::new(&input),
         (ts(0), ts(120)),
         Some((Duration::from_millis(40), 3)),
         DEFAULT_HANDOFF,
@@ -340,14 +340,14 @@ proptest! {
         let n = buckets;
         let b = ((w1 - w0) + n as i64 - 1) / n as i64;
         let grid = Grid { w0, w1, b, n };
-        let sweep = Sweep::new(&input);
-        let t = tally(&input, &sweep, grid, DEFAULT_HANDOFF);
+        let steps = Steps::new(&input);
+        let t = tally(&input, &steps, grid, DEFAULT_HANDOFF);
         prop_assert_eq!(t.tot.uncapped_ns, 0);
         let total: i128 = t.sum.iter().sum();
         prop_assert_eq!(total, t.tot.cap_ns + t.tot.above_ns);
-        // Free parts are the sweep's free slot-time; hand-off and held back
+        // Free parts are the steps' free slot-time; hand-off and held back
         // its gap.
-        let integ = sweep.integrate(Timestamp::from_unix_nanos(w0), Timestamp::from_unix_nanos(w1));
+        let integ = steps.integrate(Timestamp::from_unix_nanos(w0), Timestamp::from_unix_nanos(w1));
         // The ledger's own pass gives the idle stage the same integrals.
         prop_assert_eq!(t.tot.integrals, integ);
         prop_assert!((t.tot.cap_ns as f64 - integ.cap_ns).abs() < 1.0);
@@ -483,12 +483,12 @@ fn the_sum_holds_on_a_million_spans() {
             cap: Some(cap),
         });
     }
-    let sweep = Sweep::new(&input);
+    let steps = Steps::new(&input);
     let end = input.spans.iter().map(|s| s.released_at).max().unwrap();
     let (w0, w1) = (0, end.unix_nanos());
     let t = tally(
         &input,
-        &sweep,
+        &steps,
         Grid {
             w0,
             w1,

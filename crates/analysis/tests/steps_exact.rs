@@ -1,10 +1,10 @@
-//! The exact gap sweep against a brute-force evaluation on a fine time grid.
+//! The exact gap steps against a brute-force evaluation on a fine time grid.
 
 mod common;
 
 use common::*;
 use proptest::prelude::*;
-use tpscope_analysis::{RunInput, Sweep};
+use tpscope_analysis::{RunInput, Steps};
 use tpscope_model::{Cause, Status};
 
 /// Spans on a 1 ms grid: queued, optional admission, release. Evaluating the state
@@ -74,7 +74,7 @@ fn arb_span() -> impl Strategy<Value = tpscope_analysis::SpanFacts> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(400))]
     #[test]
-    fn sweep_matches_brute_force(
+    fn steps_match_brute_force(
         spans in proptest::collection::vec(arb_span(), 0..25),
         cap in proptest::option::of(1u32..5),
         cap_changes in proptest::collection::vec((0i64..100, 1u32..5), 0..4),
@@ -83,8 +83,8 @@ proptest! {
     ) {
         let mut inp = input(cap, spans);
         inp.samples = cap_changes.iter().map(|&(ms, c)| sample(ms, 0, 0, Some(c))).collect();
-        let sweep = Sweep::new(&inp);
-        let i = sweep.integrate(t(w0), t(w0 + len));
+        let steps = Steps::new(&inp);
+        let i = steps.integrate(t(w0), t(w0 + len));
         let (gap, backlog, in_flight) = brute(&inp, w0, w0 + len);
         prop_assert_eq!(i.gap_ns, gap * 1_000_000);
         prop_assert_eq!(i.backlog_ns, backlog * 1_000_000);
@@ -104,7 +104,7 @@ fn ties_and_zero_length_spans_do_not_count() {
             ok(20, 20, 20, 20, 20, 1),
         ],
     );
-    let i = Sweep::new(&inp).integrate(t(0), t(20));
+    let i = Steps::new(&inp).integrate(t(0), t(20));
     assert_eq!(i.gap_ns, 0);
     assert_eq!(i.backlog_ns, 10_000_000);
     assert_eq!(brute(&inp, 0, 20), (0, 10, 20));

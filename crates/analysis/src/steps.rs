@@ -1,4 +1,4 @@
-//! The exact sweep over span edges: queue depth, in-flight and cap as step functions
+//! The exact occupancy steps, built from span edges: queue depth, in-flight and cap as step functions
 //! of time, and their integrals over a window (gap time, backlog time, utilization)
 //! — docs/design.md §3 "Idle time". O(n log n) in spans.
 
@@ -80,7 +80,7 @@ enum Edges {
     Wide(Vec<u128>),
 }
 
-/// An edge key: an offset from the sweep's origin above a 3-bit kind.
+/// An edge key: an offset from the steps' origin above a 3-bit kind.
 trait Key: Copy {
     fn offset(self) -> u64;
     fn kind(self) -> usize;
@@ -132,7 +132,7 @@ fn apply<K: Key>(
 
 /// The edges of all spans of a run and its cap changes, sorted once.
 #[derive(Clone, Debug)]
-pub struct Sweep {
+pub struct Steps {
     origin: i64,
     edges: Edges,
     /// Cap changes stated by samples: (instant, cap), in time order, a later
@@ -141,15 +141,15 @@ pub struct Sweep {
     base_cap: Option<u32>,
 }
 
-impl Sweep {
-    /// Builds the sweep of a run: span edges, the run's cap, and cap changes stated
+impl Steps {
+    /// Builds the steps of a run: span edges, the run's cap, and cap changes stated
     /// by samples (a sample's cap applies from its instant on).
-    pub fn new(input: &RunInput) -> Sweep {
-        Sweep::build(input, false)
+    pub fn new(input: &RunInput) -> Steps {
+        Steps::build(input, false)
     }
 
-    /// [`Sweep::new`], with 16-byte keys when `wide` even if 8 would do.
-    fn build(input: &RunInput, wide: bool) -> Sweep {
+    /// [`Steps::new`], with 16-byte keys when `wide` even if 8 would do.
+    fn build(input: &RunInput, wide: bool) -> Steps {
         // Each span's edges, as (instant, kind).
         let span_edges = |s: &crate::input::SpanFacts| {
             let deq = s.dequeued_at();
@@ -208,7 +208,7 @@ impl Sweep {
             .collect();
         // Stable: of two cap changes at one instant, the later sample wins.
         caps.sort_by_key(|c| c.0);
-        Sweep {
+        Steps {
             origin,
             edges,
             caps,
@@ -224,7 +224,7 @@ impl Sweep {
             Edges::Wide(k) => k.first().map(|k| k.offset()),
         };
         Segments {
-            sweep: self,
+            steps: self,
             i: 0,
             c: 0,
             next_span: first_span.map(|o| self.origin.wrapping_add(o as i64)),
@@ -314,9 +314,9 @@ impl Integrals {
 /// The least backlog, as a share of the window, whose gap share is reported.
 pub const BACKLOG_SHARE_MIN: f64 = 0.01;
 
-/// Iterator over the [`Segment`]s of a [`Sweep`].
+/// Iterator over the [`Segment`]s of a [`Steps`].
 pub struct Segments<'a> {
-    sweep: &'a Sweep,
+    steps: &'a Steps,
     /// The next span edge.
     i: usize,
     /// The next cap change.
@@ -332,7 +332,7 @@ impl Segments<'_> {
     /// The instant of the next edge of either kind.
     #[inline]
     fn next_instant(&self) -> Option<i64> {
-        let cap = self.sweep.caps.get(self.c).map(|c| c.0);
+        let cap = self.steps.caps.get(self.c).map(|c| c.0);
         match (self.next_span, cap) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -347,20 +347,20 @@ impl Iterator for Segments<'_> {
     // ~2 segments a span) cost 7 % of the analysis' instructions.
     #[inline]
     fn next(&mut self) -> Option<Segment> {
-        let sweep = self.sweep;
+        let steps = self.steps;
         let t = self.next_instant()?;
         if self.next_span == Some(t) {
             // Span edges are keyed by their offset from the origin (every span edge
             // is at or after it).
-            let offset = t.wrapping_sub(sweep.origin) as u64;
+            let offset = t.wrapping_sub(steps.origin) as u64;
             let (q, f) = (&mut self.queue, &mut self.in_flight);
-            let next = match &sweep.edges {
+            let next = match &steps.edges {
                 Edges::Narrow(k) => apply(k, &mut self.i, offset, q, f),
                 Edges::Wide(k) => apply(k, &mut self.i, offset, q, f),
             };
-            self.next_span = next.map(|o| sweep.origin.wrapping_add(o as i64));
+            self.next_span = next.map(|o| steps.origin.wrapping_add(o as i64));
         }
-        while let Some(&(_, cap)) = sweep.caps.get(self.c).filter(|c| c.0 == t) {
+        while let Some(&(_, cap)) = steps.caps.get(self.c).filter(|c| c.0 == t) {
             self.cap = Some(cap);
             self.c += 1;
         }
@@ -432,9 +432,9 @@ mod tests {
             ],
             &[(y1700 - 1, 2), (y2200 + 1, 1)],
         );
-        let sweep = Sweep::new(&input);
-        assert!(matches!(sweep.edges, Edges::Wide(_)));
-        let got: Vec<_> = sweep
+        let steps = Steps::new(&input);
+        assert!(matches!(steps.edges, Edges::Wide(_)));
+        let got: Vec<_> = steps
             .segments()
             .map(|s| {
                 (
@@ -465,7 +465,7 @@ mod tests {
     #[test]
     fn spans_with_edges_before_their_queued_at_are_swept_in_time_order() {
         let input = input(vec![span(10, Some(4), 20), span(6, Some(6), 8)], &[]);
-        let got: Vec<_> = Sweep::new(&input)
+        let got: Vec<_> = Steps::new(&input)
             .segments()
             .map(|s| (s.start.unix_nanos(), s.end.unix_nanos(), s.in_flight))
             .collect();
@@ -489,8 +489,8 @@ mod tests {
                 })
                 .collect();
             let input = input(spans, &caps);
-            let narrow: Vec<_> = Sweep::build(&input, false).segments().collect();
-            let wide: Vec<_> = Sweep::build(&input, true).segments().collect();
+            let narrow: Vec<_> = Steps::build(&input, false).segments().collect();
+            let wide: Vec<_> = Steps::build(&input, true).segments().collect();
             prop_assert_eq!(narrow, wide);
         }
     }
