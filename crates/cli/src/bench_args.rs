@@ -3,7 +3,8 @@
 //! line's (`--quiet`, the report's goodput and prices, the `--sim-*` ones in
 //! `bench_sim_flags.rs`, the server's metrics).
 
-use tpscope_load::spec::Flags;
+use clap::parser::ValueSource;
+use tpscope_load::spec::{Flags, GivenFlag};
 
 use crate::bench_sim_flags::SimFlags;
 
@@ -43,6 +44,54 @@ pub struct BenchArgs {
     pub server_metrics: crate::bench_scrape::ServerMetricsArgs,
     #[command(flatten)]
     pub otlp: crate::otlp_flags::OtlpArgs,
+    /// The flags as written on the command line, for the run record (filled in
+    /// by [`given_flags`] from clap's matches; not a flag).
+    #[arg(skip)]
+    pub given: Vec<GivenFlag>,
+}
+
+/// The flags of `cmd` given on the command line in `m` (not defaults, not the
+/// environment), as written, in the command's order, for the run record: every
+/// flag is recorded without code of its own. Secrets are redacted: the key,
+/// header values, and URLs' credentials and queries.
+pub fn given_flags(cmd: &clap::Command, m: &clap::ArgMatches) -> Vec<GivenFlag> {
+    let mut out = Vec::new();
+    for arg in cmd.get_arguments() {
+        let (id, Some(long)) = (arg.get_id().as_str(), arg.get_long()) else {
+            continue;
+        };
+        if m.value_source(id) != Some(ValueSource::CommandLine) {
+            continue;
+        }
+        let values = if arg.get_action().takes_values() {
+            m.get_raw(id)
+                .into_iter()
+                .flatten()
+                .map(|v| redact(long, &v.to_string_lossy()))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        out.push(GivenFlag {
+            flag: format!("--{long}"),
+            values,
+        });
+    }
+    out
+}
+
+/// A flag's value as the run record may keep it.
+fn redact(long: &str, v: &str) -> String {
+    if long == "api-key" {
+        "[redacted]".into()
+    } else if long.ends_with("header") {
+        let name = v.split_once(':').map_or(v, |(k, _)| k).trim();
+        format!("{name}: [redacted]")
+    } else if v.contains("://") {
+        tpscope_record::redact_url(v)
+    } else {
+        v.to_string()
+    }
 }
 
 const AFTER_HELP: &str = "\
@@ -104,6 +153,42 @@ mod tests {
         }
         let parsed = <Bench as clap::Parser>::try_parse_from(["bench"]).unwrap();
         assert_eq!(parsed.flags, Flags::default());
+    }
+
+    #[test]
+    fn the_flags_given_are_recorded_as_written_without_defaults_or_secrets() {
+        let cmd = BenchArgs::augment_args(clap::Command::new("bench"));
+        let m = cmd.clone().get_matches_from([
+            "bench",
+            "--concurrency",
+            "4,8",
+            "--api-key",
+            "sk-secret",
+            "--header",
+            "Authorization: Bearer sk-secret",
+            "--url",
+            "http://user:pw@127.0.0.1:8000/v1?key=sk-secret",
+            "--record-chunks",
+            "--temperature=0",
+        ]);
+        let given = given_flags(&cmd, &m);
+        let text = serde_json::to_string(&given).unwrap();
+        assert!(
+            !text.contains("sk-secret") && !text.contains("pw@"),
+            "{text}"
+        );
+        let find = |f: &str| given.iter().find(|g| g.flag == f).map(|g| g.values.clone());
+        assert_eq!(find("--concurrency"), Some(vec!["4".into(), "8".into()]));
+        assert_eq!(find("--api-key"), Some(vec!["[redacted]".into()]));
+        assert_eq!(
+            find("--header"),
+            Some(vec!["Authorization: [redacted]".into()])
+        );
+        assert_eq!(find("--url"), Some(vec!["http://127.0.0.1:8000/v1".into()]));
+        assert_eq!(find("--record-chunks"), Some(vec![]));
+        assert_eq!(find("--temperature"), Some(vec!["0".into()]));
+        // Defaults (--tokenizer, --dispatch, …) were not written: not recorded.
+        assert_eq!(given.len(), 6, "{text}");
     }
 
     #[test]

@@ -90,7 +90,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     if interrupted.is_some() && summaries.is_empty() {
         // Stopped before the measured run began (during the warm-up, or before
         // it): there is nothing to report, and the user must not wait for one.
-        let when = if spec.warmup.is_some() {
+        let when = if spec.flags.warmup.is_some() {
             "during the warm-up (--warmup)"
         } else {
             "before the run began"
@@ -147,7 +147,7 @@ fn exit_status(spec: &BenchSpec, summaries: &[RunSummary], interrupted: Option<i
         }
         return ExitCode::from(EXIT_FAILURE);
     }
-    if let Some(max) = spec.max_error_rate
+    if let Some(max) = spec.flags.max_error_rate
         && let Some(line) = error_rate_exceeded(spec, summaries, max)
     {
         eprintln!("error: {line}");

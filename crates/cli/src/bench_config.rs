@@ -64,7 +64,8 @@ impl BenchConfig {
     /// exists is refused here, before anything runs.
     pub fn from_args(a: BenchArgs) -> anyhow::Result<BenchConfig> {
         crate::bench_out::check_inputs(&a)?;
-        let spec = BenchSpec::from_flags(a.flags.clone())?;
+        let mut spec = BenchSpec::from_flags(a.flags.clone())?;
+        spec.given = a.given.clone();
         let target = match &spec.url {
             Some(u) => TargetConfig::Url(u.clone()),
             None => {

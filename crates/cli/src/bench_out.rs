@@ -59,7 +59,7 @@ impl Drop for CreatedGuard {
 /// checks again, atomically).
 pub fn check(spec: &BenchSpec) -> anyhow::Result<()> {
     if let Output::File(p) = &spec.out
-        && !spec.overwrite
+        && !spec.flags.overwrite
         && std::fs::metadata(p).is_ok_and(|m| m.is_file())
     {
         return Err(exists(p));
@@ -135,7 +135,7 @@ pub fn open(spec: &BenchSpec) -> anyhow::Result<OpenedLog> {
                     .with_context(|| format!("--out: opening {}", p.display()))?;
                 Ok(file(f, p, false))
             }
-            Ok(_) if spec.overwrite => {
+            Ok(_) if spec.flags.overwrite => {
                 let f = File::create(p)
                     .failure()
                     .with_context(|| format!("--out: replacing {}", p.display()))?;

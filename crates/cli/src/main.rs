@@ -28,7 +28,7 @@ mod vllm_result;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 #[derive(Parser)]
 #[command(
@@ -95,9 +95,16 @@ fn main() -> ExitCode {
             return ExitCode::from(exit::EXIT_BAD_INPUT);
         }
     };
-    let cli = Cli::parse_from(translated.args);
+    let matches = Cli::command().get_matches_from(translated.args);
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let result = match cli.command {
-        Command::Bench(a) => {
+        Command::Bench(mut a) => {
+            if let (Some(cmd), Some(m)) = (
+                Cli::command().find_subcommand("bench"),
+                matches.subcommand_matches("bench"),
+            ) {
+                a.given = bench_args::given_flags(cmd, m);
+            }
             let goals = a.goodput.goals().ok().flatten();
             bench_cmd::run(*a).and_then(|code| match &translated.result {
                 Some(settings) => vllm_result::save(settings, goals.as_ref()).map(|_| code),

@@ -2,6 +2,7 @@
 //! both keep their runs, an existing `--out` is refused and left as it was unless
 //! `--overwrite` — and the report is built from what was recorded, so `--out` to a
 //! FIFO or to standard output (`-`) does not hang.
+//! The run record lists the flags as written (`load.flags_given`), secrets redacted.
 
 mod bench_support;
 
@@ -132,4 +133,38 @@ fn out_dash_writes_the_log_to_stdout_and_the_report_to_stderr() {
     assert!(stderr.contains("to standard output"), "{stderr}");
     // Nothing else was written in the working directory.
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+}
+
+#[test]
+fn the_run_record_lists_the_flags_written_with_the_key_redacted() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = QUICK.to_vec();
+    args.extend(["--temperature", "0", "--api-key", "sk-not-for-the-log"]);
+    let run = bench(dir.path(), "flags.jsonl", &args);
+    assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
+    let text = std::fs::read_to_string(&run.out).unwrap();
+    assert!(!text.contains("sk-not-for-the-log"));
+    let run_records = runs(&records(&run.out));
+    let given = &run_records[0].load["flags_given"];
+    let written: Vec<&str> = given
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["flag"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        written,
+        [
+            "--api-key",
+            "--temperature",
+            "--input-tokens",
+            "--output-tokens",
+            "--concurrency",
+            "--requests",
+            "--out",
+            "--sim-speed"
+        ],
+        "in the command's order; defaults and the environment are not written"
+    );
+    assert_eq!(given[1]["values"], serde_json::json!(["0"]));
 }

@@ -260,10 +260,10 @@ fn endpoint(spec: &BenchSpec, base_url: &str) -> Endpoint {
     let mut endpoint = Endpoint::new(
         base_url.to_string(),
         spec.api,
-        spec.model.clone().unwrap_or_default(),
+        spec.flags.model.clone().unwrap_or_default(),
     );
-    endpoint.api_key = spec.api_key.clone();
-    endpoint.headers = spec.headers.clone();
+    endpoint.api_key = spec.flags.api_key.clone().filter(|k| !k.is_empty());
+    endpoint.headers = spec.flags.headers.clone();
     endpoint.extra_body = spec.extra_body.clone();
     endpoint.include_usage = spec.include_usage;
     endpoint
@@ -309,7 +309,7 @@ impl Connected<'_> {
     ) -> Result<BenchRun, BenchError> {
         let spec = self.spec;
         let live = &self.live;
-        let mut writer = Writer::to_writer(sink, spec.tokenizer, Some(live.stats.clone()));
+        let mut writer = Writer::to_writer(sink, spec.flags.tokenizer, Some(live.stats.clone()));
         let mut out = BenchRun {
             otlp: self.otlp.clone().map(|c| writer.export_otlp(c)),
             ..BenchRun::default()
@@ -396,8 +396,8 @@ impl Connected<'_> {
             },
             cap: level.cap,
             token_source: Some(spec.token_source()),
-            tokenizer: Some(spec.tokenizer.name().into()),
-            sample_interval: Some(spec.sample_interval),
+            tokenizer: Some(spec.flags.tokenizer.name().into()),
+            sample_interval: Some(spec.flags.sample_interval),
             // The bench's sampler writes every tick (no heartbeat).
             sample_heartbeat: None,
             load: serde_json::to_value(load).map_err(BenchError::Settings)?,

@@ -79,7 +79,10 @@ pub const ACCEPTED: &[(&str, &str)] = &[
         "--num-warmups",
         "warm-up requests, not recorded (same as --warmup N)",
     ),
-    ("--temperature", "sampling: sent in every request body"),
+    (
+        "--temperature",
+        "sampling: sent in every request body (tpscope's own flag)",
+    ),
     ("--top-p", "sampling: sent in every request body"),
     ("--top-k", "sampling: sent in every request body"),
     ("--min-p", "sampling: sent in every request body"),
@@ -171,7 +174,6 @@ pub(super) fn take(flag: &str) -> Take {
         | "--tokenizer"
         | "--random-range-ratio"
         | "--num-warmups"
-        | "--temperature"
         | "--top-p"
         | "--top-k"
         | "--min-p"

@@ -64,10 +64,9 @@ fn a_pasted_vllm_command_line_failed_on_flags_tpscope_did_not_take() {
     assert_eq!(
         a,
         "tpscope bench --api chat --model m --dataset-name random --random-input-len \
-         uniform:50..150 --random-output-len uniform:10..30 --warmup 2 --tokenizer \
-         hf:/models/m --goodput ttft:500 tpot:50 --out run.jsonl --label a=1 --label b=2 \
-         --url http://127.0.0.1:8001/v1 --extra-body {\"temperature\":0.0} --ignore-eos \
-         --record-chunks"
+         uniform:50..150 --random-output-len uniform:10..30 --warmup 2 --temperature 0 \
+         --tokenizer hf:/models/m --goodput ttft:500 tpot:50 --out run.jsonl --label a=1 \
+         --label b=2 --url http://127.0.0.1:8001/v1 --ignore-eos --record-chunks"
     );
     let r = t.result.unwrap();
     assert!(r.detailed);

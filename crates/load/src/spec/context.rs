@@ -72,7 +72,8 @@ impl BenchSpec {
     pub fn context_fit(&self, max_model_len: u32) -> Result<ContextFit, SpecError> {
         // Lengths the user gave are kept as asked (a tenth of room); only the
         // default lengths are fitted with a stand-in tokenizer's wider margin.
-        let own = matches!(self.tokenizer, tpscope_tokens::Tokenizer::Hf(_)) || self.lengths_given;
+        let own =
+            matches!(self.flags.tokenizer, tpscope_tokens::Tokenizer::Hf(_)) || self.lengths_given;
         let limit = usable(max_model_len, own);
         let (least, most) = match &*self.workload {
             Workload::Synthetic { input, output } => {

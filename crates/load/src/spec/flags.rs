@@ -1,7 +1,10 @@
 //! The one definition of `tpscope bench`'s load flags ([`Flags`]): each field's
 //! doc comment is its help text, and with the `clap` feature its attribute is the
 //! flag (name, aliases, default, value parser in `parse.rs`), so a new flag is one
-//! field here (and its use in the spec). Also vLLM's dataset names
+//! field here, its default in [`Flags::default`], and, for a request-body field, one
+//! line in [`Flags::body_fields`]: the spec keeps the flags as given
+//! ([`BenchSpec::flags`](super::BenchSpec::flags)) and the run record lists those
+//! given on the command line. Also vLLM's dataset names
 //! ([`DatasetName`]) and the defaults as written on the command line.
 
 // The doc comments are the flags' help text, as the user reads it: `<shape>` and
@@ -135,6 +138,10 @@ pub struct Flags {
     /// Extra JSON fields merged into every request body, e.g. '{"ignore_eos": true}'.
     #[cfg_attr(feature = "clap", arg(long, value_name = "JSON", value_parser = parse_extra_body, help_heading = "Target"))]
     pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Sampling temperature sent in every request body (`temperature`; 0 is
+    /// greedy). Overrides a `temperature` in --extra-body. Default: the server's.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "T", value_parser = parse_non_negative, help_heading = "Target"))]
+    pub temperature: Option<f64>,
     /// Do not ask for `stream_options.include_usage` (for servers that reject it);
     /// tokens are then counted from the text with --tokenizer.
     #[cfg_attr(feature = "clap", arg(long, help_heading = "Target"))]
@@ -400,6 +407,7 @@ impl Default for Flags {
             api_key: None,
             headers: Vec::new(),
             extra_body: None,
+            temperature: None,
             no_usage: false,
             tokenizer: defaults::TOKENIZER
                 .parse()
@@ -459,6 +467,19 @@ impl Default for Flags {
 }
 
 impl Flags {
+    /// The request-body fields the flags set, each under the API's name: merged
+    /// over `--extra-body` into every request (a flag given wins).
+    pub fn body_fields(&self) -> serde_json::Map<String, serde_json::Value> {
+        let mut body = serde_json::Map::new();
+        let mut set = |key: &str, v: Option<serde_json::Value>| {
+            if let Some(v) = v {
+                body.insert(key.to_string(), v);
+            }
+        };
+        set("temperature", self.temperature.map(Into::into));
+        body
+    }
+
     /// `--ignore-eos` (`Some(true)`), `--no-ignore-eos` (`Some(false)`); `None`:
     /// on when every request asks for the same fixed output length.
     pub fn ignore_eos(&self) -> Option<bool> {

@@ -27,7 +27,7 @@ use tpscope_client::{Api, ClientConfig, Timeouts};
 use tpscope_model::TokenSource;
 use tpscope_model::units::Warmup;
 use tpscope_record::Dispatch;
-use tpscope_tokens::{Tokenizer, mix};
+use tpscope_tokens::mix;
 
 use crate::executor::RunPlan;
 use crate::retry::RetryPolicy;
@@ -86,13 +86,8 @@ pub struct BenchSpec {
     pub url: Option<String>,
     /// The API.
     pub api: Api,
-    /// The model (`None`: ask the server).
-    pub model: Option<String>,
-    /// The key.
-    pub api_key: Option<String>,
-    /// Extra headers.
-    pub headers: Vec<(String, String)>,
-    /// Extra body fields (with `ignore_eos` and `min_tokens` when lengths are exact).
+    /// Extra body fields: `--extra-body`, the flags' own ([`Flags::body_fields`]),
+    /// and `ignore_eos` and `min_tokens` when lengths are exact.
     pub extra_body: serde_json::Map<String, serde_json::Value>,
     /// Whether `ignore_eos: true` is sent.
     pub ignore_eos: bool,
@@ -108,40 +103,38 @@ pub struct BenchSpec {
     pub sweep: Option<&'static str>,
     /// Stop admitting after this long.
     pub duration: Option<Duration>,
-    /// Dispatch.
-    pub dispatch: Dispatch,
     /// Retries.
     pub retry: RetryPolicy,
-    /// Seed.
-    pub seed: u64,
     /// Whether the user gave `--input-tokens` or `--output-tokens` (then lengths
     /// that cannot fit the model's context are an error, not shortened).
     pub lengths_given: bool,
-    /// `--same-prompts`: every run with this seed sends the same prompt text
-    /// (else synthetic prompts are salted by the run id).
-    pub same_prompts: bool,
-    /// Sample cadence.
-    pub sample_interval: Duration,
-    /// Drain bound.
-    pub drain_timeout: Duration,
     /// What requests ask for.
     pub workload: Arc<Workload>,
     /// Multi-turn sessions (`--sessions`, `--conversations`).
     pub sessions: Option<Arc<SessionPlan>>,
-    /// The tokenizer of synthetic prompts and of counting replies without usage.
-    pub tokenizer: Tokenizer,
-    /// Warm-up.
-    pub warmup: Option<Warmup>,
     /// Where the log goes.
     pub out: Output,
-    /// An existing `--out` file may be replaced.
-    pub overwrite: bool,
-    /// The largest share of failed requests a run may have (exit 1 above it).
-    pub max_error_rate: Option<f64>,
     /// Labels.
     pub labels: BTreeMap<String, String>,
     /// Remarks for the user about how the flags are taken (none are errors).
     pub notes: Vec<String>,
+    /// The flags as given (vLLM's dataset names resolved): what the spec uses as
+    /// given is read from here (the model, key, headers, seed, dispatch, tokenizer,
+    /// warm-up, …), so a flag is defined once, in `flags.rs`.
+    pub flags: Flags,
+    /// The flags as the user wrote them, for the run record (`load.flags_given`):
+    /// the command line fills it in; empty for a library caller unless it does.
+    pub given: Vec<GivenFlag>,
+}
+
+/// One flag as written on the command line, for the run record (secrets
+/// redacted by whoever fills it in).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct GivenFlag {
+    /// The long name, with its dashes (`--concurrency`).
+    pub flag: String,
+    /// Its values as written, in order (empty for a switch).
+    pub values: Vec<String>,
 }
 
 impl BenchSpec {
@@ -166,7 +159,8 @@ impl BenchSpec {
             return Err(SpecError::WavesWithoutCap);
         }
 
-        let mut extra_body = a.extra_body.take().unwrap_or_default();
+        let mut extra_body = a.extra_body.clone().unwrap_or_default();
+        extra_body.extend(a.body_fields());
         let (ignore_eos, min_tokens) = exact_lengths(
             &mut extra_body,
             a.ignore_eos(),
@@ -177,9 +171,6 @@ impl BenchSpec {
         Ok(BenchSpec {
             url: target.url,
             api: target.api,
-            model: a.model,
-            api_key: a.api_key.filter(|k| !k.is_empty()),
-            headers: a.headers,
             extra_body,
             ignore_eos,
             min_tokens,
@@ -188,25 +179,18 @@ impl BenchSpec {
             levels,
             sweep,
             duration,
-            dispatch: a.dispatch,
             retry: RetryPolicy {
                 max_retries: a.max_retries,
                 base: a.retry_backoff,
             },
-            seed: a.seed,
-            same_prompts: a.same_prompts,
             lengths_given: a.input_tokens.is_some() || a.output_tokens.is_some(),
-            sample_interval: a.sample_interval,
-            drain_timeout: a.drain_timeout,
             workload: Arc::new(workload),
             sessions,
-            tokenizer: a.tokenizer,
-            warmup: a.warmup,
-            out: Output::from_flag(a.out),
-            overwrite: a.overwrite,
-            max_error_rate: a.max_error_rate,
-            labels: a.labels.into_iter().collect(),
+            out: Output::from_flag(a.out.clone()),
+            labels: a.labels.iter().cloned().collect(),
             notes,
+            flags: a,
+            given: Vec::new(),
         })
     }
 
@@ -218,30 +202,30 @@ impl BenchSpec {
             requests: level.requests,
             duration: self.duration,
             cap: level.cap,
-            dispatch: self.dispatch,
+            dispatch: self.flags.dispatch,
             workload: self.workload.clone(),
             sessions: self.sessions.clone(),
-            tokenizer: self.tokenizer,
-            seed: self.seed,
+            tokenizer: self.flags.tokenizer,
+            seed: self.flags.seed,
             context: None,
-            prompt_salt: if self.same_prompts {
+            prompt_salt: if self.flags.same_prompts {
                 0
             } else {
                 prompt_salt(&run_id)
             },
             retry: self.retry,
-            sample_interval: Some(self.sample_interval),
-            drain_timeout: self.drain_timeout,
+            sample_interval: Some(self.flags.sample_interval),
+            drain_timeout: self.flags.drain_timeout,
         }
     }
 
     /// The warm-up's plan, when `--warmup` is given: the first level's load with
     /// other prompts, bounded by the warm-up's count or time, not sampled.
     pub fn warmup_plan(&self) -> Option<RunPlan> {
-        let w = self.warmup?;
+        let w = self.flags.warmup?;
         let mut plan = self.plan(&self.levels[0], "warmup".into());
         // Different prompts from the measured run's, the same shape of load.
-        plan.seed = mix(self.seed ^ 0x3A53_0FF5);
+        plan.seed = mix(self.flags.seed ^ 0x3A53_0FF5);
         plan.sample_interval = None;
         match w {
             Warmup::Requests(n) => {
@@ -261,7 +245,7 @@ impl BenchSpec {
         if self.include_usage {
             TokenSource::Usage
         } else {
-            TokenSource::Tokenizer(self.tokenizer.name().into())
+            TokenSource::Tokenizer(self.flags.tokenizer.name().into())
         }
     }
 
@@ -290,9 +274,9 @@ impl BenchSpec {
             concurrency: level.cap,
             requests: level.requests,
             duration_s: secs(self.duration),
-            dispatch: self.dispatch.to_string(),
-            seed: self.seed,
-            prompts: match (&*self.workload, self.same_prompts) {
+            dispatch: self.flags.dispatch.to_string(),
+            seed: self.flags.seed,
+            prompts: match (&*self.workload, self.flags.same_prompts) {
                 (Workload::Prompts { .. }, _) => "as_written",
                 (_, true) => "same_every_run",
                 (_, false) => "salted_by_run_id",
@@ -325,7 +309,7 @@ impl BenchSpec {
             rate,
             arrival,
             ramp_up,
-            warmup: self.warmup.map(|w| WarmupSettings {
+            warmup: self.flags.warmup.map(|w| WarmupSettings {
                 amount: w.to_string(),
                 written: false,
             }),
@@ -337,6 +321,7 @@ impl BenchSpec {
             }),
             simulator,
             sessions: self.sessions.as_deref().map(SessionPlan::settings),
+            flags_given: &self.given,
         }
     }
 }

@@ -104,6 +104,14 @@ pub fn parse_think_time(s: &str) -> Result<crate::workload::sessions::ThinkTime,
         .map_err(|e: crate::workload::sessions::BadThinkTime| e.to_string())
 }
 
+/// A finite number ≥ 0 (`--temperature`).
+pub fn parse_non_negative(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("`{s}` is not a number ≥ 0")),
+    }
+}
+
 /// A whole number ≥ 1 (`--concurrency`, `--prefix-len`, `--prefix-count`).
 pub fn parse_positive_u32(s: &str) -> Result<u32, String> {
     match s.trim().parse::<u32>() {
@@ -224,6 +232,18 @@ pub fn parse_trace(s: &str) -> Result<(TraceFormat, PathBuf), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_temperature_is_a_finite_number_not_below_zero() {
+        assert_eq!(parse_non_negative("0"), Ok(0.0));
+        assert_eq!(parse_non_negative(" 0.7 "), Ok(0.7));
+        for bad in ["-0.1", "nan", "inf", "warm"] {
+            assert!(
+                parse_non_negative(bad).unwrap_err().contains("≥ 0"),
+                "{bad}"
+            );
+        }
+    }
 
     #[test]
     fn negative_numbers_are_named_with_their_bound() {

@@ -72,6 +72,10 @@ pub struct LoadSettings<'a> {
     /// Multi-turn sessions (`--sessions`, `--conversations`), when the run had them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sessions: Option<SessionSettings<'a>>,
+    /// The flags as written on the command line (secrets redacted): a flag is
+    /// recorded here without a settings field of its own.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub flags_given: &'a [super::GivenFlag],
 }
 
 /// The `sessions` object of the `load` settings: how many sessions, where their

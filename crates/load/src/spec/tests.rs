@@ -228,6 +228,51 @@ fn a_fixed_output_length_is_exact_unless_turned_off() {
 }
 
 #[test]
+fn a_temperature_flag_is_sent_in_every_body_and_wins_over_extra_body() {
+    let spec = |temperature, extra: serde_json::Value| {
+        BenchSpec::from_flags(Flags {
+            temperature,
+            extra_body: extra.as_object().cloned(),
+            ..flags()
+        })
+        .unwrap()
+    };
+    let s = spec(
+        Some(0.0),
+        serde_json::json!({"temperature": 1.0, "top_p": 0.9}),
+    );
+    assert_eq!(
+        serde_json::Value::Object(s.extra_body.clone()),
+        serde_json::json!({"temperature": 0.0, "top_p": 0.9})
+    );
+    assert_eq!(s.flags.temperature, Some(0.0));
+    // Not given: the server's own default, and --extra-body's as written.
+    let s = spec(None, serde_json::json!({"temperature": 1.0}));
+    assert_eq!(s.extra_body["temperature"], 1.0);
+    let s = spec(None, serde_json::Value::Null);
+    assert!(s.extra_body.is_empty());
+}
+
+#[test]
+fn the_flags_given_are_in_the_run_records_load_settings_only_when_filled_in() {
+    let mut s = BenchSpec::from_flags(flags()).unwrap();
+    let v = serde_json::to_value(s.load_settings(0, None)).unwrap();
+    assert!(
+        v.get("flags_given").is_none(),
+        "a library caller's spec: none"
+    );
+    s.given = vec![GivenFlag {
+        flag: "--concurrency".into(),
+        values: vec!["8".into()],
+    }];
+    let v = serde_json::to_value(s.load_settings(0, None)).unwrap();
+    assert_eq!(
+        v["flags_given"],
+        serde_json::json!([{"flag": "--concurrency", "values": ["8"]}])
+    );
+}
+
+#[test]
 fn vllm_dataset_names_map_to_tpscope_workloads() {
     let s = BenchSpec::from_flags(Flags {
         dataset_name: Some(DatasetName::Random),
@@ -284,7 +329,7 @@ fn repeat_runs_send_other_prompts_unless_same_prompts_is_asked_for() {
     );
     assert_ne!(a.prompt_salt, 0);
     assert_ne!(a.prompt_salt, b.prompt_salt);
-    let tk = s.tokenizer;
+    let tk = s.flags.tokenizer;
     assert_ne!(
         a.workload.request(0, a.seed, a.prompt_salt, tk, None),
         b.workload.request(0, b.seed, b.prompt_salt, tk, None)
@@ -316,7 +361,7 @@ fn the_default_workload_is_shortened_to_the_models_context_and_explicit_lengths_
     for seq in 0..2000 {
         let r = p
             .workload
-            .request(seq, p.seed, p.prompt_salt, s.tokenizer, fit.limit);
+            .request(seq, p.seed, p.prompt_salt, s.flags.tokenizer, fit.limit);
         assert!(r.input_tokens.unwrap() + u64::from(r.max_tokens()) <= u64::from(limit));
     }
     assert_eq!(s.context_fit(1 << 20).unwrap(), ContextFit::default());
