@@ -36,10 +36,8 @@ impl Sniff for Format {
     fn sniff(bytes: &[u8]) -> Option<Format> {
         let head = &bytes[..bytes.len().min(64 * 1024)];
         let has = |needle: &str| memchr::memmem::find(head, needle.as_bytes()).is_some();
-        if has("\"resourceSpans\"")
-            || (has("\"trace_id\"") && has("\"gen_ai.") && otlp_console::is_console(head))
-        {
-            // OTLP/JSON, or the Python SDK's console output of GenAI spans.
+        if has("\"resourceSpans\"") || (has("\"trace_id\"") && otlp_console::is_console(head)) {
+            // OTLP/JSON, or the Python SDK's console output of spans.
             Some(Format::Otlp)
         } else if has("\"ttfts\"") && has("\"itls\"") {
             Some(Format::Vllm)
