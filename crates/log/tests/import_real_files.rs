@@ -384,3 +384,20 @@ fn otlp_openllmetry_client_with_vllm_server_spans_counts_each_call_once() {
     assert!(warned(&imported, "2 GenAI spans lie under another"));
     assert!(warned(&imported, "1 streamed spans carry no usage"));
 }
+
+#[test]
+fn otlp_console_output_of_an_agent_framework_counts_its_chat_calls_once() {
+    // The layout of the Microsoft Agent Framework's published console-exporter output
+    // (by hand, synthetic values): spans printed at their start and again when they
+    // ended, one printed twice, a workflow span never ended, chat calls beside an
+    // `invoke_agent` span summing their usage, a tool span under it.
+    let (imported, r) = load(None, "otlp-console-agent-framework/traces.jsonl");
+    assert_eq!(imported.format, Format::Otlp);
+    let out: Vec<u64> = imported.spans.iter().map(|s| s.output_tokens).collect();
+    assert_eq!(out, [20, 10]);
+    assert_eq!(r.counts.input_tokens, 90);
+    close("latency", ms(r.distributions.t_in_flight.mean), 400.0, 1e-9);
+    assert!(warned(&imported, "3 printouts repeat a span"));
+    assert!(warned(&imported, "1 spans never ended"));
+    assert!(warned(&imported, "2 agent and tool spans"));
+}

@@ -18,9 +18,10 @@ use tpscope_log::import::{Format, ImportOptions, Imported, import, import_runs};
 /// GuideLLM 0.3 test assets (`guidellm-stripped-*.json`/`.yaml`), LLMPerf runs
 /// (`NAME_individual_responses.json` beside `NAME_summary.json`), AIPerf 0.8 to 0.10
 /// runs (a folder each, `profile_export.jsonl` beside `profile_export_aiperf.json`),
-/// genai-bench runs (`*_num_concurrency_*.json`) and
-/// vLLM results with per-request columns (`vllm-detailed-*.json`). Run with
-/// `--ignored`.
+/// genai-bench runs (`*_num_concurrency_*.json`),
+/// vLLM results with per-request columns (`vllm-detailed-*.json`) and OpenTelemetry
+/// traces of GenAI calls (`otlp-*.json`/`.jsonl`: OTLP/JSON, or the Python SDK's
+/// console output). Run with `--ignored`.
 #[test]
 #[ignore = "needs $TPSCOPE_REAL_IMPORTS holding the uncommitted originals"]
 fn uncommitted_real_files_reproduce_their_figures() {
@@ -31,6 +32,11 @@ fn uncommitted_real_files_reproduce_their_figures() {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         if path.join("profile_export_aiperf.json").is_file() {
             aiperf_0_10_check(&path);
+            seen += 1;
+            continue;
+        }
+        if name.starts_with("otlp-") {
+            otlp_check(&path);
             seen += 1;
             continue;
         }
@@ -348,5 +354,187 @@ fn aiperf_0_10_check(dir: &Path) {
         imported.run.cap,
         ms(r.distributions.t_first_token.mean),
         r.system_tps.unwrap().0,
+    );
+}
+
+/// The spans of an OTLP/JSON file (one document, an array of them, or one a line),
+/// or of the Python SDK's console output (each finished span once), each as
+/// `(trace, span, parent, start ns, end ns, attributes)`; read here apart from the
+/// importer.
+type Raw = (
+    String,
+    String,
+    String,
+    i64,
+    i64,
+    serde_json::Map<String, Value>,
+);
+
+fn raw_spans(bytes: &[u8]) -> Vec<Raw> {
+    let values: Vec<Value> = serde_json::Deserializer::from_slice(bytes)
+        .into_iter::<Value>()
+        .map(Result::unwrap)
+        .flat_map(|v| match v {
+            Value::Array(a) => a,
+            v => vec![v],
+        })
+        .collect();
+    let mut out: Vec<Raw> = Vec::new();
+    for v in &values {
+        if v["context"]["trace_id"].is_string() {
+            let t = |k: &str| {
+                let text = v[k].as_str()?;
+                Some(
+                    tpscope_model::Timestamp::parse_rfc3339(text)
+                        .ok()?
+                        .unix_nanos(),
+                )
+            };
+            let Some(end) = t("end_time") else { continue };
+            let hex = |x: &Value| {
+                x.as_str()
+                    .unwrap_or("")
+                    .trim_start_matches("0x")
+                    .to_string()
+            };
+            let (trace, id) = (
+                hex(&v["context"]["trace_id"]),
+                hex(&v["context"]["span_id"]),
+            );
+            if out.iter().any(|r| r.0 == trace && r.1 == id) {
+                continue;
+            }
+            let attrs = v["attributes"].as_object().cloned().unwrap_or_default();
+            out.push((
+                trace,
+                id,
+                hex(&v["parent_id"]),
+                t("start_time").unwrap(),
+                end,
+                attrs,
+            ));
+            continue;
+        }
+        let spans = v["resourceSpans"].as_array().into_iter().flatten();
+        let spans = spans.flat_map(|r| r["scopeSpans"].as_array().into_iter().flatten());
+        for s in spans.flat_map(|s| s["spans"].as_array().into_iter().flatten()) {
+            let n = |k: &str| s[k].as_str().and_then(|x| x.parse().ok()).unwrap_or(0);
+            let attrs = s["attributes"].as_array().into_iter().flatten().map(|kv| {
+                let v = kv["value"]
+                    .as_object()
+                    .and_then(|o| o.values().next().cloned());
+                let v = match v {
+                    Some(Value::String(x)) => x
+                        .parse::<f64>()
+                        .map(Value::from)
+                        .unwrap_or(Value::String(x)),
+                    v => v.unwrap_or(Value::Null),
+                };
+                (kv["key"].as_str().unwrap().to_string(), v)
+            });
+            let text = |k: &str| s[k].as_str().unwrap_or("").to_string();
+            out.push((
+                text("traceId"),
+                text("spanId"),
+                text("parentSpanId"),
+                n("startTimeUnixNano"),
+                n("endTimeUnixNano"),
+                attrs.collect(),
+            ));
+        }
+    }
+    out
+}
+
+type Attrs = serde_json::Map<String, Value>;
+
+fn f(a: &Attrs, k: &str) -> Option<f64> {
+    a.get(k).and_then(Value::as_f64)
+}
+
+fn out(a: &Attrs) -> Option<f64> {
+    f(a, "gen_ai.usage.output_tokens").or_else(|| f(a, "gen_ai.usage.completion_tokens"))
+}
+
+/// A model call: a GenAI operation other than an agent's or a tool's, or usage.
+fn call(a: &Attrs) -> bool {
+    match a.get("gen_ai.operation.name").and_then(Value::as_str) {
+        Some(o) => !["invoke_agent", "create_agent", "execute_tool"].contains(&o),
+        None => out(a).is_some() || f(a, "gen_ai.latency.time_to_first_token").is_some(),
+    }
+}
+
+/// A trace's GenAI calls: the model-call spans (agent and tool spans left out)
+/// with no model-call span above them count once; their output tokens are the
+/// usage the spans state, and vLLM's own spans' TTFT and last token are the ones
+/// they state (`gen_ai.latency.time_to_first_token`, `gen_ai.latency.e2e`).
+fn otlp_check(path: &Path) {
+    let bytes = std::fs::read(path).unwrap();
+    let imported = import(None, path, &bytes, &ImportOptions::default()).unwrap();
+    assert_eq!(imported.format, Format::Otlp, "{}", path.display());
+    let spans = raw_spans(&bytes);
+    let under_a_call = |r: &Raw| {
+        let mut parent = r.2.clone();
+        for _ in 0..64 {
+            let Some(p) = spans
+                .iter()
+                .find(|p| p.0 == r.0 && p.1 == parent && !p.1.is_empty())
+            else {
+                return false;
+            };
+            if call(&p.5) {
+                return true;
+            }
+            parent = p.2.clone();
+        }
+        false
+    };
+    let calls: Vec<&Raw> = spans
+        .iter()
+        .filter(|r| call(&r.5) && !under_a_call(r))
+        .collect();
+    let name = path.display();
+    assert_eq!(imported.spans.len(), calls.len(), "{name}");
+    // A client's span without usage takes the server's under it.
+    let usage = |r: &Raw| {
+        out(&r.5).or_else(|| {
+            let below = |s: &&Raw| s.0 == r.0 && s.2 == r.1 && call(&s.5);
+            spans.iter().filter(below).find_map(|s| out(&s.5))
+        })
+    };
+    let ours: u64 = imported.spans.iter().map(|s| s.output_tokens).sum();
+    let mut vllm = 0;
+    for r in &calls {
+        let Some(s) = imported.spans.iter().find(|s| {
+            s.admitted_at.map(|t| t.unix_nanos()) == Some(r.3) && s.released_at.unix_nanos() == r.4
+        }) else {
+            panic!("{name}: no span from {} to {}", r.3, r.4)
+        };
+        if let Some(n) = usage(r) {
+            assert_eq!(s.output_tokens as f64, n, "{name}: span from {}", r.3);
+        }
+        let at = |t: Option<tpscope_model::Timestamp>| (t.unwrap().unix_nanos() - r.3) as f64 / 1e9;
+        if let Some(ttft) = f(&r.5, "gen_ai.latency.time_to_first_token") {
+            close("ttft", at(s.first_token_at), ttft, 1e-9);
+            vllm += 1;
+        }
+        if let Some(e2e) = f(&r.5, "gen_ai.latency.e2e") {
+            let end = (r.4 - r.3) as f64 / 1e9;
+            close("last token", at(s.last_token_at), e2e.min(end), 1e-9);
+        }
+    }
+    let mean = calls.iter().map(|r| (r.4 - r.3) as f64 / 1e6).sum::<f64>() / calls.len() as f64;
+    let r = report(&imported, WindowSpec::Full);
+    close(
+        "latency mean",
+        ms(r.distributions.t_in_flight.mean),
+        mean,
+        1e-6,
+    );
+    eprintln!(
+        "{name}: {} calls of {} spans, {ours} output tokens (each call's usage where stated), latency mean \
+         {mean:.4} ms, {vllm} with vLLM's own TTFT",
+        calls.len(),
+        spans.len(),
     );
 }

@@ -12,6 +12,7 @@ pub mod inference_perf;
 mod lanes;
 pub mod llmperf;
 pub mod otlp;
+mod otlp_console;
 pub mod otlp_encode;
 pub mod otlp_names;
 pub mod vllm;
@@ -35,7 +36,8 @@ impl Sniff for Format {
     fn sniff(bytes: &[u8]) -> Option<Format> {
         let head = &bytes[..bytes.len().min(64 * 1024)];
         let has = |needle: &str| memchr::memmem::find(head, needle.as_bytes()).is_some();
-        if has("\"resourceSpans\"") {
+        if has("\"resourceSpans\"") || (has("\"trace_id\"") && otlp_console::is_console(head)) {
+            // OTLP/JSON, or the Python SDK's console output of spans.
             Some(Format::Otlp)
         } else if has("\"ttfts\"") && has("\"itls\"") {
             Some(Format::Vllm)
@@ -275,3 +277,6 @@ mod tests;
 
 #[cfg(test)]
 mod regressions;
+
+#[cfg(test)]
+mod regressions_otel;

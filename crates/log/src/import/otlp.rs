@@ -27,13 +27,15 @@ use tpscope_model::{Cause, Target, TargetApi, Timestamp, TokenSource};
 
 use super::ImportError;
 use super::build::{Cx, Raw, cause_of_status, secs};
+use super::otlp_console as console;
 use super::otlp_names::{self as n, INSTANTS};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Request {
+    /// Absent: a document of another shape (serde reads any object as one).
     #[serde(default)]
-    resource_spans: Vec<ResourceSpans>,
+    resource_spans: Option<Vec<ResourceSpans>>,
 }
 
 #[derive(Deserialize)]
@@ -134,11 +136,21 @@ impl OSpan {
     fn str_attr(&self, key: &str) -> Option<&str> {
         self.attr(key)?.string_value.as_deref()
     }
+    /// A model call: a GenAI operation other than an agent's or a tool's, or usage.
     fn is_genai(&self) -> bool {
+        if self.is_agent_step() {
+            return false;
+        }
         self.attr(n::OPERATION).is_some()
             || self.attr(n::OUTPUT_TOKENS).is_some()
             || self.attr(n::COMPLETION_TOKENS_OLD).is_some()
             || self.attr(VLLM_TTFT).is_some()
+    }
+    /// An agent framework's span around calls (`invoke_agent`, `create_agent`) or a
+    /// tool's (`execute_tool`): not a model call, though it may sum its calls' usage.
+    fn is_agent_step(&self) -> bool {
+        self.str_attr(n::OPERATION)
+            .is_some_and(|op| AGENT_STEPS.contains(&op))
     }
     /// Whether the call streamed, where the instrumentation says (OpenLLMetry).
     fn streaming(&self) -> Option<bool> {
@@ -168,6 +180,11 @@ const OUTPUT: &[&str] = &[n::OUTPUT_TOKENS, n::COMPLETION_TOKENS_OLD];
 const INPUT: &[&str] = &[n::INPUT_TOKENS, n::PROMPT_TOKENS_OLD];
 /// vLLM's server-side time to first token (seconds from the span's start).
 const VLLM_TTFT: &str = "gen_ai.latency.time_to_first_token";
+/// vLLM's server-side time to the last token (seconds from the span's start); the
+/// span itself closes after it.
+const VLLM_E2E: &str = "gen_ai.latency.e2e";
+/// The GenAI operations that are not model calls (agent and tool spans).
+const AGENT_STEPS: &[&str] = &["invoke_agent", "create_agent", "execute_tool"];
 
 fn cause_of(s: &OSpan) -> Cause {
     // tpscope's own export names the cause exactly.
@@ -223,6 +240,16 @@ fn first_token(s: &OSpan, start: Timestamp) -> Option<Timestamp> {
     ttfc.or(event)
 }
 
+/// The last token: vLLM's e2e latency after the start where the span states one
+/// (its span closes later, 1.3 ms on a published vLLM 0.29 span), else the end.
+fn last_token(s: &OSpan, start: Timestamp, first: Timestamp, end: Timestamp) -> Timestamp {
+    s.double_attr(VLLM_E2E)
+        .and_then(secs)
+        .map(|d| start.after(d))
+        .filter(|t| (first..=end).contains(t))
+        .unwrap_or(end)
+}
+
 fn start_of(s: &OSpan) -> Option<Timestamp> {
     s.start_time_unix_nano
         .as_ref()
@@ -244,6 +271,7 @@ struct Lacks {
     no_tokens: u64,
     by_chunks: u64,
     folded: u64,
+    agents: u64,
 }
 
 fn span(cx: &Cx<'_>, record: &str, call: &Call<'_>, lacks: &mut Lacks) -> Result<Raw, ImportError> {
@@ -315,7 +343,7 @@ fn span(cx: &Cx<'_>, record: &str, call: &Call<'_>, lacks: &mut Lacks) -> Result
             .or_else(|| (!s.span_id.is_empty()).then(|| s.span_id.clone())),
         sent_at: Some(start),
         first_token_at: first.map(|f| f.min(end)),
-        last_token_at: first.map(|_| end),
+        last_token_at: first.map(|f| last_token(s, start, f.min(end), end)),
         ended_at: Some(end),
         output_tokens: Some(if error.is_some() { 0 } else { out.unwrap_or(0) }),
         input_tokens: input,
@@ -346,10 +374,17 @@ fn tpscope_instants(s: &OSpan, raw: &mut Raw) {
     }
 }
 
-/// The file's documents: one, a JSON array of them, or one per line (the
-/// Collector's file exporter).
-fn documents(cx: &Cx<'_>, bytes: &[u8]) -> Result<Vec<Request>, ImportError> {
+/// The file's documents: one, a JSON array of them, one per line (the
+/// Collector's file exporter), or the Python SDK's console output (converted).
+fn documents(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<Vec<Request>, ImportError> {
     let expected = "expected an OTLP/JSON ExportTraceServiceRequest with `resourceSpans`";
+    if console::is_console(bytes) {
+        let c =
+            console::convert(bytes).map_err(|e| cx.not_format(format!("console output: {e}")))?;
+        console_warnings(cx, &c);
+        let doc = serde_json::from_value(c.document).map_err(|e| cx.not_format(e.to_string()))?;
+        return Ok(vec![doc]);
+    }
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
     if first == Some(&b'[') {
         return serde_json::from_slice::<Vec<Request>>(bytes)
@@ -425,14 +460,21 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
     cx.run.token_source = Some(TokenSource::Usage);
     let all: Vec<&OSpan> = docs
         .iter()
-        .flat_map(|d| &d.resource_spans)
+        .flat_map(|d| d.resource_spans.iter().flatten())
         .flat_map(|r| &r.scope_spans)
         .flat_map(|s| &s.spans)
         .collect();
+    if docs.iter().all(|d| d.resource_spans.is_none()) {
+        return Err(cx.not_format(
+            "no `resourceSpans` at the top level (expected an OTLP/JSON \
+             ExportTraceServiceRequest: `resourceSpans[].scopeSpans[].spans[]`)",
+        ));
+    }
     let mut calls = calls(&all);
     if calls.is_empty() {
         return Err(cx.not_format(
-            "no span has a `gen_ai.operation.name` or `gen_ai.usage.output_tokens` attribute",
+            "no span is a model call: none has a `gen_ai.operation.name` of a call (chat, \
+             text_completion, …) or a `gen_ai.usage.output_tokens`/`completion_tokens` attribute",
         ));
     }
     calls.sort_by_key(|c| start_of(c.outer));
@@ -465,7 +507,10 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
     {
         cx.run.cap = u32::try_from(first).ok();
     }
-    let mut lacks = Lacks::default();
+    let mut lacks = Lacks {
+        agents: all.iter().filter(|s| s.is_agent_step()).count() as u64,
+        ..Lacks::default()
+    };
     for (i, c) in calls.iter().enumerate() {
         lacks.folded += c.inner.len() as u64;
         let record = format!("span {i} ({})", c.outer.span_id);
@@ -480,6 +525,13 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
 
 fn warn(cx: &mut Cx<'_>, lacks: &Lacks) {
     let file = cx.file.display().to_string();
+    if lacks.agents > 0 {
+        cx.warnings.push(format!(
+            "{file}: {} agent and tool spans (invoke_agent, create_agent, execute_tool) are \
+             not model calls: left out, and the calls under them count on their own",
+            lacks.agents
+        ));
+    }
     if lacks.folded > 0 {
         cx.warnings.push(format!(
             "{file}: {} GenAI spans lie under another GenAI span of their trace (a server's \
@@ -514,6 +566,28 @@ fn warn(cx: &mut Cx<'_>, lacks: &Lacks) {
              stream_options.include_usage): their tokens are unknown and counted as 0, so token \
              rates are a lower bound",
             lacks.no_tokens
+        ));
+    }
+}
+
+fn console_warnings(cx: &mut Cx<'_>, c: &console::Converted) {
+    let file = cx.file.display().to_string();
+    cx.warnings.push(format!(
+        "{file}: read as the OpenTelemetry Python SDK's console-exporter output (not \
+         OTLP/JSON): instants to the microsecond"
+    ));
+    if c.repeated > 0 {
+        cx.warnings.push(format!(
+            "{file}: {} printouts repeat a span (printed at its start too, or by two \
+             processors): each span is read once, as it ended",
+            c.repeated
+        ));
+    }
+    if c.unfinished > 0 {
+        cx.warnings.push(format!(
+            "{file}: {} spans never ended in the file (printed without `end_time`, still \
+             open when the program stopped): left out",
+            c.unfinished
         ));
     }
 }
