@@ -272,7 +272,15 @@ impl<'a> Scanner<'a> {
             Some(b't') => self.literal(b"true"),
             Some(b'f') => self.literal(b"false"),
             Some(b'n') => self.null(),
-            Some(b'-' | b'0'..=b'9') => self.number().map(|_| ()),
+            // Checked, not converted: a skipped number's value is never read.
+            Some(b'-' | b'0'..=b'9') => {
+                let n = tpscope_json::number(self.b, self.i).map_err(|e| ScanError {
+                    at: e.at,
+                    what: "invalid number",
+                })?;
+                self.i = n.end;
+                Ok(())
+            }
             Some(_) => Err(self.err("expected a value")),
             None => Err(self.err("unexpected end")),
         }
