@@ -1,6 +1,6 @@
 //! An upstream that leaves Nagle's algorithm on (no `TCP_NODELAY`: cpp-httplib's
-//! default, so llama.cpp's server) holds each small write until the previous one
-//! is acknowledged. A relay that delays its ACKs to the upstream (`TCP_QUICKACK`
+//! default, and the kernel's for any server that does not set it; llama.cpp's
+//! server sets it) holds each small write until the previous one is acknowledged. A relay that delays its ACKs to the upstream (`TCP_QUICKACK`
 //! off after each read, tried to save the ACK each read sends) then stalls such
 //! a stream by the delayed-ACK timer, ~40 ms, on every other event: measured on
 //! loopback at one event per 5 ms, 47 of 200 events came more than 30 ms late
