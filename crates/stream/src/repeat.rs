@@ -14,6 +14,14 @@
 //! the closing quote, parses to the same chunk with only that string changed.
 //! Its facts are then the kept chunk's with the new text. Anything else (escapes,
 //! usage, a finish reason, another field) is parsed whole.
+//!
+//! Trailing fields the decoder skips may differ too (OpenAI's API appends a
+//! random `obfuscation` string to every chunk; the relay benchmark its `bench`
+//! stamps): a chunk that matches the kept one up to the top-level `,` where the
+//! kept one's skipped members began, and whose own members from there are ones
+//! the decoder skips (checked by the dialect's scanner, as a whole parse would
+//! check them), parses to the same facts: the scanner is in the same state at
+//! that comma, and skipped members add none.
 
 /// The kept event: its data, and where its text was.
 #[derive(Clone, Debug, Default)]
@@ -24,6 +32,9 @@ pub struct Repeat {
     end: usize,
     /// Whether the text is answer text (not reasoning).
     content: bool,
+    /// Where `data`'s trailing skipped members begin (a top-level `,`): not yet
+    /// looked for (`None`), none (`Some(None)`). Found when first needed.
+    skipped: Option<Option<usize>>,
 }
 
 impl Repeat {
@@ -43,28 +54,75 @@ impl Repeat {
         self.data.clear();
         self.data.extend_from_slice(data);
         (self.start, self.end, self.content) = (start, end, content);
+        self.skipped = None;
     }
 
     /// The text of `data` and whether it is answer text, when `data` is the kept
     /// event with another non-empty plain string (valid UTF-8, no `"`, `\` or
-    /// control byte) in the text's place.
+    /// control byte) in the text's place, and, where the kept event's trailing
+    /// skipped members began, members that `skipped(data, at)` says the decoder
+    /// skips (from the `,` at `at` to the end of the event).
     #[inline]
-    pub fn text_of<'a>(&self, data: &'a [u8]) -> Option<(&'a str, bool)> {
+    pub fn text_of<'a>(
+        &mut self,
+        data: &'a [u8],
+        skipped: impl Fn(&[u8], usize) -> bool,
+    ) -> Option<(&'a str, bool)> {
         if self.data.is_empty() {
             return None;
         }
-        let (head, tail) = (&self.data[..self.start], &self.data[self.end..]);
-        let end = data.len().checked_sub(tail.len())?;
-        if end <= head.len() || !data.starts_with(head) || !data.ends_with(tail) {
+        let head = &self.data[..self.start];
+        if !data.starts_with(head) {
             return None;
         }
-        let text = &data[head.len()..end];
-        if tpscope_json::plain_len(text) != text.len() {
+        let end = head.len() + tpscope_json::plain_len(&data[head.len()..]);
+        if end == head.len() {
             return None;
         }
-        let text = std::str::from_utf8(text).ok()?;
+        let (rest, tail) = (&data[end..], &self.data[self.end..]);
+        if rest != tail {
+            let kept = &self.data;
+            let at = *self
+                .skipped
+                .get_or_insert_with(|| skipped_from(kept, self.end, &skipped));
+            let same = &self.data[self.end..at?];
+            if !rest.starts_with(same) || !skipped(data, end + same.len()) {
+                return None;
+            }
+        }
+        let text = std::str::from_utf8(&data[head.len()..end]).ok()?;
         Some((text, self.content))
     }
+}
+
+/// The first top-level `,` after `from` (the kept text's closing quote) in
+/// `data` (a whole JSON object) from which `skipped` says every member is one
+/// the decoder skips; `None` when there is none. Runs once per kept event.
+fn skipped_from(data: &[u8], from: usize, skipped: impl Fn(&[u8], usize) -> bool) -> Option<usize> {
+    // Commas and their depth relative to the text's container. The object's
+    // last `}` leaves depth 0, so its members sit one above the final depth.
+    let mut commas = Vec::new();
+    let (mut i, mut depth) = (from + 1, 0i32);
+    while i < data.len() {
+        match data[i] {
+            b'"' => {
+                i += 1;
+                while i < data.len() && data[i] != b'"' {
+                    i += if data[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => depth -= 1,
+            b',' => commas.push((i, depth)),
+            _ => {}
+        }
+        i += 1;
+    }
+    commas
+        .into_iter()
+        .filter(|&(_, d)| d == depth + 1)
+        .map(|(at, _)| at)
+        .find(|&at| skipped(data, at))
 }
 
 #[cfg(test)]
@@ -73,6 +131,10 @@ mod tests {
 
     const CHUNK: &[u8] =
         br#"{"id":"c1","choices":[{"index":0,"delta":{"content":" cat"},"finish_reason":null}]}"#;
+
+    fn none(_: &[u8], _: usize) -> bool {
+        false
+    }
 
     fn learned() -> Repeat {
         let mut r = Repeat::default();
@@ -83,17 +145,17 @@ mod tests {
 
     #[test]
     fn a_chunk_that_differs_only_in_plain_text_repeats() {
-        let r = learned();
+        let mut r = learned();
         let next = br#"{"id":"c1","choices":[{"index":0,"delta":{"content":" sat on"}},"finish_reason":null}]}"#;
         // The closing bytes differ (an extra brace): not the same chunk.
-        assert_eq!(r.text_of(next), None);
+        assert_eq!(r.text_of(next, none), None);
         let next = r#"{"id":"c1","choices":[{"index":0,"delta":{"content":" sat on é"},"finish_reason":null}]}"#;
-        assert_eq!(r.text_of(next.as_bytes()), Some((" sat on é", true)));
+        assert_eq!(r.text_of(next.as_bytes(), none), Some((" sat on é", true)));
     }
 
     #[test]
     fn escapes_other_fields_and_empty_text_are_not_repeats() {
-        let r = learned();
+        let mut r = learned();
         for other in [
             &br#"{"id":"c1","choices":[{"index":0,"delta":{"content":"a\"b"},"finish_reason":null}]}"#[..],
             br#"{"id":"c1","choices":[{"index":0,"delta":{"content":"a\nb"},"finish_reason":null}]}"#,
@@ -103,9 +165,9 @@ mod tests {
             b"{\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\x01\"},\"finish_reason\":null}]}",
             b"{\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\xff\"},\"finish_reason\":null}]}",
         ] {
-            assert_eq!(r.text_of(other), None, "{}", String::from_utf8_lossy(other));
+            assert_eq!(r.text_of(other, none), None, "{}", String::from_utf8_lossy(other));
         }
-        assert_eq!(Repeat::default().text_of(CHUNK), None);
+        assert_eq!(Repeat::default().text_of(CHUNK, none), None);
     }
 
     #[test]
@@ -113,6 +175,6 @@ mod tests {
         let mut r = Repeat::default();
         let elsewhere = b"cat".to_vec();
         r.learn(CHUNK, &elsewhere, true);
-        assert_eq!(r.text_of(CHUNK), None);
+        assert_eq!(r.text_of(CHUNK, none), None);
     }
 }

@@ -2,7 +2,8 @@
 //! simple one only in their text are not parsed again) gives the account the
 //! same facts as parsing every chunk: on generated streams that mix repeats with
 //! escapes, control bytes, other ids, usage, finish reasons, reasoning, empty
-//! text and unparsable chunks, and on the fixture streams.
+//! text, trailing members the decoder skips or reads, and unparsable chunks,
+//! and on the fixture streams.
 
 use std::time::{Duration, Instant};
 
@@ -79,8 +80,37 @@ fn assert_same(a: &StreamState, b: &StreamState) {
     }
 }
 
-/// One chunk of a generated stream: mostly the usual chunk with other text.
-fn chunk(kind: u8, text: &str, id: u8) -> Vec<u8> {
+/// Trailing top-level members: none, ones the decoder skips (as OpenAI's
+/// `obfuscation`, the relay benchmark's `bench`), fields it reads, malformed.
+const TAILS: &[&str] = &[
+    "",
+    "",
+    r#","obfuscation":"Zq"}"#,
+    r#","obfuscation":"x7Q4"}"#,
+    r#","bench":{"seq":1,"sent_ns":20}}"#,
+    r#","bench":{"seq":12,"sent_ns":345},"x":[true,null]}"#,
+    r#" , "o" : [1,{"a":"\n"}] }"#,
+    r#","usage":null}"#,
+    r#","id":"z"}"#,
+    r#","x":}"#,
+    r#","x":1,}"#,
+    r#","\u0078":1}"#,
+    r#","x":"\q"}"#,
+    r#","x":1}]"#,
+];
+
+/// One chunk of a generated stream: mostly the usual chunk with other text,
+/// its closing brace replaced by the tail `TAILS[tail]` (when it has one).
+fn chunk(kind: u8, text: &str, id: u8, tail: usize) -> Vec<u8> {
+    let mut c = chunk_whole(kind, text, id);
+    if !TAILS[tail].is_empty() && c.ends_with(b"}") {
+        c.pop();
+        c.extend_from_slice(TAILS[tail].as_bytes());
+    }
+    c
+}
+
+fn chunk_whole(kind: u8, text: &str, id: u8) -> Vec<u8> {
     let head = format!(
         r#"{{"id":"chatcmpl-{id}","object":"chat.completion.chunk","created":1,"model":"m","choices":[{{"index":0,"delta":{{"#
     );
@@ -115,12 +145,15 @@ const TEXTS: &[&str] = &[
 proptest! {
     #[test]
     fn the_shortcut_gives_the_facts_of_full_parses(
-        picks in prop::collection::vec((0u8..14, 0usize..TEXTS.len(), 0u8..3), 1..40),
+        picks in prop::collection::vec(
+            (0u8..14, 0usize..TEXTS.len(), 0u8..3, 0usize..TAILS.len()),
+            1..40,
+        ),
         done in any::<bool>(),
     ) {
         let mut events: Vec<Vec<u8>> = picks
             .iter()
-            .map(|&(k, t, id)| chunk(k, TEXTS[t], id))
+            .map(|&(k, t, id, tail)| chunk(k, TEXTS[t], id, tail))
             .collect();
         if done {
             events.push(b"[DONE]".to_vec());

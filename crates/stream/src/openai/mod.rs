@@ -68,7 +68,7 @@ pub fn decode<D>(ev: Event<'_>, now: Instant, account: &mut StreamAccount<D>) {
         return;
     }
     // The usual chunk: the last one with other text (see `crate::repeat`).
-    if let Some((text, content)) = account.repeat.text_of(ev.data) {
+    if let Some((text, content)) = account.repeat.text_of(ev.data, scan::skipped_members) {
         account.completion_events += 1;
         if let Some(out) = account.text_sink() {
             out.push_str(text);
@@ -120,5 +120,42 @@ pub fn absorb<D>(account: &mut StreamAccount<D>, chunk: &Chunk<'_>, now: Instant
         account.output(now, seen.content, usage_growth);
     } else {
         account.growth_without_output(usage_growth);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::repeat::Repeat;
+
+    fn learned(chunk: &[u8], text: &[u8]) -> Repeat {
+        let mut r = Repeat::default();
+        let at = memchr::memmem::find(chunk, text).unwrap();
+        r.learn(chunk, &chunk[at..at + text.len()], true);
+        r
+    }
+
+    #[test]
+    fn a_chunk_whose_skipped_members_differ_repeats() {
+        let a = br#"{"choices":[{"delta":{"content":" w1"},"finish_reason":null}],"usage":null,"bench":{"seq":1,"sent_ns":5}}"#;
+        let b = br#"{"choices":[{"delta":{"content":" w22"},"finish_reason":null}],"usage":null,"bench":{"seq":22,"sent_ns":61},"obfuscation":"q"}"#;
+        let mut r = learned(a, b" w1");
+        assert_eq!(
+            r.text_of(b, super::scan::skipped_members),
+            Some((" w22", true))
+        );
+        // Without skipped members, or with one the decoder reads: parsed whole.
+        let c = br#"{"choices":[{"delta":{"content":" w3"},"finish_reason":null}],"usage":null}"#;
+        assert_eq!(
+            r.text_of(c, super::scan::skipped_members),
+            Some((" w3", true))
+        );
+        let d = br#"{"choices":[{"delta":{"content":" w4"},"finish_reason":null}],"usage":null,"model":"m"}"#;
+        assert_eq!(r.text_of(d, super::scan::skipped_members), None);
+        let e = br#"{"choices":[{"delta":{"content":" w5"},"finish_reason":"stop"}],"usage":null,"bench":{}}"#;
+        assert_eq!(r.text_of(e, super::scan::skipped_members), None);
+        // A kept chunk without skipped members needs the same tail.
+        let mut r = learned(c, b" w3");
+        assert_eq!(r.text_of(b, super::scan::skipped_members), None);
+        assert_eq!(r.text_of(a, super::scan::skipped_members), None);
     }
 }

@@ -60,7 +60,46 @@ fn scan_chunk(b: &[u8]) -> R<Chunk<'_>> {
     Ok(chunk)
 }
 
+/// The top-level fields the decoder reads ([`Scanner::chunk`]); it skips others.
+const CHUNK_FIELDS: [&[u8]; 8] = [
+    b"id", b"object", b"model", b"choices", b"usage", b"error", b"message", b"code",
+];
+
+/// Whether `b[at..]` ends a chunk's top-level object, after one of its values,
+/// with members the decoder skips only: `,"key":value` pairs whose key has no
+/// escape and is none of [`CHUNK_FIELDS`], then `}` and whitespace. The same
+/// scanner at the same depth as [`parse_chunk`], so it accepts what that does.
+pub(crate) fn skipped_members(b: &[u8], at: usize) -> bool {
+    let mut s = Scanner { b, i: at, depth: 1 };
+    s.skipped_members().is_ok() && s.i == b.len()
+}
+
 impl<'a> Scanner<'a> {
+    /// See [`skipped_members`]; the cursor ends after the trailing whitespace.
+    fn skipped_members(&mut self) -> R<()> {
+        loop {
+            self.ws();
+            match self.peek() {
+                Some(b'}') => {
+                    self.i += 1;
+                    self.ws();
+                    return Ok(());
+                }
+                Some(b',') => self.i += 1,
+                _ => return Err(self.err("expected `,` or `}`")),
+            }
+            self.ws();
+            let (key, escaped) = self.raw_string()?;
+            if escaped || CHUNK_FIELDS.contains(&key) {
+                return Err(self.err("a field the decoder reads"));
+            }
+            self.ws();
+            self.eat(b':', "expected `:`")?;
+            self.ws();
+            self.skip()?;
+        }
+    }
+
     #[inline]
     fn err(&self, what: &'static str) -> ScanError {
         ScanError { at: self.i, what }
@@ -233,7 +272,15 @@ impl<'a> Scanner<'a> {
             Some(b't') => self.literal(b"true"),
             Some(b'f') => self.literal(b"false"),
             Some(b'n') => self.null(),
-            Some(b'-' | b'0'..=b'9') => self.number().map(|_| ()),
+            // Checked, not converted: a skipped number's value is never read.
+            Some(b'-' | b'0'..=b'9') => {
+                let n = tpscope_json::number(self.b, self.i).map_err(|e| ScanError {
+                    at: e.at,
+                    what: "invalid number",
+                })?;
+                self.i = n.end;
+                Ok(())
+            }
             Some(_) => Err(self.err("expected a value")),
             None => Err(self.err("unexpected end")),
         }
@@ -561,46 +608,5 @@ impl Seen {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use tpscope_json::unescape_into as append_unescaped;
-
-    use crate::openai::chunk::OutputSeen;
-
-    fn text_of(data: &str) -> (String, OutputSeen) {
-        let c = parse_chunk(data.as_bytes()).unwrap();
-        let mut s = String::new();
-        let seen = c.collect_output(Some(&mut s));
-        (s, seen)
-    }
-
-    #[test]
-    fn unescapes_json_strings() {
-        let c = parse_chunk(
-            br#"{"choices":[{"delta":{"content":"a\n\"b\"\\ \u00e9 \ud83d\ude00 \/ \t"}}]}"#,
-        )
-        .unwrap();
-        let mut s = String::new();
-        c.collect_output(Some(&mut s));
-        assert_eq!(s, "a\n\"b\"\\ é 😀 / \t");
-        let mut s = String::new();
-        append_unescaped(r"\ud800x\udc00", &mut s);
-        assert_eq!(s, "\u{FFFD}x\u{FFFD}");
-    }
-
-    #[test]
-    fn role_only_first_chunk_is_not_output() {
-        let (s, seen) = text_of(
-            r#"{"id":"x","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}"#,
-        );
-        assert_eq!(s, "");
-        assert!(!seen.any());
-    }
-
-    #[test]
-    fn non_string_content_is_rejected() {
-        assert!(parse_chunk(br#"{"choices":[{"delta":{"content":5}}]}"#).is_err());
-        assert!(parse_chunk(b"not json").is_err());
-        assert!(parse_chunk(b"{\"choices\":[{\"delta\":{\"content\":\"cut").is_err());
-    }
-}
+#[path = "scan_tests.rs"]
+mod tests;
