@@ -63,7 +63,10 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
     });
     drop(steps);
 
-    let spans = window_spans(input, window, opts.goals);
+    let replay = (!queue_unmeasured(input))
+        .then(|| crate::whatif::Replay::new(input))
+        .flatten();
+    let spans = window_spans(input, window, opts.goals, replay);
     if let Some(w) = empty_range_warning(opts.window, &windows, spans.counts.spans) {
         warnings.push(w);
     }
@@ -84,6 +87,8 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         collected,
         goodput,
         quality,
+        replay,
+        any_session,
         ..
     } = spans;
     let summaries = collected.summarise();
@@ -164,15 +169,16 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         closed_loop: input.closed_loop(),
         time_series,
         ramp,
-        sessions: crate::sessions::session_report(&input.spans),
+        sessions: any_session
+            .then(|| crate::sessions::session_report(&input.spans))
+            .flatten(),
         count_check,
         server,
         energy,
         diagnosis,
         capacity,
-        what_if: (!queue_unmeasured(input))
-            .then(|| crate::whatif::what_if(input, system_tps.map(|t| t.0), opts.prices.per_hour))
-            .flatten(),
+        what_if: replay
+            .and_then(|r| r.finish(input, system_tps.map(|t| t.0), opts.prices.per_hour)),
         warnings,
     };
     if queue_unmeasured(input) {

@@ -109,23 +109,17 @@ impl Windows {
 }
 
 /// The window stage: the run's full and steady windows and the one `spec` asks
-/// for, with a warning when it asks for a steady state the run does not have.
+/// for, with a warning when it asks for a steady state the run does not have
+/// (`steps`: [`Steps::new`] of `input`).
 pub fn windows(
     input: &RunInput,
     steps: &Steps,
     spec: WindowSpec,
     warnings: &mut Vec<String>,
 ) -> Windows {
-    // One pass over the spans for both ends of the full window.
-    let (first_queued, last_released) = input
-        .spans
-        .iter()
-        .fold(None, |acc: Option<(Timestamp, Timestamp)>, s| {
-            Some(acc.map_or((s.queued_at, s.released_at), |(q, r)| {
-                (q.min(s.queued_at), r.max(s.released_at))
-            }))
-        })
-        .unzip();
+    // Both ends of the full window, found as the steps were built (`steps`
+    // are `input`'s).
+    let (first_queued, last_released) = steps.span_bounds().unzip();
     let origin = input.origin().or(first_queued).unwrap_or_default();
     let steady = steady_bounds(steps).map(|(s, e)| window_of(WindowKind::Steady, s, e, origin));
     let full = first_queued
