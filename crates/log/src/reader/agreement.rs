@@ -17,7 +17,7 @@ use tpscope_model::{
 use super::parse::{Parsed, parse_line};
 use super::scan::{Line, scan_line};
 use super::{ReadOptions, RecordReader};
-use crate::fast::{FastRecord, fast_record};
+use crate::fast::fast_record;
 use crate::scalar::Scalar;
 
 #[derive(Debug, PartialEq)]
@@ -47,6 +47,11 @@ fn general(text: &str) -> Option<Owned> {
         _ => return None,
     };
     let (run_id, parsed) = parse_line(&line, &kind, None).ok()?;
+    owned(run_id, parsed)
+}
+
+/// A record of either path, owned.
+fn owned(run_id: &str, parsed: Parsed<'_>) -> Option<Owned> {
     match parsed {
         Parsed::Span {
             facts,
@@ -75,33 +80,10 @@ fn general(text: &str) -> Option<Owned> {
     }
 }
 
+/// The fast path alone; `None` for a declined line.
 fn fast(bytes: &[u8]) -> Option<Owned> {
-    match fast_record(bytes, &mut HourCache::default())? {
-        FastRecord::Span {
-            run_id,
-            span_id,
-            facts,
-            stamps,
-            source,
-            error_message,
-            request_id,
-            last_attempt_at,
-            session,
-            tokenizer_tokens,
-        } => Some(Owned::Span(
-            run_id.into(),
-            span_id.into(),
-            facts,
-            stamps,
-            source,
-            error_message.map(str::to_string),
-            request_id.map(str::to_string),
-            last_attempt_at,
-            session.map(|(id, t)| (id.to_string(), t)),
-            tokenizer_tokens,
-        )),
-        FastRecord::Sample { run_id, facts } => Some(Owned::Sample(run_id.into(), facts)),
-    }
+    let (run_id, parsed) = fast_record(bytes, &mut HourCache::default())?;
+    owned(run_id, parsed)
 }
 
 /// Strings as writers produce them: mostly plain, sometimes empty, escaped
