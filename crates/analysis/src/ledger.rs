@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tpscope_model::{Status, Timestamp};
 
-use crate::input::RunInput;
+use crate::input::{RunInput, SpanFacts};
 use crate::steps::{Integrals, Steps};
 
 /// The default hand-off threshold (`--handoff`): a freed slot refilled within
@@ -20,7 +20,7 @@ mod causes;
 mod grid;
 mod parts;
 
-use grid::{Grid, Spread};
+use grid::{Grid, Spread, Stage};
 
 pub use causes::GapCause;
 pub use parts::*;
@@ -164,6 +164,7 @@ fn busy(input: &RunInput, spread: &mut Spread) -> BusyFacts {
     let mut unsplit = false;
     let retried = retries(input);
     let mut next = retried.iter().peekable();
+    let mut stages = std::mem::take(&mut spread.stages);
     for (i, s) in input.spans.iter().enumerate() {
         let retry = loop {
             match next.peek() {
@@ -197,6 +198,21 @@ fn busy(input: &RunInput, spread: &mut Spread) -> BusyFacts {
         // The phases follow one another: each starts its walk of the buckets
         // where the last ended.
         let mut pos = spread.at(a.max(grid.w0));
+        if retry.is_none() && s.status != Status::Error {
+            // Nearly every span: its phases counted by the stages it passes.
+            let (f, l) = phase_ends(s, &mut edge, r);
+            if c == a {
+                stages.pass(&grid, &mut pos, a, Stage::AdmittedConnected);
+            } else {
+                stages.pass(&grid, &mut pos, a, Stage::Admitted);
+                stages.pass(&grid, &mut pos, c, Stage::Connected);
+            }
+            stages.pass(&grid, &mut pos, f, Stage::FirstToken);
+            stages.pass(&grid, &mut pos, l, Stage::LastToken);
+            stages.pass(&grid, &mut pos, r, Stage::Released);
+            facts.add_end(s, l, r);
+            continue;
+        }
         spread.add(&mut pos, Part::Connect, a, c, 1);
         let mut from = c;
         if let Some(&(_, last, wait)) = retry {
@@ -210,23 +226,41 @@ fn busy(input: &RunInput, spread: &mut Spread) -> BusyFacts {
             spread.add(&mut pos, Part::Failed, from, r, 1);
             continue;
         }
-        let first = s
-            .first_token_at
-            .or(s.last_token_at)
-            .map_or(r, |t| t.unix_nanos());
-        let f = edge(first);
-        let l = edge(s.last_token_at.map_or(f, |t| t.unix_nanos()));
+        let (f, l) = phase_ends(s, &mut edge, r);
         spread.add(&mut pos, Part::FirstTokenWait, from, f, 1);
         spread.add(&mut pos, Part::Generating, f, l, 1);
         spread.add(&mut pos, Part::Post, l, r, 1);
-        if let Some(e) = s.client.end_at.map(|e| e.unix_nanos().clamp(l, r)) {
-            facts.tail_ns += e - l;
-            facts.after_end_ns += r - e;
-            facts.split_spans += 1;
-        }
+        facts.add_end(s, l, r);
     }
+    spread.stages = stages;
     facts.unsplit = unsplit;
     facts
+}
+
+/// A span's first and last token as its phases end (`edge` keeps them in
+/// order within its slot time; `r`: its release).
+#[inline(always)]
+fn phase_ends(s: &SpanFacts, edge: &mut impl FnMut(i64) -> i64, r: i64) -> (i64, i64) {
+    let first = s
+        .first_token_at
+        .or(s.last_token_at)
+        .map_or(r, |t| t.unix_nanos());
+    let f = edge(first);
+    let l = edge(s.last_token_at.map_or(f, |t| t.unix_nanos()));
+    (f, l)
+}
+
+impl BusyFacts {
+    /// Splits the post time of a span whose end marker's arrival is known
+    /// (`l`, `r`: its last token and release as its phases end).
+    #[inline(always)]
+    fn add_end(&mut self, s: &SpanFacts, l: i64, r: i64) {
+        if let Some(e) = s.client.end_at.map(|e| e.unix_nanos().clamp(l, r)) {
+            self.tail_ns += e - l;
+            self.after_end_ns += r - e;
+            self.split_spans += 1;
+        }
+    }
 }
 
 /// What the free side found besides its parts.
