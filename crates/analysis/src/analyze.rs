@@ -8,7 +8,7 @@
 use tpscope_model::QueueTimes;
 
 use crate::counts::{WindowSpans, window_spans};
-use crate::diagnosis::{client_lag_from_samples, diagnose};
+use crate::diagnosis::{client_lag_from_samples, diagnose_with};
 use crate::idle::idle;
 use crate::input::RunInput;
 use crate::report::{RunReport, SourceCount};
@@ -59,7 +59,7 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
             input.sample_interval(),
             input.sample_heartbeat(),
         );
-        diagnose(input, &steps, (w0, w1), lag)
+        diagnose_with(input, &steps, (w0, w1), lag, Some(&integrals))
     });
     drop(steps);
 
