@@ -1,7 +1,8 @@
 //! From a run's facts to its [`RunReport`], in stages, each a function beside the
 //! section it computes: the window ([`crate::window`]), the steps' figures
-//! (series, ramp, diagnosis), one pass over the window's spans
-//! ([`crate::counts`], distributions by `collect`), idle time and the
+//! (the series' occupancy, the ledger, the diagnosis), one pass over the
+//! spans ([`crate::counts`]: distributions by `collect`, the series' tokens,
+//! the what-if's replay), the ramp, idle time and the
 //! gap ([`crate::idle`]), the server's side, cost ([`crate::cost`]) and the
 //! measurement's quality. Warnings are pushed in that order.
 
@@ -31,15 +32,11 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
     let (w0, w1) = windows.bounds();
     // Everything that needs the steps first, so its edges are freed before the
     // per-metric vectors are built (peak memory stays near one copy of each).
-    let time_series = window_series(input, &steps, window, opts.bucket, &mut warnings);
-    let ramp = match (&time_series, &window) {
-        (Some(ts), Some(w)) => crate::ramp::ramp_follow(input, ts, w),
-        _ => None,
-    };
+    let mut series = window_series(&steps, window, opts.bucket, &mut warnings);
     // The ledger's pass over the steps gives the idle stage's integrals too.
     let (capacity, integrals) = match window {
         Some(_) => {
-            let buckets = time_series.as_ref().map(|t| (t.bucket, t.buckets.len()));
+            let buckets = series.as_ref().map(|t| t.buckets());
             let unmeasured = queue_unmeasured(input);
             let (c, i) = crate::ledger::capacity_and_integrals(
                 input,
@@ -66,7 +63,18 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
     let replay = (!queue_unmeasured(input))
         .then(|| crate::whatif::Replay::new(input))
         .flatten();
-    let spans = window_spans(input, window, opts.goals, replay);
+    let spans = window_spans(
+        input,
+        window,
+        opts.goals,
+        replay,
+        series.as_mut().map(|t| &mut t.tokens),
+    );
+    let time_series = series.map(|t| t.finish(input));
+    let ramp = match (&time_series, &window) {
+        (Some(ts), Some(w)) => crate::ramp::ramp_follow(input, ts, w),
+        _ => None,
+    };
     if let Some(w) = empty_range_warning(opts.window, &windows, spans.counts.spans) {
         warnings.push(w);
     }

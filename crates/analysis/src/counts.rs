@@ -3,7 +3,8 @@
 //! distributions (`collect`), the goodput tally and measurement quality
 //! (`quality`), and the window's share of every ok span's output tokens
 //! (system TPS). The same pass over all the spans replays them for the what-if
-//! ([`crate::whatif`]) and notes whether any belongs to a session: a pass of
+//! ([`crate::whatif`]), adds their tokens to the time series' buckets
+//! ([`crate::series`]) and notes whether any belongs to a session: a pass of
 //! their own over a million spans' facts cost what their work did.
 
 use std::collections::BTreeMap;
@@ -16,7 +17,7 @@ use crate::collect::Collected;
 use crate::goodput::{Goals, Tally};
 use crate::input::{RunInput, SpanFacts};
 use crate::quality::QualityTally;
-use crate::series::tokens_in;
+use crate::series::{BucketTokens, tokens_in};
 use crate::whatif::Replay;
 use crate::window::Window;
 
@@ -126,13 +127,14 @@ pub(crate) fn released_in(
 }
 
 /// The collect stage: one pass over the run's spans for the window `window`
-/// (`None`: the run has no spans, so nothing is in it), feeding `replay` every
-/// span.
+/// (`None`: the run has no spans, so nothing is in it), feeding `replay` and
+/// `series` every span.
 pub(crate) fn window_spans(
     input: &RunInput,
     window: Option<Window>,
     goals: Option<Goals>,
     mut replay: Option<Replay>,
+    mut series: Option<&mut BucketTokens>,
 ) -> WindowSpans {
     let bounds = window.map(|w| (w.start, w.end)).unwrap_or_default();
     let (w0, w1) = bounds;
@@ -145,6 +147,9 @@ pub(crate) fn window_spans(
     for (i, s) in input.spans.iter().enumerate() {
         if let Some(r) = &mut replay {
             r.add(s);
+        }
+        if let Some(t) = &mut series {
+            t.add(s);
         }
         any_session |= s.session.is_some();
         if s.status == Status::Ok && window.is_some() {
@@ -234,7 +239,7 @@ mod tests {
         let mut with_input = ok_span(0, 0, 1000, 10);
         with_input.input_tokens = Some(7);
         input.spans = vec![failed, no_cause, with_input, ok_span(0, 0, 3000, 10)];
-        let w = window_spans(&input, window(0, 2000), None, None);
+        let w = window_spans(&input, window(0, 2000), None, None, None);
         let c = &w.counts;
         assert_eq!(
             (c.spans, c.status.ok, c.status.error, c.retries),
@@ -256,7 +261,7 @@ mod tests {
     fn no_window_counts_nothing() {
         let mut input = capped_run(4);
         input.spans = vec![ok_span(0, 0, 1000, 10)];
-        let w = window_spans(&input, None, None, None);
+        let w = window_spans(&input, None, None, None, None);
         assert_eq!((w.counts.spans, w.window_tokens), (0, 0.0));
     }
 }

@@ -55,14 +55,15 @@ pub struct TimeSeries {
 
 /// The series stage of [`crate::analyze()`]: the window's series in buckets of
 /// `bucket` (`None` without a bucket or a window, or, with a warning, when the
-/// bucket would make more than [`MAX_BUCKETS`]).
+/// bucket would make more than [`MAX_BUCKETS`]): its occupancy from the steps
+/// here, its tokens span by span in the collect stage's pass
+/// ([`BucketTokens::add`]), the whole by [`SeriesParts::finish`].
 pub(crate) fn window_series(
-    input: &RunInput,
     steps: &Steps,
     window: Option<Window>,
     bucket: Option<Duration>,
     warnings: &mut Vec<String>,
-) -> Option<TimeSeries> {
+) -> Option<SeriesParts> {
     let (b, w) = bucket.filter(|b| !b.is_zero()).zip(window)?;
     let n = (w.duration.as_nanos().div_ceil(b.as_nanos())).max(1) as u64;
     if n > MAX_BUCKETS {
@@ -71,7 +72,7 @@ pub(crate) fn window_series(
         ));
         return None;
     }
-    Some(time_series(input, steps, w, b, n as usize))
+    Some(SeriesParts::new(steps, w, b, n as usize))
 }
 
 /// Tokens of a span attributed to `[a, b]`: at recorded chunk arrivals when present,
@@ -106,7 +107,10 @@ pub(crate) fn tokens_in(span: &SpanFacts, a: i64, b: i64, closed_end: bool) -> f
     n * overlap as f64 / (l - f) as f64
 }
 
-/// The time series of a window in `n` buckets of `bucket` (the last may be shorter).
+/// The time series of a window in `n` buckets of `bucket` (the last may be
+/// shorter), its tokens in a pass of its own (the analysis adds them in the
+/// collect stage's).
+#[cfg(test)]
 pub(crate) fn time_series(
     input: &RunInput,
     steps: &Steps,
@@ -114,77 +118,139 @@ pub(crate) fn time_series(
     bucket: Duration,
     n: usize,
 ) -> TimeSeries {
-    let w0 = w.start.unix_nanos();
-    let w1 = w.end.unix_nanos();
-    let b = bucket.as_nanos() as i64;
-    let mut tokens = vec![0.0; n];
-    let mut integ = vec![Integrals::default(); n];
-    let mut caps = vec![None; n];
-    let idx = |t: i64| (((t - w0).max(0) / b) as usize).min(n - 1);
-    for s in input.spans.iter().filter(|s| s.status == Status::Ok) {
+    let mut parts = SeriesParts::new(steps, w, bucket, n);
+    for s in &input.spans {
+        parts.tokens.add(s);
+    }
+    parts.finish(input)
+}
+
+/// Output tokens per bucket, added span by span in log order.
+pub(crate) struct BucketTokens {
+    w0: i64,
+    w1: i64,
+    b: i64,
+    tokens: Vec<f64>,
+}
+
+impl BucketTokens {
+    /// The share of an ok span's tokens in each bucket its stream crosses.
+    #[inline]
+    pub(crate) fn add(&mut self, s: &SpanFacts) {
+        if s.status != Status::Ok {
+            return;
+        }
         let (Some(f), Some(l)) = (s.first_token_at, s.last_token_at) else {
-            continue;
+            return;
         };
+        let (w0, w1, b, n) = (self.w0, self.w1, self.b, self.tokens.len());
         let (f, l) = (f.unix_nanos().max(w0), l.unix_nanos().min(w1));
         if f > l {
-            continue;
+            return;
         }
         // The buckets idx(f)..=idx(l), walked from the first (one division a
         // span, not two).
-        let mut i = idx(f);
+        let mut i = (((f - w0).max(0) / b) as usize).min(n - 1);
         loop {
             let a = w0 + i as i64 * b;
             let last = i == n - 1;
-            tokens[i] += tokens_in(s, a, if last { w1 } else { a + b }, last);
+            self.tokens[i] += tokens_in(s, a, if last { w1 } else { a + b }, last);
             if last || a + b > l {
                 break;
             }
             i += 1;
         }
     }
-    // The buckets idx(s)..=idx(e - 1) of each segment; segments come in time
-    // order, so the first is walked to from the last segment's, without
-    // dividing.
-    let mut k = 0;
-    for seg in steps.segments() {
-        let (s, e) = (seg.start.unix_nanos().max(w0), seg.end.unix_nanos().min(w1));
-        if e <= s {
-            continue;
-        }
-        while k + 1 < n && w0 + (k as i64 + 1) * b <= s {
-            k += 1;
-        }
-        let mut i = k;
-        loop {
-            let a = (w0 + i as i64 * b).max(s);
-            let z = (w0 + (i as i64 + 1) * b).min(e);
-            integ[i].add(&seg, z - a);
-            caps[i] = seg.cap;
-            if i + 1 >= n || w0 + (i as i64 + 1) * b > e - 1 {
-                break;
+}
+
+/// A time series being built: its occupancy per bucket, from the steps, and
+/// its tokens, from the spans.
+pub(crate) struct SeriesParts {
+    bucket: Duration,
+    integ: Vec<Integrals>,
+    caps: Vec<Option<u32>>,
+    /// The tokens, added by the collect stage.
+    pub tokens: BucketTokens,
+}
+
+impl SeriesParts {
+    /// The occupancy of each bucket, from the steps; no tokens yet.
+    fn new(steps: &Steps, w: Window, bucket: Duration, n: usize) -> SeriesParts {
+        let w0 = w.start.unix_nanos();
+        let w1 = w.end.unix_nanos();
+        let b = bucket.as_nanos() as i64;
+        let mut integ = vec![Integrals::default(); n];
+        let mut caps = vec![None; n];
+        // The buckets idx(s)..=idx(e - 1) of each segment; segments come in time
+        // order, so the first is walked to from the last segment's, without
+        // dividing.
+        let mut k = 0;
+        for seg in steps.segments() {
+            let (s, e) = (seg.start.unix_nanos().max(w0), seg.end.unix_nanos().min(w1));
+            if e <= s {
+                continue;
             }
-            i += 1;
+            while k + 1 < n && w0 + (k as i64 + 1) * b <= s {
+                k += 1;
+            }
+            let mut i = k;
+            loop {
+                let a = (w0 + i as i64 * b).max(s);
+                let z = (w0 + (i as i64 + 1) * b).min(e);
+                integ[i].add(&seg, z - a);
+                caps[i] = seg.cap;
+                if i + 1 >= n || w0 + (i as i64 + 1) * b > e - 1 {
+                    break;
+                }
+                i += 1;
+            }
+        }
+        SeriesParts {
+            bucket,
+            integ,
+            caps,
+            tokens: BucketTokens {
+                w0,
+                w1,
+                b,
+                tokens: vec![0.0; n],
+            },
         }
     }
-    let buckets = (0..n)
-        .map(|i| {
-            let start = i as i64 * b;
-            let len = (b.min(w1 - w0 - start)).max(0);
-            let secs = len as f64 / 1e9;
-            Bucket {
-                start: Duration::from_nanos(start as u64),
-                duration: Duration::from_nanos(len as u64),
-                tokens: tokens[i],
-                system_tps: ratio(tokens[i], secs).map(TokensPerSecond),
-                in_flight: ratio(integ[i].in_flight_ns, len as f64).unwrap_or(0.0),
-                queue_depth: ratio(integ[i].queue_ns, len as f64).unwrap_or(0.0),
-                cap: caps[i].or(if i == 0 { input.run_cap() } else { None }),
-                gap: integ[i].gap(),
-                backlog: integ[i].backlog(),
-            }
-        })
-        .collect();
-    TimeSeries { bucket, buckets }
+
+    /// The bucket length and count.
+    pub fn buckets(&self) -> (Duration, usize) {
+        (self.bucket, self.integ.len())
+    }
+
+    /// The series, once every span's tokens were added.
+    pub fn finish(self, input: &RunInput) -> TimeSeries {
+        let SeriesParts {
+            bucket,
+            integ,
+            caps,
+            tokens: BucketTokens { w0, w1, b, tokens },
+        } = self;
+        let buckets = (0..tokens.len())
+            .map(|i| {
+                let start = i as i64 * b;
+                let len = (b.min(w1 - w0 - start)).max(0);
+                let secs = len as f64 / 1e9;
+                Bucket {
+                    start: Duration::from_nanos(start as u64),
+                    duration: Duration::from_nanos(len as u64),
+                    tokens: tokens[i],
+                    system_tps: ratio(tokens[i], secs).map(TokensPerSecond),
+                    in_flight: ratio(integ[i].in_flight_ns, len as f64).unwrap_or(0.0),
+                    queue_depth: ratio(integ[i].queue_ns, len as f64).unwrap_or(0.0),
+                    cap: caps[i].or(if i == 0 { input.run_cap() } else { None }),
+                    gap: integ[i].gap(),
+                    backlog: integ[i].backlog(),
+                }
+            })
+            .collect();
+        TimeSeries { bucket, buckets }
+    }
 }
 
 #[cfg(test)]

@@ -140,7 +140,13 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<(&'a str, Parse
         loop {
             let (wasted, (started, ended), facts) = attempt(c, hours)?;
             wasted_tokens += wasted;
-            client.add(facts);
+            // The first attempt's facts are the span's so far (adding them to
+            // none gives them back): most spans make one attempt.
+            if n == 0 {
+                client = facts;
+            } else {
+                client.add(facts);
+            }
             n += 1;
             if n > 1 {
                 between += started
