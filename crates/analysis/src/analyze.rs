@@ -32,19 +32,25 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
     let (w0, w1) = windows.bounds();
     // Everything that needs the steps first, so its edges are freed before the
     // per-metric vectors are built (peak memory stays near one copy of each).
-    let mut series = window_series(&steps, window, opts.bucket, &mut warnings);
+    let mut series = window_series(window, opts.bucket, &mut warnings);
     // The ledger's pass over the steps gives the idle stage's integrals too.
     let (capacity, integrals) = match window {
         Some(_) => {
             let buckets = series.as_ref().map(|t| t.buckets());
             let unmeasured = queue_unmeasured(input);
-            let (c, i) = crate::ledger::capacity_and_integrals(
+            // Its walk of the steps fills the series' occupancy too.
+            let (c, i) = crate::ledger::capacity_integrals_and(
                 input,
                 &steps,
                 (w0, w1),
                 buckets,
                 opts.handoff,
                 unmeasured,
+                |seg| {
+                    if let Some(t) = &mut series {
+                        t.add_segment(seg);
+                    }
+                },
             );
             (Some(c), i)
         }

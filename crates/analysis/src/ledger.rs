@@ -10,7 +10,7 @@ use std::time::Duration;
 use tpscope_model::{Status, Timestamp};
 
 use crate::input::{RunInput, SpanFacts};
-use crate::steps::{Integrals, Steps};
+use crate::steps::{Integrals, Segment, Steps};
 
 /// The default hand-off threshold (`--handoff`): a freed slot refilled within
 /// this much of work waiting was a hand-off, not held back.
@@ -277,7 +277,12 @@ struct FreeTotals {
 
 /// The free parts, from the steps' segments: free slots matched to admissions
 /// first in, first out.
-fn free(steps: &Steps, handoff: Duration, spread: &mut Spread) -> FreeTotals {
+fn free(
+    steps: &Steps,
+    handoff: Duration,
+    spread: &mut Spread,
+    mut each: impl FnMut(&Segment),
+) -> FreeTotals {
     let grid = spread.grid;
     let mut tot = FreeTotals {
         cap_ns: 0,
@@ -301,7 +306,10 @@ fn free(steps: &Steps, handoff: Duration, spread: &mut Spread) -> FreeTotals {
     // The bucket the last segment began in: segments come in time order.
     let mut pos = fs.spread.at(grid.w0);
     let mut last_end = grid.w1;
+    // A cap and the window's time at it since it last changed.
+    let mut at_cap = (0u32, 0i64);
     for seg in steps.segments() {
+        each(&seg);
         let (s, e) = (seg.start.unix_nanos(), seg.end.unix_nanos());
         last_end = e;
         let free = seg.cap.map_or(0, |c| c.saturating_sub(seg.in_flight));
@@ -325,13 +333,19 @@ fn free(steps: &Steps, handoff: Duration, spread: &mut Spread) -> FreeTotals {
         fs.mark(e, s, g0, gap);
         match seg.cap {
             Some(c) => {
-                tot.cap_ns += i128::from(c) * i128::from(clipped);
-                let over = seg.in_flight.saturating_sub(c);
-                tot.above_ns += i128::from(over) * i128::from(clipped);
+                // The window's time at one cap, multiplied once per cap.
+                if c != at_cap.0 {
+                    tot.cap_ns += i128::from(at_cap.0) * i128::from(at_cap.1);
+                    at_cap = (c, 0);
+                }
+                at_cap.1 += clipped;
+                if seg.in_flight > c {
+                    tot.above_ns += i128::from(seg.in_flight - c) * i128::from(clipped);
+                }
             }
             None => tot.uncapped_ns += clipped,
         }
-        if !seg.is_backlog() {
+        if free > 0 && !seg.is_backlog() {
             fs.spread
                 .add(&mut pos, Part::NoDemand, s, e, i64::from(free));
         }
@@ -339,6 +353,7 @@ fn free(steps: &Steps, handoff: Duration, spread: &mut Spread) -> FreeTotals {
             break;
         }
     }
+    tot.cap_ns += i128::from(at_cap.0) * i128::from(at_cap.1);
     // Bucket starts after the last segment see the final gap clock; slots
     // still free when the run ends were never refilled.
     fs.mark(i64::MAX, i64::MAX, fs.g, false);
@@ -357,10 +372,23 @@ struct Tally {
     busy: BusyFacts,
 }
 
+#[cfg(test)]
 fn tally(input: &RunInput, steps: &Steps, grid: Grid, handoff: Duration) -> Tally {
+    tally_with(input, steps, grid, handoff, |_| {})
+}
+
+/// The tally, showing `each` every segment of the steps it walks (the
+/// segments of the window, and maybe some after).
+fn tally_with(
+    input: &RunInput,
+    steps: &Steps,
+    grid: Grid,
+    handoff: Duration,
+    each: impl FnMut(&Segment),
+) -> Tally {
     let mut spread = Spread::new(grid);
     let busy = busy(input, &mut spread);
-    let tot = free(steps, handoff, &mut spread);
+    let tot = free(steps, handoff, &mut spread, each);
     let acc = spread.finish();
     let mut sum = [0i128; 9];
     for row in &acc {
@@ -400,6 +428,29 @@ pub fn capacity_and_integrals(
     handoff: Duration,
     queue_unmeasured: bool,
 ) -> (Capacity, Integrals) {
+    capacity_integrals_and(
+        input,
+        steps,
+        window,
+        buckets,
+        handoff,
+        queue_unmeasured,
+        |_| {},
+    )
+}
+
+/// [`capacity_and_integrals`], showing `each` every segment of the window
+/// (and maybe some after it) as its pass walks them: the time series' buckets
+/// are filled there, without a walk of their own.
+pub(crate) fn capacity_integrals_and(
+    input: &RunInput,
+    steps: &Steps,
+    window: (Timestamp, Timestamp),
+    buckets: Option<(Duration, usize)>,
+    handoff: Duration,
+    queue_unmeasured: bool,
+    each: impl FnMut(&Segment),
+) -> (Capacity, Integrals) {
     let (w0, w1) = (window.0.unix_nanos(), window.1.unix_nanos());
     let (b, n) = match buckets {
         Some((b, n)) if n > 0 && !b.is_zero() => (b.as_nanos() as i64, n),
@@ -410,7 +461,7 @@ pub fn capacity_and_integrals(
         sum,
         tot,
         busy,
-    } = tally(input, steps, Grid { w0, w1, b, n }, handoff);
+    } = tally_with(input, steps, Grid { w0, w1, b, n }, handoff, each);
     let known = |p: Part| missing_reason(input, p, busy.unsplit, tot.uncapped_ns, queue_unmeasured);
     let slot_ns = (tot.uncapped_ns == 0).then_some(tot.cap_ns + tot.above_ns);
     let secs = |ns: i128| ns as f64 / 1e9;

@@ -9,7 +9,7 @@ use tpscope_model::time::duration_secs;
 
 use crate::input::{RunInput, SpanFacts};
 use crate::stats::{TokensPerSecond, ratio};
-use crate::steps::{Integrals, Steps};
+use crate::steps::{Integrals, Segment};
 use crate::window::Window;
 
 /// The most buckets a time series may have; a finer bucket is refused by a warning.
@@ -55,11 +55,12 @@ pub struct TimeSeries {
 
 /// The series stage of [`crate::analyze()`]: the window's series in buckets of
 /// `bucket` (`None` without a bucket or a window, or, with a warning, when the
-/// bucket would make more than [`MAX_BUCKETS`]): its occupancy from the steps
-/// here, its tokens span by span in the collect stage's pass
-/// ([`BucketTokens::add`]), the whole by [`SeriesParts::finish`].
+/// bucket would make more than [`MAX_BUCKETS`]), empty: its occupancy is added
+/// segment by segment in the ledger's pass over the steps
+/// ([`SeriesParts::add_segment`]), its tokens span by span in the collect
+/// stage's pass ([`BucketTokens::add`]), the whole made by
+/// [`SeriesParts::finish`].
 pub(crate) fn window_series(
-    steps: &Steps,
     window: Option<Window>,
     bucket: Option<Duration>,
     warnings: &mut Vec<String>,
@@ -72,12 +73,13 @@ pub(crate) fn window_series(
         ));
         return None;
     }
-    Some(SeriesParts::new(steps, w, b, n as usize))
+    Some(SeriesParts::new(w, b, n as usize))
 }
 
 /// Tokens of a span attributed to `[a, b]`: at recorded chunk arrivals when present,
 /// else spread uniformly over `[first_token_at, last_token_at]` (a point mass at
 /// the first token when the two coincide). A point on `b` counts when `closed_end`.
+#[inline]
 pub(crate) fn tokens_in(span: &SpanFacts, a: i64, b: i64, closed_end: bool) -> f64 {
     let (Some(f), Some(l)) = (span.first_token_at, span.last_token_at) else {
         return 0.0;
@@ -113,12 +115,15 @@ pub(crate) fn tokens_in(span: &SpanFacts, a: i64, b: i64, closed_end: bool) -> f
 #[cfg(test)]
 pub(crate) fn time_series(
     input: &RunInput,
-    steps: &Steps,
+    steps: &crate::steps::Steps,
     w: Window,
     bucket: Duration,
     n: usize,
 ) -> TimeSeries {
-    let mut parts = SeriesParts::new(steps, w, bucket, n);
+    let mut parts = SeriesParts::new(w, bucket, n);
+    for seg in steps.segments() {
+        parts.add_segment(&seg);
+    }
     for s in &input.spans {
         parts.tokens.add(s);
     }
@@ -169,52 +174,54 @@ pub(crate) struct SeriesParts {
     bucket: Duration,
     integ: Vec<Integrals>,
     caps: Vec<Option<u32>>,
+    /// The bucket the last segment began in.
+    k: usize,
     /// The tokens, added by the collect stage.
     pub tokens: BucketTokens,
 }
 
 impl SeriesParts {
-    /// The occupancy of each bucket, from the steps; no tokens yet.
-    fn new(steps: &Steps, w: Window, bucket: Duration, n: usize) -> SeriesParts {
-        let w0 = w.start.unix_nanos();
-        let w1 = w.end.unix_nanos();
-        let b = bucket.as_nanos() as i64;
-        let mut integ = vec![Integrals::default(); n];
-        let mut caps = vec![None; n];
-        // The buckets idx(s)..=idx(e - 1) of each segment; segments come in time
-        // order, so the first is walked to from the last segment's, without
-        // dividing.
-        let mut k = 0;
-        for seg in steps.segments() {
-            let (s, e) = (seg.start.unix_nanos().max(w0), seg.end.unix_nanos().min(w1));
-            if e <= s {
-                continue;
-            }
-            while k + 1 < n && w0 + (k as i64 + 1) * b <= s {
-                k += 1;
-            }
-            let mut i = k;
-            loop {
-                let a = (w0 + i as i64 * b).max(s);
-                let z = (w0 + (i as i64 + 1) * b).min(e);
-                integ[i].add(&seg, z - a);
-                caps[i] = seg.cap;
-                if i + 1 >= n || w0 + (i as i64 + 1) * b > e - 1 {
-                    break;
-                }
-                i += 1;
-            }
-        }
+    /// No occupancy or tokens yet.
+    fn new(w: Window, bucket: Duration, n: usize) -> SeriesParts {
         SeriesParts {
             bucket,
-            integ,
-            caps,
+            integ: vec![Integrals::default(); n],
+            caps: vec![None; n],
+            k: 0,
             tokens: BucketTokens {
-                w0,
-                w1,
-                b,
+                w0: w.start.unix_nanos(),
+                w1: w.end.unix_nanos(),
+                b: bucket.as_nanos() as i64,
                 tokens: vec![0.0; n],
             },
+        }
+    }
+
+    /// Adds the next segment of the steps (segments come in time order) to
+    /// the buckets it covers.
+    #[inline]
+    pub fn add_segment(&mut self, seg: &Segment) {
+        let BucketTokens { w0, w1, b, .. } = self.tokens;
+        let n = self.integ.len();
+        let (s, e) = (seg.start.unix_nanos().max(w0), seg.end.unix_nanos().min(w1));
+        if e <= s {
+            return;
+        }
+        // The buckets idx(s)..=idx(e - 1); the first is walked to from the
+        // last segment's, without dividing.
+        while self.k + 1 < n && w0 + (self.k as i64 + 1) * b <= s {
+            self.k += 1;
+        }
+        let mut i = self.k;
+        loop {
+            let a = (w0 + i as i64 * b).max(s);
+            let z = (w0 + (i as i64 + 1) * b).min(e);
+            self.integ[i].add(seg, z - a);
+            self.caps[i] = seg.cap;
+            if i + 1 >= n || w0 + (i as i64 + 1) * b > e - 1 {
+                break;
+            }
+            i += 1;
         }
     }
 
@@ -230,6 +237,7 @@ impl SeriesParts {
             integ,
             caps,
             tokens: BucketTokens { w0, w1, b, tokens },
+            ..
         } = self;
         let buckets = (0..tokens.len())
             .map(|i| {
@@ -256,6 +264,7 @@ impl SeriesParts {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::steps::Steps;
     use crate::test_support::{capped_run, ts};
     use crate::window::WindowKind;
     use proptest::prelude::*;
