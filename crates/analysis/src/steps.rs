@@ -230,6 +230,26 @@ impl Steps {
         self.full
     }
 
+    /// The end of the last stretch with work waiting: the last instant a span
+    /// left the queue (every span that queued has left it by then, and it
+    /// queued before). `None` when no span queued. Read from the edges'
+    /// end, not by a walk of the segments.
+    pub fn last_backlog_end(&self) -> Option<Timestamp> {
+        fn last<K: Key>(keys: &[K]) -> Option<u64> {
+            keys.iter()
+                .rev()
+                .find(|k| matches!(k.kind() as u8, DEQUEUE_ADMIT | DEQUEUE))
+                .map(|k| k.offset())
+        }
+        let offset = match &self.edges {
+            Edges::Narrow(k) => last(k),
+            Edges::Wide(k) => last(k),
+        }?;
+        Some(Timestamp::from_unix_nanos(
+            self.origin.wrapping_add(offset as i64),
+        ))
+    }
+
     /// The segments, in time order, from the first edge to the last. Stretches where
     /// nothing is queued or in flight are included (they count toward the window).
     pub fn segments(&self) -> Segments<'_> {
