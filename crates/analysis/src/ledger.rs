@@ -208,6 +208,9 @@ fn busy(input: &RunInput, spread: &mut Spread) -> BusyFacts {
                 stages.pass(&grid, &mut pos, c, Stage::Connected);
             }
             stages.pass(&grid, &mut pos, f, Stage::FirstToken);
+            // The last token is 0 to a few buckets on: found by division, not
+            // walked to (the walk's exit mispredicted at nearly every span).
+            pos = grid.at(l.max(grid.w0));
             stages.pass(&grid, &mut pos, l, Stage::LastToken);
             stages.pass(&grid, &mut pos, r, Stage::Released);
             facts.add_end(s, l, r);
