@@ -10,6 +10,7 @@ use std::num::NonZeroU32;
 use std::time::Duration;
 
 use crate::reader::Parsed;
+use tpscope_analysis::input::saturate;
 use tpscope_analysis::{ClientFacts, SampleFacts, SpanFacts};
 use tpscope_json::{plain_ascii_len, plain_len};
 use tpscope_model::{
@@ -264,6 +265,18 @@ fn attempt(
     };
     c.need(attempt_key::tokens)?;
     let tokens = c.uint().filter(|&n| n <= MAX_PLAUSIBLE_TOKENS)?;
+    if !c.at(b'}') {
+        optional_attempt_fields(c, &mut facts)?;
+    }
+    c.need(b"}")?;
+    Some((if failed { tokens } else { 0 }, (started, ended), facts))
+}
+
+/// The optional fields that may follow an attempt's `tokens` (none may, and
+/// then their keys are not tried one by one: most attempts end there or soon
+/// after).
+#[inline(always)]
+fn optional_attempt_fields(c: &mut Cursor<'_>, facts: &mut ClientFacts) -> Option<()> {
     if c.lit(attempt_key::connection_reused) && !(c.lit(b"true") || c.lit(b"false")) {
         return None;
     }
@@ -273,17 +286,21 @@ fn attempt(
     if c.lit(attempt_key::backoff) {
         c.number()?;
     }
+    // How exactly the client stamped it: only a client that traces reads says.
+    if c.at(b'}') {
+        return Some(());
+    }
     if c.lit(attempt_key::client_lag) {
         facts.stamps.lag = Some(c.secs()?);
     }
     if c.lit(attempt_key::reads) {
-        facts.stamps.reads = c.uint()?.try_into().unwrap();
+        facts.stamps.reads = saturate(c.uint()?);
     }
     if c.lit(attempt_key::traced_chunks) {
-        facts.stamps.traced_chunks = c.uint()?.try_into().unwrap();
+        facts.stamps.traced_chunks = saturate(c.uint()?);
     }
     if c.lit(attempt_key::inexact_chunks) {
-        facts.stamps.inexact_chunks = c.uint()?.try_into().unwrap();
+        facts.stamps.inexact_chunks = saturate(c.uint()?);
     }
     if c.lit(attempt_key::first_token_exact) {
         facts.stamps.first_token_exact = Some(if c.lit(b"true") {
@@ -296,8 +313,7 @@ fn attempt(
     if c.lit(attempt_key::resends) {
         facts.stamps.resends = c.u32()?;
     }
-    c.need(b"}")?;
-    Some((if failed { tokens } else { 0 }, (started, ended), facts))
+    Some(())
 }
 
 /// A position in a line.
@@ -317,6 +333,12 @@ impl<'a> Cursor<'a> {
             }
             _ => false,
         }
+    }
+
+    /// Whether `b` comes next.
+    #[inline(always)]
+    fn at(&self, b: u8) -> bool {
+        self.b.get(self.pos) == Some(&b)
     }
 
     /// Consumes `s`, which must come next.

@@ -532,3 +532,30 @@ fn fast_path_reads_a_span_with_every_field_in_the_model_order() {
     assert!(f.is_some(), "{line}");
     assert_eq!(f, general(&line));
 }
+
+/// Counts of reads and traced or inexact chunks above 2³² − 1 panicked the
+/// fast path (a conversion unwrapped where the general path saturates): both
+/// paths now read them as 2³² − 1.
+#[test]
+fn counts_above_u32_saturate_on_the_fast_path_as_on_the_general_one() {
+    let line = concat!(
+        r#"{"kind":"span","run_id":"r","span_id":"1","status":"ok","#,
+        r#""queued_at":"2026-01-01T00:00:00.000000000Z","#,
+        r#""admitted_at":"2026-01-01T00:00:00.000000000Z","#,
+        r#""first_token_at":"2026-01-01T00:00:00.100000000Z","#,
+        r#""last_token_at":"2026-01-01T00:00:01.000000000Z","#,
+        r#""released_at":"2026-01-01T00:00:01.000000000Z","output_tokens":10,"#,
+        r#""retry_count":0,"attempts":[{"started_at":"2026-01-01T00:00:00.000000000Z","#,
+        r#""ended_at":"2026-01-01T00:00:01.000000000Z","tokens":10,"#,
+        r#""reads":5000000000,"traced_chunks":4294967296,"inexact_chunks":18446744073709551615}]}"#
+    );
+    let general = general(line).expect("the general path reads it");
+    let Owned::Span(_, _, _, stamps, ..) = &general else {
+        panic!("not a span: {general:?}");
+    };
+    assert_eq!(
+        (stamps.reads, stamps.traced_chunks, stamps.inexact_chunks),
+        (u32::MAX, u32::MAX, u32::MAX)
+    );
+    assert_eq!(fast(line.as_bytes()), Some(general));
+}
