@@ -1,14 +1,15 @@
 //! From a run's facts to its [`RunReport`], in stages, each a function beside the
 //! section it computes: the window ([`crate::window`]), the steps' figures
-//! (series, ramp, diagnosis), one pass over the window's spans
-//! ([`crate::counts`], distributions by `collect`), idle time and the
+//! (the series' occupancy, the ledger, the diagnosis), one pass over the
+//! spans ([`crate::counts`]: distributions by `collect`, the series' tokens,
+//! the what-if's replay), the ramp, idle time and the
 //! gap ([`crate::idle`]), the server's side, cost ([`crate::cost`]) and the
 //! measurement's quality. Warnings are pushed in that order.
 
 use tpscope_model::QueueTimes;
 
 use crate::counts::{WindowSpans, window_spans};
-use crate::diagnosis::{client_lag_from_samples, diagnose};
+use crate::diagnosis::{client_lag_from_samples, diagnose_with};
 use crate::idle::idle;
 use crate::input::RunInput;
 use crate::report::{RunReport, SourceCount};
@@ -31,23 +32,25 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
     let (w0, w1) = windows.bounds();
     // Everything that needs the steps first, so its edges are freed before the
     // per-metric vectors are built (peak memory stays near one copy of each).
-    let time_series = window_series(input, &steps, window, opts.bucket, &mut warnings);
-    let ramp = match (&time_series, &window) {
-        (Some(ts), Some(w)) => crate::ramp::ramp_follow(input, ts, w),
-        _ => None,
-    };
+    let mut series = window_series(window, opts.bucket, &mut warnings);
     // The ledger's pass over the steps gives the idle stage's integrals too.
     let (capacity, integrals) = match window {
         Some(_) => {
-            let buckets = time_series.as_ref().map(|t| (t.bucket, t.buckets.len()));
+            let buckets = series.as_ref().map(|t| t.buckets());
             let unmeasured = queue_unmeasured(input);
-            let (c, i) = crate::ledger::capacity_and_integrals(
+            // Its walk of the steps fills the series' occupancy too.
+            let (c, i) = crate::ledger::capacity_integrals_and(
                 input,
                 &steps,
                 (w0, w1),
                 buckets,
                 opts.handoff,
                 unmeasured,
+                |seg| {
+                    if let Some(t) = &mut series {
+                        t.add_segment(seg);
+                    }
+                },
             );
             (Some(c), i)
         }
@@ -59,11 +62,25 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
             input.sample_interval(),
             input.sample_heartbeat(),
         );
-        diagnose(input, &steps, (w0, w1), lag)
+        diagnose_with(input, &steps, (w0, w1), lag, Some(&integrals))
     });
     drop(steps);
 
-    let spans = window_spans(input, window, opts.goals);
+    let replay = (!queue_unmeasured(input))
+        .then(|| crate::whatif::Replay::new(input))
+        .flatten();
+    let spans = window_spans(
+        input,
+        window,
+        opts.goals,
+        replay,
+        series.as_mut().map(|t| &mut t.tokens),
+    );
+    let time_series = series.map(|t| t.finish(input));
+    let ramp = match (&time_series, &window) {
+        (Some(ts), Some(w)) => crate::ramp::ramp_follow(input, ts, w),
+        _ => None,
+    };
     if let Some(w) = empty_range_warning(opts.window, &windows, spans.counts.spans) {
         warnings.push(w);
     }
@@ -84,6 +101,8 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         collected,
         goodput,
         quality,
+        replay,
+        any_session,
         ..
     } = spans;
     let summaries = collected.summarise();
@@ -164,15 +183,16 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         closed_loop: input.closed_loop(),
         time_series,
         ramp,
-        sessions: crate::sessions::session_report(&input.spans),
+        sessions: any_session
+            .then(|| crate::sessions::session_report(&input.spans))
+            .flatten(),
         count_check,
         server,
         energy,
         diagnosis,
         capacity,
-        what_if: (!queue_unmeasured(input))
-            .then(|| crate::whatif::what_if(input, system_tps.map(|t| t.0), opts.prices.per_hour))
-            .flatten(),
+        what_if: replay
+            .and_then(|r| r.finish(input, system_tps.map(|t| t.0), opts.prices.per_hour)),
         warnings,
     };
     if queue_unmeasured(input) {

@@ -2,7 +2,10 @@
 //! the window, counting them by status and cause ([`Counts`]), feeding the
 //! distributions (`collect`), the goodput tally and measurement quality
 //! (`quality`), and the window's share of every ok span's output tokens
-//! (system TPS).
+//! (system TPS). The same pass over all the spans replays them for the what-if
+//! ([`crate::whatif`]), adds their tokens to the time series' buckets
+//! ([`crate::series`]) and notes whether any belongs to a session: a pass of
+//! their own over a million spans' facts cost what their work did.
 
 use std::collections::BTreeMap;
 
@@ -14,7 +17,8 @@ use crate::collect::Collected;
 use crate::goodput::{Goals, Tally};
 use crate::input::{RunInput, SpanFacts};
 use crate::quality::QualityTally;
-use crate::series::tokens_in;
+use crate::series::{BucketTokens, tokens_in};
+use crate::whatif::Replay;
 use crate::window::Window;
 
 /// Span counts over the spans released in the window.
@@ -108,6 +112,10 @@ pub(crate) struct WindowSpans {
     pub window_tokens: f64,
     /// Their measurement quality, gathered in the same pass.
     pub quality: QualityTally,
+    /// The what-if's replay of every span, when one was asked for.
+    pub replay: Option<Replay>,
+    /// Whether any span (in the window or not) belongs to a session.
+    pub any_session: bool,
 }
 
 /// Whether a span counts in the window `[w0, w1]`: it was released in it.
@@ -119,11 +127,14 @@ pub(crate) fn released_in(
 }
 
 /// The collect stage: one pass over the run's spans for the window `window`
-/// (`None`: the run has no spans, so nothing is in it).
+/// (`None`: the run has no spans, so nothing is in it), feeding `replay` and
+/// `series` every span.
 pub(crate) fn window_spans(
     input: &RunInput,
     window: Option<Window>,
     goals: Option<Goals>,
+    mut replay: Option<Replay>,
+    mut series: Option<&mut BucketTokens>,
 ) -> WindowSpans {
     let bounds = window.map(|w| (w.start, w.end)).unwrap_or_default();
     let (w0, w1) = bounds;
@@ -132,7 +143,15 @@ pub(crate) fn window_spans(
     let mut goodput = goals.map(Tally::new);
     let mut window_tokens = 0.0;
     let mut quality = QualityTally::default();
+    let mut any_session = false;
     for (i, s) in input.spans.iter().enumerate() {
+        if let Some(r) = &mut replay {
+            r.add(s);
+        }
+        if let Some(t) = &mut series {
+            t.add(s);
+        }
+        any_session |= s.session.is_some();
         if s.status == Status::Ok && window.is_some() {
             window_tokens += tokens_in(s, w0.unix_nanos(), w1.unix_nanos(), true);
         }
@@ -168,6 +187,8 @@ pub(crate) fn window_spans(
         goodput,
         window_tokens,
         quality,
+        replay,
+        any_session,
     }
 }
 
@@ -218,7 +239,7 @@ mod tests {
         let mut with_input = ok_span(0, 0, 1000, 10);
         with_input.input_tokens = Some(7);
         input.spans = vec![failed, no_cause, with_input, ok_span(0, 0, 3000, 10)];
-        let w = window_spans(&input, window(0, 2000), None);
+        let w = window_spans(&input, window(0, 2000), None, None, None);
         let c = &w.counts;
         assert_eq!(
             (c.spans, c.status.ok, c.status.error, c.retries),
@@ -240,7 +261,7 @@ mod tests {
     fn no_window_counts_nothing() {
         let mut input = capped_run(4);
         input.spans = vec![ok_span(0, 0, 1000, 10)];
-        let w = window_spans(&input, None, None);
+        let w = window_spans(&input, None, None, None, None);
         assert_eq!((w.counts.spans, w.window_tokens), (0, 0.0));
     }
 }

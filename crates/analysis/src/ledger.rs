@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use tpscope_model::{Status, Timestamp};
 
-use crate::input::RunInput;
-use crate::steps::{Integrals, Steps};
+use crate::input::{RunInput, SpanFacts};
+use crate::steps::{Integrals, Segment, Steps};
 
 /// The default hand-off threshold (`--handoff`): a freed slot refilled within
 /// this much of work waiting was a hand-off, not held back.
@@ -20,7 +20,7 @@ mod causes;
 mod grid;
 mod parts;
 
-use grid::{Grid, Spread};
+use grid::{Grid, Spread, Stage};
 
 pub use causes::GapCause;
 pub use parts::*;
@@ -164,6 +164,7 @@ fn busy(input: &RunInput, spread: &mut Spread) -> BusyFacts {
     let mut unsplit = false;
     let retried = retries(input);
     let mut next = retried.iter().peekable();
+    let mut stages = std::mem::take(&mut spread.stages);
     for (i, s) in input.spans.iter().enumerate() {
         let retry = loop {
             match next.peek() {
@@ -197,6 +198,24 @@ fn busy(input: &RunInput, spread: &mut Spread) -> BusyFacts {
         // The phases follow one another: each starts its walk of the buckets
         // where the last ended.
         let mut pos = spread.at(a.max(grid.w0));
+        if retry.is_none() && s.status != Status::Error {
+            // Nearly every span: its phases counted by the stages it passes.
+            let (f, l) = phase_ends(s, &mut edge, r);
+            if c == a {
+                stages.pass(&grid, &mut pos, a, Stage::AdmittedConnected);
+            } else {
+                stages.pass(&grid, &mut pos, a, Stage::Admitted);
+                stages.pass(&grid, &mut pos, c, Stage::Connected);
+            }
+            stages.pass(&grid, &mut pos, f, Stage::FirstToken);
+            // The last token is 0 to a few buckets on: found by division, not
+            // walked to (the walk's exit mispredicted at nearly every span).
+            pos = grid.at(l.max(grid.w0));
+            stages.pass(&grid, &mut pos, l, Stage::LastToken);
+            stages.pass(&grid, &mut pos, r, Stage::Released);
+            facts.add_end(s, l, r);
+            continue;
+        }
         spread.add(&mut pos, Part::Connect, a, c, 1);
         let mut from = c;
         if let Some(&(_, last, wait)) = retry {
@@ -210,23 +229,41 @@ fn busy(input: &RunInput, spread: &mut Spread) -> BusyFacts {
             spread.add(&mut pos, Part::Failed, from, r, 1);
             continue;
         }
-        let first = s
-            .first_token_at
-            .or(s.last_token_at)
-            .map_or(r, |t| t.unix_nanos());
-        let f = edge(first);
-        let l = edge(s.last_token_at.map_or(f, |t| t.unix_nanos()));
+        let (f, l) = phase_ends(s, &mut edge, r);
         spread.add(&mut pos, Part::FirstTokenWait, from, f, 1);
         spread.add(&mut pos, Part::Generating, f, l, 1);
         spread.add(&mut pos, Part::Post, l, r, 1);
-        if let Some(e) = s.client.end_at.map(|e| e.unix_nanos().clamp(l, r)) {
-            facts.tail_ns += e - l;
-            facts.after_end_ns += r - e;
-            facts.split_spans += 1;
-        }
+        facts.add_end(s, l, r);
     }
+    spread.stages = stages;
     facts.unsplit = unsplit;
     facts
+}
+
+/// A span's first and last token as its phases end (`edge` keeps them in
+/// order within its slot time; `r`: its release).
+#[inline(always)]
+fn phase_ends(s: &SpanFacts, edge: &mut impl FnMut(i64) -> i64, r: i64) -> (i64, i64) {
+    let first = s
+        .first_token_at
+        .or(s.last_token_at)
+        .map_or(r, |t| t.unix_nanos());
+    let f = edge(first);
+    let l = edge(s.last_token_at.map_or(f, |t| t.unix_nanos()));
+    (f, l)
+}
+
+impl BusyFacts {
+    /// Splits the post time of a span whose end marker's arrival is known
+    /// (`l`, `r`: its last token and release as its phases end).
+    #[inline(always)]
+    fn add_end(&mut self, s: &SpanFacts, l: i64, r: i64) {
+        if let Some(e) = s.client.end_at.map(|e| e.unix_nanos().clamp(l, r)) {
+            self.tail_ns += e - l;
+            self.after_end_ns += r - e;
+            self.split_spans += 1;
+        }
+    }
 }
 
 /// What the free side found besides its parts.
@@ -243,7 +280,12 @@ struct FreeTotals {
 
 /// The free parts, from the steps' segments: free slots matched to admissions
 /// first in, first out.
-fn free(steps: &Steps, handoff: Duration, spread: &mut Spread) -> FreeTotals {
+fn free(
+    steps: &Steps,
+    handoff: Duration,
+    spread: &mut Spread,
+    mut each: impl FnMut(&Segment),
+) -> FreeTotals {
     let grid = spread.grid;
     let mut tot = FreeTotals {
         cap_ns: 0,
@@ -267,7 +309,10 @@ fn free(steps: &Steps, handoff: Duration, spread: &mut Spread) -> FreeTotals {
     // The bucket the last segment began in: segments come in time order.
     let mut pos = fs.spread.at(grid.w0);
     let mut last_end = grid.w1;
+    // A cap and the window's time at it since it last changed.
+    let mut at_cap = (0u32, 0i64);
     for seg in steps.segments() {
+        each(&seg);
         let (s, e) = (seg.start.unix_nanos(), seg.end.unix_nanos());
         last_end = e;
         let free = seg.cap.map_or(0, |c| c.saturating_sub(seg.in_flight));
@@ -291,13 +336,19 @@ fn free(steps: &Steps, handoff: Duration, spread: &mut Spread) -> FreeTotals {
         fs.mark(e, s, g0, gap);
         match seg.cap {
             Some(c) => {
-                tot.cap_ns += i128::from(c) * i128::from(clipped);
-                let over = seg.in_flight.saturating_sub(c);
-                tot.above_ns += i128::from(over) * i128::from(clipped);
+                // The window's time at one cap, multiplied once per cap.
+                if c != at_cap.0 {
+                    tot.cap_ns += i128::from(at_cap.0) * i128::from(at_cap.1);
+                    at_cap = (c, 0);
+                }
+                at_cap.1 += clipped;
+                if seg.in_flight > c {
+                    tot.above_ns += i128::from(seg.in_flight - c) * i128::from(clipped);
+                }
             }
             None => tot.uncapped_ns += clipped,
         }
-        if !seg.is_backlog() {
+        if free > 0 && !seg.is_backlog() {
             fs.spread
                 .add(&mut pos, Part::NoDemand, s, e, i64::from(free));
         }
@@ -305,6 +356,7 @@ fn free(steps: &Steps, handoff: Duration, spread: &mut Spread) -> FreeTotals {
             break;
         }
     }
+    tot.cap_ns += i128::from(at_cap.0) * i128::from(at_cap.1);
     // Bucket starts after the last segment see the final gap clock; slots
     // still free when the run ends were never refilled.
     fs.mark(i64::MAX, i64::MAX, fs.g, false);
@@ -323,10 +375,23 @@ struct Tally {
     busy: BusyFacts,
 }
 
+#[cfg(test)]
 fn tally(input: &RunInput, steps: &Steps, grid: Grid, handoff: Duration) -> Tally {
+    tally_with(input, steps, grid, handoff, |_| {})
+}
+
+/// The tally, showing `each` every segment of the steps it walks (the
+/// segments of the window, and maybe some after).
+fn tally_with(
+    input: &RunInput,
+    steps: &Steps,
+    grid: Grid,
+    handoff: Duration,
+    each: impl FnMut(&Segment),
+) -> Tally {
     let mut spread = Spread::new(grid);
     let busy = busy(input, &mut spread);
-    let tot = free(steps, handoff, &mut spread);
+    let tot = free(steps, handoff, &mut spread, each);
     let acc = spread.finish();
     let mut sum = [0i128; 9];
     for row in &acc {
@@ -366,6 +431,29 @@ pub fn capacity_and_integrals(
     handoff: Duration,
     queue_unmeasured: bool,
 ) -> (Capacity, Integrals) {
+    capacity_integrals_and(
+        input,
+        steps,
+        window,
+        buckets,
+        handoff,
+        queue_unmeasured,
+        |_| {},
+    )
+}
+
+/// [`capacity_and_integrals`], showing `each` every segment of the window
+/// (and maybe some after it) as its pass walks them: the time series' buckets
+/// are filled there, without a walk of their own.
+pub(crate) fn capacity_integrals_and(
+    input: &RunInput,
+    steps: &Steps,
+    window: (Timestamp, Timestamp),
+    buckets: Option<(Duration, usize)>,
+    handoff: Duration,
+    queue_unmeasured: bool,
+    each: impl FnMut(&Segment),
+) -> (Capacity, Integrals) {
     let (w0, w1) = (window.0.unix_nanos(), window.1.unix_nanos());
     let (b, n) = match buckets {
         Some((b, n)) if n > 0 && !b.is_zero() => (b.as_nanos() as i64, n),
@@ -376,7 +464,7 @@ pub fn capacity_and_integrals(
         sum,
         tot,
         busy,
-    } = tally(input, steps, Grid { w0, w1, b, n }, handoff);
+    } = tally_with(input, steps, Grid { w0, w1, b, n }, handoff, each);
     let known = |p: Part| missing_reason(input, p, busy.unsplit, tot.uncapped_ns, queue_unmeasured);
     let slot_ns = (tot.uncapped_ns == 0).then_some(tot.cap_ns + tot.above_ns);
     let secs = |ns: i128| ns as f64 / 1e9;

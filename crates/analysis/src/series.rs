@@ -9,7 +9,7 @@ use tpscope_model::time::duration_secs;
 
 use crate::input::{RunInput, SpanFacts};
 use crate::stats::{TokensPerSecond, ratio};
-use crate::steps::{Integrals, Steps};
+use crate::steps::{Integrals, Segment};
 use crate::window::Window;
 
 /// The most buckets a time series may have; a finer bucket is refused by a warning.
@@ -55,14 +55,16 @@ pub struct TimeSeries {
 
 /// The series stage of [`crate::analyze()`]: the window's series in buckets of
 /// `bucket` (`None` without a bucket or a window, or, with a warning, when the
-/// bucket would make more than [`MAX_BUCKETS`]).
+/// bucket would make more than [`MAX_BUCKETS`]), empty: its occupancy is added
+/// segment by segment in the ledger's pass over the steps
+/// ([`SeriesParts::add_segment`]), its tokens span by span in the collect
+/// stage's pass ([`BucketTokens::add`]), the whole made by
+/// [`SeriesParts::finish`].
 pub(crate) fn window_series(
-    input: &RunInput,
-    steps: &Steps,
     window: Option<Window>,
     bucket: Option<Duration>,
     warnings: &mut Vec<String>,
-) -> Option<TimeSeries> {
+) -> Option<SeriesParts> {
     let (b, w) = bucket.filter(|b| !b.is_zero()).zip(window)?;
     let n = (w.duration.as_nanos().div_ceil(b.as_nanos())).max(1) as u64;
     if n > MAX_BUCKETS {
@@ -71,12 +73,13 @@ pub(crate) fn window_series(
         ));
         return None;
     }
-    Some(time_series(input, steps, w, b, n as usize))
+    Some(SeriesParts::new(w, b, n as usize))
 }
 
 /// Tokens of a span attributed to `[a, b]`: at recorded chunk arrivals when present,
 /// else spread uniformly over `[first_token_at, last_token_at]` (a point mass at
 /// the first token when the two coincide). A point on `b` counts when `closed_end`.
+#[inline]
 pub(crate) fn tokens_in(span: &SpanFacts, a: i64, b: i64, closed_end: bool) -> f64 {
     let (Some(f), Some(l)) = (span.first_token_at, span.last_token_at) else {
         return 0.0;
@@ -106,90 +109,162 @@ pub(crate) fn tokens_in(span: &SpanFacts, a: i64, b: i64, closed_end: bool) -> f
     n * overlap as f64 / (l - f) as f64
 }
 
-/// The time series of a window in `n` buckets of `bucket` (the last may be shorter).
+/// The time series of a window in `n` buckets of `bucket` (the last may be
+/// shorter), its tokens in a pass of its own (the analysis adds them in the
+/// collect stage's).
+#[cfg(test)]
 pub(crate) fn time_series(
     input: &RunInput,
-    steps: &Steps,
+    steps: &crate::steps::Steps,
     w: Window,
     bucket: Duration,
     n: usize,
 ) -> TimeSeries {
-    let w0 = w.start.unix_nanos();
-    let w1 = w.end.unix_nanos();
-    let b = bucket.as_nanos() as i64;
-    let mut tokens = vec![0.0; n];
-    let mut integ = vec![Integrals::default(); n];
-    let mut caps = vec![None; n];
-    let idx = |t: i64| (((t - w0).max(0) / b) as usize).min(n - 1);
-    for s in input.spans.iter().filter(|s| s.status == Status::Ok) {
+    let mut parts = SeriesParts::new(w, bucket, n);
+    for seg in steps.segments() {
+        parts.add_segment(&seg);
+    }
+    for s in &input.spans {
+        parts.tokens.add(s);
+    }
+    parts.finish(input)
+}
+
+/// Output tokens per bucket, added span by span in log order.
+pub(crate) struct BucketTokens {
+    w0: i64,
+    w1: i64,
+    b: i64,
+    tokens: Vec<f64>,
+}
+
+impl BucketTokens {
+    /// The share of an ok span's tokens in each bucket its stream crosses.
+    #[inline]
+    pub(crate) fn add(&mut self, s: &SpanFacts) {
+        if s.status != Status::Ok {
+            return;
+        }
         let (Some(f), Some(l)) = (s.first_token_at, s.last_token_at) else {
-            continue;
+            return;
         };
+        let (w0, w1, b, n) = (self.w0, self.w1, self.b, self.tokens.len());
         let (f, l) = (f.unix_nanos().max(w0), l.unix_nanos().min(w1));
         if f > l {
-            continue;
+            return;
         }
         // The buckets idx(f)..=idx(l), walked from the first (one division a
         // span, not two).
-        let mut i = idx(f);
+        let mut i = (((f - w0).max(0) / b) as usize).min(n - 1);
         loop {
             let a = w0 + i as i64 * b;
             let last = i == n - 1;
-            tokens[i] += tokens_in(s, a, if last { w1 } else { a + b }, last);
+            self.tokens[i] += tokens_in(s, a, if last { w1 } else { a + b }, last);
             if last || a + b > l {
                 break;
             }
             i += 1;
         }
     }
-    // The buckets idx(s)..=idx(e - 1) of each segment; segments come in time
-    // order, so the first is walked to from the last segment's, without
-    // dividing.
-    let mut k = 0;
-    for seg in steps.segments() {
+}
+
+/// A time series being built: its occupancy per bucket, from the steps, and
+/// its tokens, from the spans.
+pub(crate) struct SeriesParts {
+    bucket: Duration,
+    integ: Vec<Integrals>,
+    caps: Vec<Option<u32>>,
+    /// The bucket the last segment began in.
+    k: usize,
+    /// The tokens, added by the collect stage.
+    pub tokens: BucketTokens,
+}
+
+impl SeriesParts {
+    /// No occupancy or tokens yet.
+    fn new(w: Window, bucket: Duration, n: usize) -> SeriesParts {
+        SeriesParts {
+            bucket,
+            integ: vec![Integrals::default(); n],
+            caps: vec![None; n],
+            k: 0,
+            tokens: BucketTokens {
+                w0: w.start.unix_nanos(),
+                w1: w.end.unix_nanos(),
+                b: bucket.as_nanos() as i64,
+                tokens: vec![0.0; n],
+            },
+        }
+    }
+
+    /// Adds the next segment of the steps (segments come in time order) to
+    /// the buckets it covers.
+    #[inline]
+    pub fn add_segment(&mut self, seg: &Segment) {
+        let BucketTokens { w0, w1, b, .. } = self.tokens;
+        let n = self.integ.len();
         let (s, e) = (seg.start.unix_nanos().max(w0), seg.end.unix_nanos().min(w1));
         if e <= s {
-            continue;
+            return;
         }
-        while k + 1 < n && w0 + (k as i64 + 1) * b <= s {
-            k += 1;
+        // The buckets idx(s)..=idx(e - 1); the first is walked to from the
+        // last segment's, without dividing.
+        while self.k + 1 < n && w0 + (self.k as i64 + 1) * b <= s {
+            self.k += 1;
         }
-        let mut i = k;
+        let mut i = self.k;
         loop {
             let a = (w0 + i as i64 * b).max(s);
             let z = (w0 + (i as i64 + 1) * b).min(e);
-            integ[i].add(&seg, z - a);
-            caps[i] = seg.cap;
+            self.integ[i].add(seg, z - a);
+            self.caps[i] = seg.cap;
             if i + 1 >= n || w0 + (i as i64 + 1) * b > e - 1 {
                 break;
             }
             i += 1;
         }
     }
-    let buckets = (0..n)
-        .map(|i| {
-            let start = i as i64 * b;
-            let len = (b.min(w1 - w0 - start)).max(0);
-            let secs = len as f64 / 1e9;
-            Bucket {
-                start: Duration::from_nanos(start as u64),
-                duration: Duration::from_nanos(len as u64),
-                tokens: tokens[i],
-                system_tps: ratio(tokens[i], secs).map(TokensPerSecond),
-                in_flight: ratio(integ[i].in_flight_ns, len as f64).unwrap_or(0.0),
-                queue_depth: ratio(integ[i].queue_ns, len as f64).unwrap_or(0.0),
-                cap: caps[i].or(if i == 0 { input.run_cap() } else { None }),
-                gap: integ[i].gap(),
-                backlog: integ[i].backlog(),
-            }
-        })
-        .collect();
-    TimeSeries { bucket, buckets }
+
+    /// The bucket length and count.
+    pub fn buckets(&self) -> (Duration, usize) {
+        (self.bucket, self.integ.len())
+    }
+
+    /// The series, once every span's tokens were added.
+    pub fn finish(self, input: &RunInput) -> TimeSeries {
+        let SeriesParts {
+            bucket,
+            integ,
+            caps,
+            tokens: BucketTokens { w0, w1, b, tokens },
+            ..
+        } = self;
+        let buckets = (0..tokens.len())
+            .map(|i| {
+                let start = i as i64 * b;
+                let len = (b.min(w1 - w0 - start)).max(0);
+                let secs = len as f64 / 1e9;
+                Bucket {
+                    start: Duration::from_nanos(start as u64),
+                    duration: Duration::from_nanos(len as u64),
+                    tokens: tokens[i],
+                    system_tps: ratio(tokens[i], secs).map(TokensPerSecond),
+                    in_flight: ratio(integ[i].in_flight_ns, len as f64).unwrap_or(0.0),
+                    queue_depth: ratio(integ[i].queue_ns, len as f64).unwrap_or(0.0),
+                    cap: caps[i].or(if i == 0 { input.run_cap() } else { None }),
+                    gap: integ[i].gap(),
+                    backlog: integ[i].backlog(),
+                }
+            })
+            .collect();
+        TimeSeries { bucket, buckets }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::steps::Steps;
     use crate::test_support::{capped_run, ts};
     use crate::window::WindowKind;
     use proptest::prelude::*;

@@ -139,6 +139,8 @@ pub struct Steps {
     /// sample after an earlier one at the same instant.
     caps: Vec<(i64, u32)>,
     base_cap: Option<u32>,
+    /// The spans' first `queued_at` and last `released_at` (`None`: no spans).
+    full: Option<(Timestamp, Timestamp)>,
 }
 
 impl Steps {
@@ -168,16 +170,21 @@ impl Steps {
             [first, middle, last].into_iter().flatten()
         };
         // Every edge is at a span's queued_at, admitted_at or released_at (a span
-        // built by a library caller need not have them in order).
-        let (origin, end) = input
-            .spans
-            .iter()
-            .flat_map(|s| [Some(s.queued_at), s.admitted_at, Some(s.released_at)])
-            .flatten()
-            .fold(None, |acc: Option<(Timestamp, Timestamp)>, t| {
-                Some(acc.map_or((t, t), |(lo, hi)| (lo.min(t), hi.max(t))))
-            })
-            .map_or((0, 0), |(lo, hi)| (lo.unix_nanos(), hi.unix_nanos()));
+        // built by a library caller need not have them in order). The same pass
+        // finds the first queued_at and the last released_at: the full window
+        // ([`Steps::span_bounds`]), which then needs no pass of its own.
+        let mut full: Option<(Timestamp, Timestamp)> = None;
+        let mut edge_bounds: Option<(Timestamp, Timestamp)> = None;
+        for s in &input.spans {
+            let (q, r) = (s.queued_at, s.released_at);
+            full = Some(full.map_or((q, r), |(lo, hi)| (lo.min(q), hi.max(r))));
+            let (lo, hi) = s
+                .admitted_at
+                .map_or((q.min(r), q.max(r)), |a| (q.min(a).min(r), q.max(a).max(r)));
+            edge_bounds = Some(edge_bounds.map_or((lo, hi), |(l, h)| (l.min(lo), h.max(hi))));
+        }
+        let (origin, end) =
+            edge_bounds.map_or((0, 0), |(lo, hi)| (lo.unix_nanos(), hi.unix_nanos()));
         let range = end.abs_diff(origin);
         let offset = |t: Timestamp| t.unix_nanos().abs_diff(origin);
         let capacity = input.spans.len() * 3;
@@ -213,7 +220,34 @@ impl Steps {
             edges,
             caps,
             base_cap: input.run_cap(),
+            full,
         }
+    }
+
+    /// The first `queued_at` and the last `released_at` of the spans the steps
+    /// were built from (`None`: none), found in the pass that builds them.
+    pub fn span_bounds(&self) -> Option<(Timestamp, Timestamp)> {
+        self.full
+    }
+
+    /// The end of the last stretch with work waiting: the last instant a span
+    /// left the queue (every span that queued has left it by then, and it
+    /// queued before). `None` when no span queued. Read from the edges'
+    /// end, not by a walk of the segments.
+    pub fn last_backlog_end(&self) -> Option<Timestamp> {
+        fn last<K: Key>(keys: &[K]) -> Option<u64> {
+            keys.iter()
+                .rev()
+                .find(|k| matches!(k.kind() as u8, DEQUEUE_ADMIT | DEQUEUE))
+                .map(|k| k.offset())
+        }
+        let offset = match &self.edges {
+            Edges::Narrow(k) => last(k),
+            Edges::Wide(k) => last(k),
+        }?;
+        Some(Timestamp::from_unix_nanos(
+            self.origin.wrapping_add(offset as i64),
+        ))
     }
 
     /// The segments, in time order, from the first edge to the last. Stretches where

@@ -44,71 +44,117 @@ pub fn what_if(
     measured_tps: Option<f64>,
     price_per_hour: Option<f64>,
 ) -> Option<WhatIf> {
-    let cap = input.run_cap().filter(|&c| c > 0)? as usize;
-    // (arrival, original admission, first answer, hold) of each admitted span,
-    // in arrival order. Requests queued and admitted at one instant (a wave)
-    // keep the order the server answered them in, which follows the order they
-    // were sent: ordered by hold, the shortest went first and the longest were
-    // left for the end, a tail the run never had.
-    let job = |s: &SpanFacts| {
-        let a = s.admitted_at?;
-        let hold = s.released_at.signed_nanos_since(a).max(0);
-        let answered = s.first_token_at.unwrap_or(s.released_at);
-        Some((
-            s.queued_at.unix_nanos(),
-            a.unix_nanos(),
-            answered.unix_nanos(),
-            hold,
-        ))
-    };
-    // Logs are nearly always in arrival order already: replayed in the pass
-    // that sums the admitted ok spans' output tokens, without a vector of a
-    // million jobs to fault in and sort; only a log out of order is sorted
-    // and replayed again. No more slots than spans: a cap of millions would be
-    // a heap of millions (slots past the jobs' count are never reused).
-    let slots = cap.min(input.spans.len());
-    let mut free = SlotHeap(vec![i64::MIN; slots]);
-    let (mut tokens, mut sorted, mut last, mut end) = (0u64, true, None, i64::MIN);
-    let mut start = None;
+    let mut replay = Replay::new(input)?;
     for s in &input.spans {
-        let Some(j) = job(s) else { continue };
+        replay.add(s);
+    }
+    replay.finish(input, measured_tps, price_per_hour)
+}
+
+/// (arrival, original admission, first answer, hold) of an admitted span.
+type Job = (i64, i64, i64, i64);
+
+/// Requests queued and admitted at one instant (a wave) keep the order the
+/// server answered them in, which follows the order they were sent: ordered
+/// by hold, the shortest went first and the longest were left for the end, a
+/// tail the run never had.
+fn job(s: &SpanFacts) -> Option<Job> {
+    let a = s.admitted_at?;
+    let hold = s.released_at.signed_nanos_since(a).max(0);
+    let answered = s.first_token_at.unwrap_or(s.released_at);
+    Some((
+        s.queued_at.unix_nanos(),
+        a.unix_nanos(),
+        answered.unix_nanos(),
+        hold,
+    ))
+}
+
+/// The replay fed span by span, in log order: logs are nearly always in
+/// arrival order already, so the jobs are replayed as they come, in a pass
+/// over the spans that another stage makes anyway (the collect stage's), with
+/// no vector of a million jobs to fault in and sort; only a log out of order
+/// is sorted and replayed again at the end.
+pub(crate) struct Replay {
+    free: SlotHeap,
+    /// Output tokens of the admitted ok spans.
+    tokens: u64,
+    /// Whether the jobs so far came in order.
+    sorted: bool,
+    last: Option<Job>,
+    start: Option<i64>,
+    end: i64,
+}
+
+impl Replay {
+    /// An empty replay at the run's cap; `None` without one.
+    pub(crate) fn new(input: &RunInput) -> Option<Replay> {
+        let cap = input.run_cap().filter(|&c| c > 0)? as usize;
+        // No more slots than spans: a cap of millions would be a heap of
+        // millions (slots past the jobs' count are never reused).
+        let slots = cap.min(input.spans.len());
+        Some(Replay {
+            free: SlotHeap(vec![i64::MIN; slots]),
+            tokens: 0,
+            sorted: true,
+            last: None,
+            start: None,
+            end: i64::MIN,
+        })
+    }
+
+    /// The next span of the log.
+    #[inline]
+    pub(crate) fn add(&mut self, s: &SpanFacts) {
+        let Some(j) = job(s) else { return };
         if s.status == Status::Ok {
-            tokens += s.output_tokens;
+            self.tokens += s.output_tokens;
         }
-        if !sorted || last.is_some_and(|l| l > j) {
-            sorted = false;
-            continue;
+        if !self.sorted || self.last.is_some_and(|l| l > j) {
+            self.sorted = false;
+            return;
         }
-        last = Some(j);
-        start.get_or_insert(j.0);
-        end = end.max(free.take(j.0, j.3));
+        self.last = Some(j);
+        self.start.get_or_insert(j.0);
+        self.end = self.end.max(self.free.take(j.0, j.3));
     }
-    let mut start = start?;
-    if !sorted {
-        let mut jobs: Vec<_> = input.spans.iter().filter_map(job).collect();
-        jobs.sort_unstable();
-        free.0.fill(i64::MIN);
-        start = jobs[0].0;
-        end = i64::MIN;
-        for &(arrival, _, _, hold) in &jobs {
-            end = end.max(free.take(arrival, hold));
+
+    /// The what-if, once every span of `input` was added; `None` when none
+    /// was admitted.
+    pub(crate) fn finish(
+        mut self,
+        input: &RunInput,
+        measured_tps: Option<f64>,
+        price_per_hour: Option<f64>,
+    ) -> Option<WhatIf> {
+        let mut start = self.start?;
+        let mut end = self.end;
+        if !self.sorted {
+            let mut jobs: Vec<_> = input.spans.iter().filter_map(job).collect();
+            jobs.sort_unstable();
+            self.free.0.fill(i64::MIN);
+            start = jobs[0].0;
+            end = i64::MIN;
+            for &(arrival, _, _, hold) in &jobs {
+                end = end.max(self.free.take(arrival, hold));
+            }
         }
+        let end = end.max(start);
+        let window_s = (end - start) as f64 / 1e9;
+        let system_tps = ratio(self.tokens as f64, window_s);
+        Some(WhatIf {
+            work_conserving: WorkConserving {
+                window_s,
+                system_tps,
+                cost_per_million_output_tokens: price_per_hour
+                    .zip(system_tps)
+                    .and_then(|(p, t)| ratio(p, t * 3600.0))
+                    .map(|v| v * 1e6),
+                gain: system_tps.zip(measured_tps).and_then(|(a, b)| ratio(a, b)),
+            },
+            assumptions: ASSUMPTIONS,
+        })
     }
-    let end = end.max(start);
-    let window_s = (end - start) as f64 / 1e9;
-    let system_tps = ratio(tokens as f64, window_s);
-    Some(WhatIf {
-        work_conserving: WorkConserving {
-            window_s,
-            system_tps,
-            cost_per_million_output_tokens: price_per_hour
-                .zip(system_tps)
-                .and_then(|(p, t)| ratio(p, t * 3600.0))
-                .map(|v| v * 1e6),
-            gain: system_tps.zip(measured_tps).and_then(|(a, b)| ratio(a, b)),
-        },
-        assumptions: ASSUMPTIONS,
-    })
 }
 
 /// A binary min-heap of instants whose least is replaced, never popped: the

@@ -1,13 +1,17 @@
 //! The fast path for the lines tpscope writes itself: span and sample records with
 //! their keys in writer order, plain strings and canonical timestamps, read straight
-//! into analysis facts. Any other line — and any line the general reader would
+//! into analysis facts, as the general path's record ([`Parsed`]) so that the
+//! reader files both alike. Any other line — and any line the general reader would
 //! reject — is declined (`None`) and read by the general path, which alone reports
 //! errors; for every line this accepts, the general path gives the same record.
 
+use std::borrow::Cow;
 use std::num::NonZeroU32;
 use std::time::Duration;
 
-use tpscope_analysis::{ClientFacts, ClientStamps, SampleFacts, SpanFacts};
+use crate::reader::Parsed;
+use tpscope_analysis::input::saturate;
+use tpscope_analysis::{ClientFacts, SampleFacts, SpanFacts};
 use tpscope_json::{plain_ascii_len, plain_len};
 use tpscope_model::{
     Cause, HourCache, MAX_PLAUSIBLE_TOKENS, Status, Timestamp, TokenSource, check_lifecycle,
@@ -30,56 +34,30 @@ macro_rules! keys_after_value {
 tpscope_model::span_fields!(keys_after_value[key]);
 tpscope_model::attempt_fields!(keys_after_value[attempt_key]);
 
-/// A record read by the fast path.
-#[derive(Debug, PartialEq)]
-// Spans are nearly every record: boxing their facts would cost an allocation each.
-#[allow(clippy::large_enum_variant)]
-pub(crate) enum FastRecord<'a> {
-    Span {
-        run_id: &'a str,
-        span_id: &'a str,
-        facts: SpanFacts,
-        /// How exactly the client stamped it (kept beside the facts).
-        stamps: ClientStamps,
-        source: Option<TokenSource>,
-        /// The `message` of a non-ok span's `error`.
-        error_message: Option<&'a str>,
-        /// The span's `request_id`.
-        request_id: Option<&'a str>,
-        /// When the last attempt started, for a span with several.
-        /// When the last attempt started and the time between attempts, for a
-        /// span with several.
-        last_attempt_at: Option<(Timestamp, std::time::Duration)>,
-        /// The `session_id` and `turn`, when both are given.
-        session: Option<(&'a str, NonZeroU32)>,
-        /// The tokenizer's own count of the reply (`tokenizer_output_tokens`),
-        /// for the run's count check.
-        tokenizer_tokens: Option<u64>,
-    },
-    Sample {
-        run_id: &'a str,
-        facts: SampleFacts,
-    },
-}
-
-/// Reads one line (without its line break) written in tpscope's own form; `None`
-/// when the line is anything else, valid or not (including text that is not UTF-8).
-pub(crate) fn fast_record<'a>(line: &'a [u8], hours: &mut HourCache) -> Option<FastRecord<'a>> {
+/// Reads one line (without its line break) written in tpscope's own form: its
+/// run id and record; `None` when the line is anything else, valid or not
+/// (including text that is not UTF-8).
+// The record is built where it is returned: a span's facts were copied twice
+// on the way out (checking the line's end after building it, and converting
+// a record of the fast path's own into the reader's).
+pub(crate) fn fast_record<'a>(
+    line: &'a [u8],
+    hours: &mut HourCache,
+) -> Option<(&'a str, Parsed<'a>)> {
     // Not validated as UTF-8 as a whole: everything outside strings must match
     // ASCII literals, digits and timestamps, and every string is checked as
     // it is read, so a line this accepts is valid UTF-8.
     let mut c = Cursor { b: line, pos: 0 };
-    let record = if c.lit(b"{\"kind\":\"span\"") && c.lit(key::run_id) {
-        span(&mut c, hours)?
+    if c.lit(b"{\"kind\":\"span\"") && c.lit(key::run_id) {
+        span(&mut c, hours)
     } else if c.lit(b"{\"kind\":\"sample\",\"run_id\":") {
-        sample(&mut c, hours)?
+        sample(&mut c, hours)
     } else {
-        return None;
-    };
-    (c.lit(b"}") && c.pos == line.len()).then_some(record)
+        None
+    }
 }
 
-fn sample<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>> {
+fn sample<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<(&'a str, Parsed<'a>)> {
     let run_id = c.nonempty_str()?;
     c.need(b",\"at\":")?;
     let at = c.time(hours).filter(|t| t.is_plausible())?;
@@ -92,18 +70,19 @@ fn sample<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a
     } else {
         None
     };
-    Some(FastRecord::Sample {
+    c.end()?;
+    Some((
         run_id,
-        facts: SampleFacts {
+        Parsed::Sample(SampleFacts {
             at,
             in_flight,
             queue_depth,
             cap,
-        },
-    })
+        }),
+    ))
 }
 
-fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>> {
+fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<(&'a str, Parsed<'a>)> {
     let run_id = c.nonempty_str()?;
     c.need(key::span_id)?;
     let span_id = c.nonempty_str()?;
@@ -162,7 +141,13 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
         loop {
             let (wasted, (started, ended), facts) = attempt(c, hours)?;
             wasted_tokens += wasted;
-            client.add(facts);
+            // The first attempt's facts are the span's so far (adding them to
+            // none gives them back): most spans make one attempt.
+            if n == 0 {
+                client = facts;
+            } else {
+                client.add(facts);
+            }
             n += 1;
             if n > 1 {
                 between += started
@@ -228,18 +213,21 @@ fn span<'a>(c: &mut Cursor<'a>, hours: &mut HourCache) -> Option<FastRecord<'a>>
         session: None,
     };
     check_lifecycle(facts.lifecycle()).ok()?;
-    Some(FastRecord::Span {
+    c.end()?;
+    Some((
         run_id,
-        span_id,
-        facts,
-        stamps: client.stamps,
-        source,
-        error_message,
-        request_id,
-        last_attempt_at,
-        session: session_id.zip(turn),
-        tokenizer_tokens,
-    })
+        Parsed::Span {
+            facts,
+            stamps: client.stamps,
+            source,
+            span_id: Cow::Borrowed(span_id),
+            error_message: error_message.map(Cow::Borrowed),
+            request_id: request_id.map(Cow::Borrowed),
+            last_attempt_at,
+            session: session_id.zip(turn).map(|(id, t)| (Cow::Borrowed(id), t)),
+            tokenizer_tokens,
+        },
+    ))
 }
 
 /// One attempt object; returns the tokens it wasted (those of an attempt that did
@@ -277,6 +265,18 @@ fn attempt(
     };
     c.need(attempt_key::tokens)?;
     let tokens = c.uint().filter(|&n| n <= MAX_PLAUSIBLE_TOKENS)?;
+    if !c.at(b'}') {
+        optional_attempt_fields(c, &mut facts)?;
+    }
+    c.need(b"}")?;
+    Some((if failed { tokens } else { 0 }, (started, ended), facts))
+}
+
+/// The optional fields that may follow an attempt's `tokens` (none may, and
+/// then their keys are not tried one by one: most attempts end there or soon
+/// after).
+#[inline(always)]
+fn optional_attempt_fields(c: &mut Cursor<'_>, facts: &mut ClientFacts) -> Option<()> {
     if c.lit(attempt_key::connection_reused) && !(c.lit(b"true") || c.lit(b"false")) {
         return None;
     }
@@ -286,17 +286,21 @@ fn attempt(
     if c.lit(attempt_key::backoff) {
         c.number()?;
     }
+    // How exactly the client stamped it: only a client that traces reads says.
+    if c.at(b'}') {
+        return Some(());
+    }
     if c.lit(attempt_key::client_lag) {
         facts.stamps.lag = Some(c.secs()?);
     }
     if c.lit(attempt_key::reads) {
-        facts.stamps.reads = c.uint()?.try_into().unwrap();
+        facts.stamps.reads = saturate(c.uint()?);
     }
     if c.lit(attempt_key::traced_chunks) {
-        facts.stamps.traced_chunks = c.uint()?.try_into().unwrap();
+        facts.stamps.traced_chunks = saturate(c.uint()?);
     }
     if c.lit(attempt_key::inexact_chunks) {
-        facts.stamps.inexact_chunks = c.uint()?.try_into().unwrap();
+        facts.stamps.inexact_chunks = saturate(c.uint()?);
     }
     if c.lit(attempt_key::first_token_exact) {
         facts.stamps.first_token_exact = Some(if c.lit(b"true") {
@@ -309,8 +313,7 @@ fn attempt(
     if c.lit(attempt_key::resends) {
         facts.stamps.resends = c.u32()?;
     }
-    c.need(b"}")?;
-    Some((if failed { tokens } else { 0 }, (started, ended), facts))
+    Some(())
 }
 
 /// A position in a line.
@@ -332,10 +335,22 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// Whether `b` comes next.
+    #[inline(always)]
+    fn at(&self, b: u8) -> bool {
+        self.b.get(self.pos) == Some(&b)
+    }
+
     /// Consumes `s`, which must come next.
     #[inline(always)]
     fn need(&mut self, s: &[u8]) -> Option<()> {
         self.lit(s).then_some(())
+    }
+
+    /// The record's closing brace, which must end the line.
+    #[inline(always)]
+    fn end(&mut self) -> Option<()> {
+        (self.lit(b"}") && self.pos == self.b.len()).then_some(())
     }
 
     /// A string without escapes (its quotes consumed, its content returned).

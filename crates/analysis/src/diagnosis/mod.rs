@@ -29,7 +29,7 @@ use tpscope_model::{Occupancy, Timestamp};
 use crate::input::{RunInput, SampleFacts};
 use crate::server::sorted_samples;
 use crate::stats::ratio;
-use crate::steps::Steps;
+use crate::steps::{Integrals, Steps};
 
 /// KV cache usage from which the server counts as KV-bound.
 pub const KV_BOUND: f64 = 0.95;
@@ -280,6 +280,19 @@ pub fn diagnose(
     window: (Timestamp, Timestamp),
     client_lag: Vec<(Timestamp, Timestamp)>,
 ) -> Diagnosis {
+    diagnose_with(input, occupancy, window, client_lag, None)
+}
+
+/// [`diagnose`], given the steps' integrals over the window when another stage
+/// has them ([`Steps::integrate`]'s): without server steps or lag, each state is
+/// then one of them, and the steps need no walk of their own.
+pub(crate) fn diagnose_with(
+    input: &RunInput,
+    occupancy: &Steps,
+    window: (Timestamp, Timestamp),
+    client_lag: Vec<(Timestamp, Timestamp)>,
+    integrals: Option<&Integrals>,
+) -> Diagnosis {
     let (w0, w1) = window;
     let samples = sorted_samples(input);
     let steps: Vec<ServerStep> = samples
@@ -305,7 +318,16 @@ pub fn diagnose(
     let mut time = [0i64; STATES.len()];
     let (mut si, mut li) = (0usize, 0usize);
     let mut covered = 0i64;
-    for seg in occupancy.segments() {
+    // Without server steps or lag a stretch's state is its occupancy's: the
+    // gap, the rest of the backlog (at the cap), and the time without work
+    // waiting (added below with the time no segment covers).
+    let whole = integrals.filter(|_| steps.is_empty() && lag.is_empty());
+    if let Some(i) = whole {
+        time[State::PipelineGap as usize] = i.gap_ns;
+        time[State::AtCap as usize] = i.backlog_ns - i.gap_ns;
+        covered = i.backlog_ns;
+    }
+    for seg in occupancy.segments().take_while(|_| whole.is_none()) {
         if seg.end <= w0 {
             continue;
         }

@@ -252,3 +252,28 @@ fn above_a_sweeps_knee_the_client_cap_is_the_servers() {
     );
     assert!(d.states.iter().all(|s| s.state != State::ClientCap));
 }
+
+proptest::proptest! {
+    /// Without server samples or lag, the diagnosis read from the steps'
+    /// integrals is the one walked segment by segment, windows cutting
+    /// segments and caps of 1 to 3 included.
+    #[test]
+    fn the_integrals_give_the_walked_diagnosis(
+        spans in proptest::collection::vec((0i64..900, 0i64..300, 1i64..300), 0..25),
+        cap in 1u32..4,
+        from in -100i64..500,
+        len in 1i64..1200,
+    ) {
+        let mut i = capped_run(cap);
+        for (q, wait, hold) in spans {
+            i.push_span(span(q, q + wait, q + wait + hold + 1), None);
+        }
+        let steps = Steps::new(&i);
+        let window = (ts(from), ts(from + len));
+        let integrals = steps.integrate(window.0, window.1);
+        proptest::prop_assert_eq!(
+            diagnose_with(&i, &steps, window, Vec::new(), Some(&integrals)),
+            diagnose(&i, &steps, window, Vec::new())
+        );
+    }
+}

@@ -17,7 +17,7 @@ use tpscope_model::{
 use super::parse::{Parsed, parse_line};
 use super::scan::{Line, scan_line};
 use super::{ReadOptions, RecordReader};
-use crate::fast::{FastRecord, fast_record};
+use crate::fast::fast_record;
 use crate::scalar::Scalar;
 
 #[derive(Debug, PartialEq)]
@@ -47,6 +47,11 @@ fn general(text: &str) -> Option<Owned> {
         _ => return None,
     };
     let (run_id, parsed) = parse_line(&line, &kind, None).ok()?;
+    owned(run_id, parsed)
+}
+
+/// A record of either path, owned.
+fn owned(run_id: &str, parsed: Parsed<'_>) -> Option<Owned> {
     match parsed {
         Parsed::Span {
             facts,
@@ -75,33 +80,10 @@ fn general(text: &str) -> Option<Owned> {
     }
 }
 
+/// The fast path alone; `None` for a declined line.
 fn fast(bytes: &[u8]) -> Option<Owned> {
-    match fast_record(bytes, &mut HourCache::default())? {
-        FastRecord::Span {
-            run_id,
-            span_id,
-            facts,
-            stamps,
-            source,
-            error_message,
-            request_id,
-            last_attempt_at,
-            session,
-            tokenizer_tokens,
-        } => Some(Owned::Span(
-            run_id.into(),
-            span_id.into(),
-            facts,
-            stamps,
-            source,
-            error_message.map(str::to_string),
-            request_id.map(str::to_string),
-            last_attempt_at,
-            session.map(|(id, t)| (id.to_string(), t)),
-            tokenizer_tokens,
-        )),
-        FastRecord::Sample { run_id, facts } => Some(Owned::Sample(run_id.into(), facts)),
-    }
+    let (run_id, parsed) = fast_record(bytes, &mut HourCache::default())?;
+    owned(run_id, parsed)
 }
 
 /// Strings as writers produce them: mostly plain, sometimes empty, escaped
@@ -549,4 +531,31 @@ fn fast_path_reads_a_span_with_every_field_in_the_model_order() {
     let f = fast(line.as_bytes());
     assert!(f.is_some(), "{line}");
     assert_eq!(f, general(&line));
+}
+
+/// Counts of reads and traced or inexact chunks above 2³² − 1 panicked the
+/// fast path (a conversion unwrapped where the general path saturates): both
+/// paths now read them as 2³² − 1.
+#[test]
+fn counts_above_u32_saturate_on_the_fast_path_as_on_the_general_one() {
+    let line = concat!(
+        r#"{"kind":"span","run_id":"r","span_id":"1","status":"ok","#,
+        r#""queued_at":"2026-01-01T00:00:00.000000000Z","#,
+        r#""admitted_at":"2026-01-01T00:00:00.000000000Z","#,
+        r#""first_token_at":"2026-01-01T00:00:00.100000000Z","#,
+        r#""last_token_at":"2026-01-01T00:00:01.000000000Z","#,
+        r#""released_at":"2026-01-01T00:00:01.000000000Z","output_tokens":10,"#,
+        r#""retry_count":0,"attempts":[{"started_at":"2026-01-01T00:00:00.000000000Z","#,
+        r#""ended_at":"2026-01-01T00:00:01.000000000Z","tokens":10,"#,
+        r#""reads":5000000000,"traced_chunks":4294967296,"inexact_chunks":18446744073709551615}]}"#
+    );
+    let general = general(line).expect("the general path reads it");
+    let Owned::Span(_, _, _, stamps, ..) = &general else {
+        panic!("not a span: {general:?}");
+    };
+    assert_eq!(
+        (stamps.reads, stamps.traced_chunks, stamps.inexact_chunks),
+        (u32::MAX, u32::MAX, u32::MAX)
+    );
+    assert_eq!(fast(line.as_bytes()), Some(general));
 }

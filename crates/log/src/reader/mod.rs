@@ -12,7 +12,6 @@ mod runs;
 mod scan;
 mod whole;
 
-use std::borrow::Cow;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -21,12 +20,13 @@ use tpscope_model::HourCache;
 
 use lines::{Failure, FileState, LineAt};
 pub use options::{LoadedRun, LogError, LogSet, ReadOptions};
-use parse::{Parsed, parse_record};
+pub(crate) use parse::Parsed;
+use parse::parse_record;
 pub use records::{LineRecord, RecordReader};
 use runs::{RunLens, Runs};
 use scan::{Line, scan_line};
 
-use crate::fast::{FastRecord, fast_record};
+use crate::fast::fast_record;
 
 /// Lines read before the rest of a file's records are estimated from its size.
 const ESTIMATE_AFTER_LINES: u64 = 4096;
@@ -119,35 +119,7 @@ impl Reader {
             return Ok(());
         };
         let result = match fast_record(at.bytes, &mut self.hours) {
-            Some(FastRecord::Span {
-                run_id,
-                span_id,
-                facts,
-                stamps,
-                source,
-                error_message,
-                request_id,
-                last_attempt_at,
-                session,
-                tokenizer_tokens,
-            }) => {
-                let span_id = Cow::Borrowed(span_id);
-                let parsed = Parsed::Span {
-                    facts,
-                    stamps,
-                    source,
-                    span_id,
-                    error_message: error_message.map(Cow::Borrowed),
-                    request_id: request_id.map(Cow::Borrowed),
-                    last_attempt_at,
-                    session: session.map(|(id, turn)| (Cow::Borrowed(id), turn)),
-                    tokenizer_tokens,
-                };
-                self.file(run_id, parsed).map_err(Failure::Field)
-            }
-            Some(FastRecord::Sample { run_id, facts }) => self
-                .file(run_id, Parsed::Sample(facts))
-                .map_err(Failure::Field),
+            Some((run_id, parsed)) => self.file(run_id, parsed).map_err(Failure::Field),
             None => at.text().and_then(|text| self.record(text)),
         };
         let skip_invalid = self.opts.skip_invalid;

@@ -18,7 +18,7 @@ use super::scan::{Line, Nested, RawAttempt};
 use crate::scalar::*;
 
 /// A parsed record, ready to be filed under its run.
-pub(super) enum Parsed<'a> {
+pub(crate) enum Parsed<'a> {
     Run(RunRecord),
     Span {
         facts: SpanFacts,
