@@ -139,6 +139,7 @@ pub fn analyze(input: &RunInput, opts: &Options) -> RunReport {
         target: input.target(),
         simulated: input.load_field("simulator").is_some(),
         labels: run.map(|r| r.labels.clone()).unwrap_or_default(),
+        command: crate::run_command::command(input.load_field("flags_given")),
         cap: input.run_cap(),
         token_sources: sources,
         complete: input.end.is_some(),

@@ -34,6 +34,7 @@ pub mod metrics;
 mod quality;
 pub mod ramp;
 pub mod report;
+pub mod run_command;
 pub mod run_set;
 pub mod series;
 pub mod server;

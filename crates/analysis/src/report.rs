@@ -41,6 +41,11 @@ pub struct RunReport {
     pub simulated: bool,
     /// Labels from the run record.
     pub labels: BTreeMap<String, String>,
+    /// The `tpscope bench` command line the run was made with (from the run
+    /// record's `load.flags_given`; secrets redacted there); `None` when the record
+    /// does not carry it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
     /// The cap from the run record.
     pub cap: Option<u32>,
     /// Token sources with span counts, most used first.

@@ -51,8 +51,9 @@ pub struct BenchArgs {
 }
 
 /// The flags of `cmd` given on the command line in `m` (not defaults, not the
-/// environment), as written, in the command's order, for the run record: every
-/// flag is recorded without code of its own. Secrets are redacted: the key,
+/// environment), one entry per occurrence in the order they were written, each
+/// with its values as written (a comma list stays one value), for the run record:
+/// every flag is recorded without code of its own. Secrets are redacted: the key,
 /// header values, and URLs' credentials and queries.
 pub fn given_flags(cmd: &clap::Command, m: &clap::ArgMatches) -> Vec<GivenFlag> {
     let mut out = Vec::new();
@@ -63,21 +64,39 @@ pub fn given_flags(cmd: &clap::Command, m: &clap::ArgMatches) -> Vec<GivenFlag> 
         if m.value_source(id) != Some(ValueSource::CommandLine) {
             continue;
         }
-        let values = if arg.get_action().takes_values() {
-            m.get_raw(id)
-                .into_iter()
-                .flatten()
+        let flag = format!("--{long}");
+        let mut at = m.indices_of(id).into_iter().flatten();
+        if !arg.get_action().takes_values() {
+            out.push((
+                at.next().unwrap_or(0),
+                GivenFlag {
+                    flag,
+                    values: Vec::new(),
+                },
+            ));
+            continue;
+        }
+        for occurrence in m.get_raw_occurrences(id).into_iter().flatten() {
+            let raw: Vec<String> = occurrence
                 .map(|v| redact(long, &v.to_string_lossy()))
-                .collect()
-        } else {
-            Vec::new()
-        };
-        out.push(GivenFlag {
-            flag: format!("--{long}"),
-            values,
-        });
+                .collect();
+            let index = at.next().unwrap_or(0);
+            at.by_ref().take(raw.len().saturating_sub(1)).for_each(drop);
+            let values = match arg.get_value_delimiter() {
+                Some(d) => vec![raw.join(&d.to_string())],
+                None => raw,
+            };
+            out.push((
+                index,
+                GivenFlag {
+                    flag: flag.clone(),
+                    values,
+                },
+            ));
+        }
     }
-    out
+    out.sort_by_key(|(index, _)| *index);
+    out.into_iter().map(|(_, g)| g).collect()
 }
 
 /// A flag's value as the run record may keep it.
@@ -178,7 +197,7 @@ mod tests {
             "{text}"
         );
         let find = |f: &str| given.iter().find(|g| g.flag == f).map(|g| g.values.clone());
-        assert_eq!(find("--concurrency"), Some(vec!["4".into(), "8".into()]));
+        assert_eq!(find("--concurrency"), Some(vec!["4,8".into()]));
         assert_eq!(find("--api-key"), Some(vec!["[redacted]".into()]));
         assert_eq!(
             find("--header"),
@@ -187,8 +206,49 @@ mod tests {
         assert_eq!(find("--url"), Some(vec!["http://127.0.0.1:8000/v1".into()]));
         assert_eq!(find("--record-chunks"), Some(vec![]));
         assert_eq!(find("--temperature"), Some(vec!["0".into()]));
-        // Defaults (--tokenizer, --dispatch, …) were not written: not recorded.
-        assert_eq!(given.len(), 6, "{text}");
+        // Defaults (--tokenizer, --dispatch, …) were not written: not recorded;
+        // the rest in the order written.
+        let order: Vec<&str> = given.iter().map(|g| g.flag.as_str()).collect();
+        assert_eq!(
+            order,
+            [
+                "--concurrency",
+                "--api-key",
+                "--header",
+                "--url",
+                "--record-chunks",
+                "--temperature"
+            ]
+        );
+    }
+
+    #[test]
+    fn repeated_flags_keep_each_occurrence_in_the_order_written() {
+        let cmd = BenchArgs::augment_args(clap::Command::new("bench"));
+        let m = cmd.clone().get_matches_from([
+            "bench",
+            "--label",
+            "a=1",
+            "--goodput",
+            "ttft:500 tpot:50",
+            "--rate=1,2",
+            "--label",
+            "b=2",
+        ]);
+        let given: Vec<(String, Vec<String>)> = given_flags(&cmd, &m)
+            .into_iter()
+            .map(|g| (g.flag, g.values))
+            .collect();
+        let g = |f: &str, v: &[&str]| (f.to_string(), v.iter().map(|s| s.to_string()).collect());
+        assert_eq!(
+            given,
+            [
+                g("--label", &["a=1"]),
+                g("--goodput", &["ttft:500 tpot:50"]),
+                g("--rate", &["1,2"]),
+                g("--label", &["b=2"]),
+            ]
+        );
     }
 
     #[test]

@@ -155,16 +155,28 @@ fn the_run_record_lists_the_flags_written_with_the_key_redacted() {
     assert_eq!(
         written,
         [
-            "--api-key",
-            "--temperature",
+            "--sim-speed",
+            "--requests",
+            "--concurrency",
             "--input-tokens",
             "--output-tokens",
-            "--concurrency",
-            "--requests",
-            "--out",
-            "--sim-speed"
+            "--temperature",
+            "--api-key",
+            "--out"
         ],
-        "in the command's order; defaults and the environment are not written"
+        "in the order written; defaults and the environment are not written"
     );
-    assert_eq!(given[1]["values"], serde_json::json!(["0"]));
+    assert_eq!(given[5]["values"], serde_json::json!(["0"]));
+    // The report gives the command back, key redacted.
+    let report = bench_support::tpscope()
+        .args(["report"])
+        .arg(&run.out)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(
+        text.contains("command tpscope bench --sim-speed max --requests 8 --concurrency 4")
+            && text.contains("--temperature 0 --api-key '[redacted]' --out "),
+        "{text}"
+    );
 }

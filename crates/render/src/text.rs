@@ -129,6 +129,9 @@ fn head(o: &mut String, r: &RunReport) {
         let labels: Vec<String> = r.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let _ = writeln!(o, "  labels {}", labels.join(" "));
     }
+    if let Some(c) = &r.command {
+        let _ = writeln!(o, "  command {c}");
+    }
     let _ = writeln!(
         o,
         "  {}{}",

@@ -65,6 +65,12 @@ fn run_meta(r: &RunReport) -> String {
             esc(&labels.join(" "))
         ));
     }
+    if let Some(c) = &r.command {
+        s.push_str(&format!(
+            "<p class=\"meta\">command <code>{}</code></p>\n",
+            esc(c)
+        ));
+    }
     s
 }
 
