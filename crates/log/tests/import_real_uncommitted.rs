@@ -211,6 +211,8 @@ fn vllm_detailed_check(path: &Path) {
         } else {
             vllm_summary(&r.conventional.inter_token_latency, tool, "itl");
         }
+        vllm_tpot(&r, imported, tool, &name);
+        vllm_peaks(imported, tool, &name);
         let duration = tool["duration"].as_f64().unwrap();
         let w = report(
             imported,
@@ -245,6 +247,83 @@ fn vllm_detailed_check(path: &Path) {
             ms(r.distributions.t_first_token.mean),
         );
     }
+}
+
+/// vLLM's TPOT is (latency − TTFT)/(n − 1), tpscope's (last token − first)/(n − 1).
+/// The 0.6-era client's latency ran to the stream's close (the file's mean latency
+/// says so): tpscope's reads lower. Later clients end it at the last token chunk but
+/// read the TTFT with a second clock call after the first chunk's stamp, so TTFT +
+/// ΣITL passes their latency by that fraction of a microsecond: tpscope's TPOT is
+/// theirs, within 1 µs. All single-token: vLLM writes 0, tpscope leaves it absent.
+fn vllm_tpot(r: &tpscope_analysis::RunReport, imported: &Imported, tool: &Value, name: &str) {
+    let tpot = &r.conventional.tpot;
+    if tpot.mean.is_none() {
+        assert_eq!(tool["mean_tpot_ms"].as_f64(), Some(0.0), "{name}");
+        return;
+    }
+    let closes_later = warned(imported, "above the mean TTFT");
+    for (stat, ours) in [("mean", tpot.mean), ("median", tpot.p50), ("p99", tpot.p99)] {
+        let (ours, theirs) = (ms(ours), tool[format!("{stat}_tpot_ms")].as_f64().unwrap());
+        assert!(
+            ours - theirs <= 1e-3,
+            "{name} {stat} TPOT: {ours} > vLLM's {theirs}"
+        );
+        if !closes_later {
+            close(&format!("{name} {stat} TPOT"), ours, theirs, 1e-3);
+        }
+    }
+    eprintln!(
+        "{name}: TPOT mean {:.6} ms (vLLM {:.6})",
+        ms(tpot.mean),
+        tool["mean_tpot_ms"].as_f64().unwrap()
+    );
+}
+
+/// vLLM's peaks (newer versions, with `start_times`), in whole seconds counted from
+/// the first request's start: the most tokens in one (each at its start + TTFT + the
+/// ITLs before it), and the most requests in flight during some part of one. The
+/// same counts over tpscope's spans (their chunk marks, start and release) give the
+/// same peaks where every token and request is where vLLM put it.
+fn vllm_peaks(imported: &Imported, tool: &Value, name: &str) {
+    let (Some(tokens), Some(requests)) = (
+        tool["max_output_tokens_per_s"].as_f64(),
+        tool["max_concurrent_requests"].as_f64(),
+    ) else {
+        return;
+    };
+    if !tool["start_times"].is_array() {
+        return;
+    }
+    let spans = &imported.spans;
+    let origin = spans.iter().filter_map(|s| s.admitted_at).min().unwrap();
+    let second =
+        |t: tpscope_model::Timestamp| t.signed_nanos_since(origin).div_euclid(1_000_000_000);
+    let mut per_second: std::collections::BTreeMap<i64, (u64, u64)> = Default::default();
+    for s in spans
+        .iter()
+        .filter(|s| s.status == tpscope_model::Status::Ok)
+    {
+        let (Some(first), Some(chunks)) = (s.first_token_at, &s.chunks) else {
+            continue;
+        };
+        for c in chunks {
+            per_second
+                .entry(second(first.after(c.offset)))
+                .or_default()
+                .0 += u64::from(c.tokens);
+        }
+        for k in second(s.admitted_at.unwrap())..=second(s.released_at) {
+            per_second.entry(k).or_default().1 += 1;
+        }
+    }
+    let most = |f: fn(&(u64, u64)) -> u64| per_second.values().map(f).max().unwrap_or(0) as f64;
+    let (ours_tokens, ours_requests) = (most(|v| v.0), most(|v| v.1));
+    assert_eq!(ours_tokens, tokens, "{name}: peak output tokens/s");
+    assert_eq!(ours_requests, requests, "{name}: peak concurrent requests");
+    eprintln!(
+        "{name}: peaks of {ours_tokens} output tokens and {ours_requests} requests in one \
+         second (vLLM {tokens}, {requests})"
+    );
 }
 
 /// An AIPerf run's folder (0.8 to 0.10: summary metrics at the top level): its

@@ -191,6 +191,38 @@ fn vllm_rfc3339_date_anchors_the_run() {
 }
 
 #[test]
+fn vllm_result_without_date_says_its_calendar_date_is_not_known() {
+    // maty0609/vllm-benchmarks (2026): a script calls vLLM's `benchmark()` and saves
+    // what it returns, which has no `date` (the CLI adds it): the run sat at
+    // 2001-01-01 silently. Its start times still place each request exactly.
+    let text = r#"{"backend":"openai","model_id":"m","model_name":"m","num_prompts":2,
+     "request_rate":"inf","duration":0.5,"completed":2,"failed":0,"input_lens":[5,6],
+     "output_lens":[2,1],"ttfts":[0.1,0.2],"itls":[[0.01],[]],"start_times":[58683.0,58683.25],
+     "generated_texts":["a b",""],"errors":["",""],"max_output_tokens_per_s":3.0,
+     "max_concurrent_requests":2,"rtfx":0.0,"p80_ttft_ms":180.0,"server_config":{"gpu_type":"x"}}"#;
+    let i = run(Some(Format::Vllm), "r.json", text).unwrap();
+    assert_eq!(i.run.started_at, lanes::DEFAULT_ANCHOR);
+    assert_eq!(
+        i.spans[1].admitted_at.unwrap().since(i.run.started_at),
+        Some(Duration::from_millis(250))
+    );
+    let said = |i: &Imported, what: &str| {
+        i.warnings
+            .iter()
+            .any(|w| w.contains(what) && w.contains("calendar date is not known"))
+    };
+    assert!(said(&i, "has no `date`"), "{:?}", i.warnings);
+    // A date in neither of vLLM's forms is named, not silently replaced.
+    let odd = text.replace(r#"{"backend""#, r#"{"date":"2026/03/16 15:33","backend""#);
+    let i = run(Some(Format::Vllm), "r.json", &odd).unwrap();
+    assert_eq!(i.run.started_at, lanes::DEFAULT_ANCHOR);
+    assert!(said(&i, r#"("2026/03/16 15:33")"#), "{:?}", i.warnings);
+    let dated = text.replace(r#"{"backend""#, r#"{"date":"20260316-153300","backend""#);
+    let i = run(Some(Format::Vllm), "r.json", &dated).unwrap();
+    assert!(!i.warnings.iter().any(|w| w.contains("`date`")));
+}
+
+#[test]
 fn vllm_summary_without_per_request_columns_is_refused_naming_the_flag() {
     // What `--save-result` alone writes (vLLM 0.25.1): figures, no columns.
     let text = r#"{"date":"20260816-160853","backend":"vllm","completed":8,

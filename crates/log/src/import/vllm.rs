@@ -8,8 +8,12 @@
 //! such).
 //!
 //! vLLM 0.5 to 0.19 write no `latencies`: each request then ends at its last token
-//! (TTFT plus the sum of the ITLs); vLLM's own latency runs to the stream's close,
-//! and where the file states its mean the import says how far below it that is.
+//! (TTFT plus the sum of the ITLs). The 0.6-era client's own latency ran to the
+//! stream's close (where the file states its mean the import says how far below it
+//! that is); later clients end it at the last token chunk, as here, to within the
+//! fraction of a microsecond between the two clock reads of the first token. A
+//! result without `date` (saved by a script calling vLLM's `benchmark()` itself) is
+//! anchored at 2001-01-01, saying so.
 //! Without `start_times` request i is placed at its rate's i-th arrival (all at once
 //! at rate `inf`), up to `max_concurrency` at a time. Every instant
 //! of a request is its start plus one offset summed in seconds and rounded once
@@ -107,6 +111,26 @@ fn date(s: &str) -> Option<Timestamp> {
     Timestamp::parse_rfc3339(&text).ok()
 }
 
+/// The run's anchor: the file's `date`, or, where it has none or one unreadable,
+/// the default anchor, with a warning (the times stay right relative to the first
+/// request; only the calendar date is unknown).
+fn anchor(cx: &mut Cx<'_>, text: Option<&str>) -> Timestamp {
+    if let Some(t) = text.and_then(|d| date(d).or_else(|| Timestamp::parse_rfc3339(d).ok())) {
+        return t;
+    }
+    let what = match text {
+        None => "no `date`".to_string(),
+        Some(d) => format!("a `date` ({d:?}) that is neither YYYYMMDD-HHMMSS nor RFC 3339"),
+    };
+    cx.warnings.push(format!(
+        "{}: this vLLM result has {what}: the run is anchored at {}, so its times are \
+         right relative to its first request but its calendar date is not known",
+        cx.file.display(),
+        lanes::DEFAULT_ANCHOR
+    ));
+    lanes::DEFAULT_ANCHOR
+}
+
 /// The result objects of a file: the one object of `--save-result`, or one a line
 /// where `--append-result` appended a run's object to the file each time. A part
 /// that does not parse is returned whole, for the import to name its error.
@@ -143,11 +167,7 @@ pub(super) fn import(cx: &mut Cx<'_>, bytes: &[u8]) -> Result<(), ImportError> {
         f.output_lens.take().unwrap_or_default(),
     );
     let latencies = f.latencies.as_deref();
-    let anchor = f
-        .date
-        .as_deref()
-        .and_then(|d| date(d).or_else(|| Timestamp::parse_rfc3339(d).ok()))
-        .unwrap_or(lanes::DEFAULT_ANCHOR);
+    let anchor = anchor(cx, f.date.as_deref());
     describe_run(cx, &f);
 
     let starts = f.start_times.as_deref();
