@@ -81,6 +81,10 @@ pub struct ProxyArgs {
     /// At a stop, how long open requests may take to finish.
     #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = parse_dur)]
     pub drain_timeout: Duration,
+    /// Threads relaying requests (default: one per core). Fewer spend less CPU per
+    /// relayed token and add a little latency (docs/proxy-bench.md).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
     /// A label of the run record, `KEY=VALUE` (repeatable).
     #[arg(long = "label", value_name = "KEY=VALUE", value_parser = parse_label)]
     pub labels: Vec<(String, String)>,
@@ -185,7 +189,11 @@ pub fn run(args: ProxyArgs) -> anyhow::Result<ExitCode> {
     cfg.otlp = args.otlp.config();
     // Each client and each upstream stream is a socket: make room for thousands.
     let _ = tpscope_sim::raise_nofile_limit();
-    let rt = tokio::runtime::Builder::new_multi_thread()
+    let mut rt = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = args.threads {
+        rt.worker_threads(usize::from(n));
+    }
+    let rt = rt
         .enable_all()
         .build()
         .context("starting the async runtime")

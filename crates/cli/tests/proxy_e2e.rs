@@ -330,3 +330,39 @@ fn an_explicit_server_metrics_page_that_does_not_answer_is_refused() {
     );
     assert!(!dir.path().join("never.jsonl").exists());
 }
+
+#[test]
+fn a_proxy_on_one_thread_relays_every_token_and_zero_threads_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = sim();
+    let plog = dir.path().join("one-thread.jsonl");
+    let p = proxy(&sim.addr, &plog, &["--threads", "1"]);
+    let url = format!("http://{}/v1", p.addr);
+    let mut args = vec!["--url", url.as_str()];
+    args.extend(LOAD);
+    let run = bench(dir.path(), "via.jsonl", &args);
+    assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
+    let err = p.stop("-TERM");
+    assert!(err.contains("320 spans (320 ok"), "{err}");
+    sim.stop("-INT");
+    let (spans, _) = check_log(&run.out);
+    let (proxied, _) = check_log(&plog);
+    let tokens = |s: &[Span]| s.iter().map(|s| s.output_tokens).sum::<u64>();
+    assert_eq!(tokens(&spans), 320 * 64);
+    assert_eq!(tokens(&proxied), tokens(&spans));
+
+    let out = tpscope()
+        .args([
+            "proxy",
+            "--upstream",
+            "http://127.0.0.1:9",
+            "--threads",
+            "0",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--threads"), "{err}");
+}
