@@ -68,8 +68,7 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 }
 
 /// The long flags and aliases of `tpscope bench` (for the vLLM translation).
-fn bench_flags() -> Vec<String> {
-    let cmd = Cli::command();
+fn bench_flags(cmd: &clap::Command) -> Vec<String> {
     let Some(bench) = cmd.find_subcommand("bench") else {
         return Vec::new();
     };
@@ -88,22 +87,24 @@ fn bench_flags() -> Vec<String> {
 
 fn main() -> ExitCode {
     // A pasted `vllm bench serve` line: vLLM's flags into tpscope's.
-    let translated = match vllm_compat::translate(std::env::args_os().collect(), &bench_flags()) {
+    let cmd = Cli::command();
+    let translated = match vllm_compat::translate(std::env::args_os().collect(), &bench_flags(&cmd))
+    {
         Ok(t) => t,
         Err(e) => {
             let _ = writeln!(io::stderr(), "error: {e:#}");
             return ExitCode::from(exit::EXIT_BAD_INPUT);
         }
     };
-    let matches = Cli::command().get_matches_from(translated.args);
+    let matches = cmd.clone().get_matches_from(translated.args);
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let result = match cli.command {
         Command::Bench(mut a) => {
-            if let (Some(cmd), Some(m)) = (
-                Cli::command().find_subcommand("bench"),
+            if let (Some(bench), Some(m)) = (
+                cmd.find_subcommand("bench"),
                 matches.subcommand_matches("bench"),
             ) {
-                a.given = bench_args::given_flags(cmd, m);
+                a.given = bench_args::given_flags(bench, m);
             }
             let goals = a.goodput.goals().ok().flatten();
             bench_cmd::run(*a).and_then(|code| match &translated.result {

@@ -2,13 +2,16 @@
 //! stopping and cancelling, an endless backlog.
 
 use super::*;
+// The in-memory span-log writer the crate's integration tests share.
+#[path = "../../tests/support/mod.rs"]
+mod support;
 use crate::dist::LengthDist;
 use crate::retry::RetryPolicy;
 use crate::schedule::{Arrival, Schedule};
 use crate::workload::{Prompt, Request, Workload};
 use std::collections::HashMap;
-use std::io::Write;
 use std::time::Duration;
+use support::Buf;
 use tokio_util::sync::CancellationToken;
 use tpscope_model::{AttemptOutcome, Cause, Record, Span, Usage};
 use tpscope_record::{Dispatch, Writer};
@@ -75,18 +78,6 @@ impl Sender for Fake {
         o.content_chunks = 3;
         o.retry_after = failing.then_some(Duration::from_millis(10));
         o
-    }
-}
-
-#[derive(Clone, Default)]
-struct Buf(Arc<Mutex<Vec<u8>>>);
-impl Write for Buf {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
     }
 }
 
