@@ -189,11 +189,11 @@ pub fn run(args: ProxyArgs) -> anyhow::Result<ExitCode> {
     cfg.otlp = args.otlp.config();
     // Each client and each upstream stream is a socket: make room for thousands.
     let _ = tpscope_sim::raise_nofile_limit();
-    let mut rt = tokio::runtime::Builder::new_multi_thread();
-    if let Some(n) = args.threads {
-        rt.worker_threads(usize::from(n));
-    }
-    let rt = rt
+    cfg.threads = args.threads.map(usize::from);
+    // The serving threads are the proxy's own (one runtime each); this one
+    // runs the signals, the scrapers and the metrics page.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
         .enable_all()
         .build()
         .context("starting the async runtime")

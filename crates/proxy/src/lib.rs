@@ -21,6 +21,7 @@ mod rec;
 mod relay;
 mod rotate;
 mod service;
+mod shards;
 mod stop;
 mod track;
 
@@ -31,9 +32,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tpscope_client::{ClientConfig, Forwarder, Timeouts};
@@ -106,6 +105,8 @@ pub struct ProxyConfig {
     pub pipeline_width: Option<u32>,
     /// Also export every span to an OpenTelemetry collector (docs/otlp.md).
     pub otlp: Option<tpscope_record::OtlpConfig>,
+    /// Serving threads, each with its own connections (`None`: one per core).
+    pub threads: Option<usize>,
 }
 
 impl ProxyConfig {
@@ -135,6 +136,7 @@ impl ProxyConfig {
             tokenizer: Tokenizer::default(),
             pipeline_width: None,
             otlp: None,
+            threads: None,
         }
     }
 }
@@ -153,6 +155,17 @@ pub enum ProxyError {
     /// `--queue-full-status` is neither 429 nor 503.
     #[error("--queue-full-status {0}: expected 429 or 503")]
     QueueFullStatus(u16),
+    /// Zero serving threads asked for.
+    #[error("the proxy needs at least one serving thread")]
+    NoThreads,
+    /// A serving thread could not be started.
+    #[error("cannot start {threads} serving threads: {source}")]
+    Threads {
+        /// How many were asked for.
+        threads: usize,
+        /// What the system said.
+        source: io::Error,
+    },
     /// Binding a listening address failed.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
@@ -308,6 +321,11 @@ impl ProxyHandle {
     }
 }
 
+/// One serving thread per core the process may use.
+fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 /// Binds, starts the run and serves until [`ProxyHandle::shutdown`].
 pub async fn start(cfg: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
     let upstream = parse_upstream(&cfg.upstream)?;
@@ -321,11 +339,21 @@ pub async fn start(cfg: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
         },
         ..ClientConfig::default()
     };
-    let forwarder =
-        Forwarder::new(upstream.https, &client_cfg).map_err(|e| ProxyError::Upstream {
-            url: upstream.shown.clone(),
-            reason: e.to_string(),
-        })?;
+    // One forwarder (a pool of upstream connections) per serving thread, so
+    // both connections of a stream are served by one thread.
+    let threads = cfg.threads.unwrap_or_else(default_threads);
+    if threads == 0 {
+        return Err(ProxyError::NoThreads);
+    }
+    let mut forwarders = Vec::with_capacity(threads);
+    for _ in 0..threads {
+        forwarders.push(Forwarder::new(upstream.https, &client_cfg).map_err(|e| {
+            ProxyError::Upstream {
+                url: upstream.shown.clone(),
+                reason: e.to_string(),
+            }
+        })?);
+    }
     let listener = TcpListener::bind(cfg.listen)
         .await
         .map_err(|source| ProxyError::Bind {
@@ -429,25 +457,33 @@ pub async fn start(cfg: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
     }
     let gpu_scrapers = scrapers.split_off(usize::from(cfg.server_metrics.is_some()));
     let scraper = scrapers.pop();
-    let state = Arc::new(service::State {
-        upstream,
-        forwarder,
-        gate: cfg.cap.map(|c| {
-            let (a, u) = (rec.clone(), rec.clone());
-            gate::Gate::new(
-                c,
-                cfg.queue_limit,
-                cfg.dispatch,
-                Box::new(move |at| a.admit_at(at)),
-                Box::new(move || u.unadmit()),
-            )
-        }),
-        rec,
-        cfg: cfg.clone(),
+    let gate = cfg.cap.map(|c| {
+        let (a, u) = (rec.clone(), rec.clone());
+        gate::Gate::new(
+            c,
+            cfg.queue_limit,
+            cfg.dispatch,
+            Box::new(move |at| a.admit_at(at)),
+            Box::new(move || u.unadmit()),
+        )
     });
+    let states = forwarders
+        .into_iter()
+        .map(|forwarder| {
+            Arc::new(service::State {
+                upstream: upstream.clone(),
+                forwarder,
+                gate: gate.clone(),
+                rec: rec.clone(),
+                cfg: cfg.clone(),
+            })
+        })
+        .collect();
     let (stop, stop_rx) = watch::channel(false);
     let cut = CutNow::default();
-    let served = tokio::spawn(serve(listener, state, stop_rx.clone(), cut.clone()));
+    let shards = shards::Shards::start(listener, states, &stop_rx)
+        .map_err(|source| ProxyError::Threads { threads, source })?;
+    let served = tokio::spawn(shards.run(stop_rx.clone(), cut.clone()));
     let metrics_task = metrics_listener
         .map(|l| tokio::spawn(serve_metrics(l, metrics, cfg.header_timeout, stop_rx)));
     Ok(ProxyHandle {
@@ -463,79 +499,6 @@ pub async fn start(cfg: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
         cut,
         otlp,
     })
-}
-
-async fn serve(
-    listener: TcpListener,
-    state: Arc<service::State>,
-    mut stop: watch::Receiver<bool>,
-    cut: CutNow,
-) {
-    let graceful = GracefulShutdown::new();
-    let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(state.cfg.header_timeout)
-        // Read and write buffers per connection: hyper's ~400 KB default would
-        // be held by every stream whose client reads slowly (docs/design.md §12's 64 KB).
-        .max_buf_size(64 << 10)
-        .keep_alive(true);
-    builder
-        .http2()
-        .timer(TokioTimer::new())
-        .keep_alive_interval(Some(Duration::from_secs(30)))
-        .keep_alive_timeout(state.cfg.header_timeout);
-    let builder = Arc::new(builder);
-    let mut conns = tokio::task::JoinSet::new();
-    loop {
-        let (stream, _) = tokio::select! {
-            _ = stop.changed() => break,
-            Some(_) = conns.join_next(), if !conns.is_empty() => continue,
-            r = listener.accept() => match r {
-                Ok(x) => x,
-                // Out of descriptors and the like: wait a moment rather than spin.
-                Err(_) => {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-        };
-        let _ = stream.set_nodelay(true);
-        let st = state.clone();
-        let (builder, watcher, mut stop) = (builder.clone(), graceful.watcher(), stop.clone());
-        conns.spawn(async move {
-            // Version detection has no timeout of its own: the header timeout
-            // covers it (an idle or trickling client is dropped), and a stop
-            // does not wait for a client that has not yet spoken.
-            let io = tokio::select! {
-                io = preface::read_preface(stream, st.cfg.header_timeout) => io,
-                _ = stop.wait_for(|s| *s) => None,
-            };
-            let Some(io) = io else { return };
-            let svc = hyper::service::service_fn(move |req| service::handle(st.clone(), req));
-            let conn = builder.serve_connection(TokioIo::new(io), svc).into_owned();
-            let _ = watcher.watch(conn).await;
-        });
-    }
-    drop(listener);
-    tokio::select! {
-        _ = tokio::time::timeout(state.cfg.drain_timeout, graceful.shutdown()) => {}
-        _ = cut.0.notified() => {}
-    }
-    // What is still open is cut: each request's record, dropped with its
-    // connection, is written as cancelled with the tokens relayed so far.
-    state.rec.tally.start_cutting();
-    conns.abort_all();
-    while conns.join_next().await.is_some() {}
-    // HTTP/2 streams are tasks of their own, ended once their connection is
-    // gone: wait for them (bounded) so their spans precede the `end` record.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
-    while state.rec.session.reading().0 + state.rec.session.reading().1 > 0
-        && tokio::time::Instant::now() < deadline
-    {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
 }
 
 async fn serve_metrics(

@@ -58,6 +58,10 @@ async fn stopped_with_open_streams(drain: Duration, cut_now: bool) -> (Vec<Recor
     let out = dir.path().join("p.jsonl");
     let mut cfg = config(sim.addr(), &out);
     cfg.drain_timeout = drain;
+    // Two serving threads: the two streams are served by one each (a new
+    // connection goes to the thread with the fewest open), so the drain and
+    // the cut must reach both.
+    cfg.threads = Some(2);
     let p = proxy(cfg).await;
     let a = open_stream(p.addr()).await;
     let b = open_stream(p.addr()).await;

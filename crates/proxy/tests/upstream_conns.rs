@@ -95,7 +95,10 @@ async fn sequential_streams_reuse_one_upstream_connection() {
     let (up, accepted, _) = upstream(false).await;
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("p.jsonl");
-    let p = proxy(config(up, &out)).await;
+    // Each serving thread pools its own upstream connections: one thread, one.
+    let mut cfg = config(up, &out);
+    cfg.threads = Some(1);
+    let p = proxy(cfg).await;
     for _ in 0..3 {
         let r = post(p.addr(), "/v1/chat/completions", &chat("m", true, 5)).await;
         assert_eq!(r.status, 200);
@@ -187,4 +190,49 @@ async fn a_client_leaving_mid_stream_closes_its_upstream_connection() {
     let s = &spans(&out)[0];
     assert_eq!(s.status, Status::Cancelled, "{s:?}");
     assert_eq!(s.output_tokens, 1);
+}
+
+/// Each serving thread keeps its own pool (so a stream's two connections are
+/// served by one thread): sequential requests on new client connections open
+/// at most one upstream connection per thread, not one per request.
+#[tokio::test]
+async fn each_serving_thread_reuses_its_own_upstream_connection() {
+    let (up, accepted, _) = upstream(false).await;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("p.jsonl");
+    let mut cfg = config(up, &out);
+    cfg.threads = Some(3);
+    let p = proxy(cfg).await;
+    for _ in 0..9 {
+        let r = post(p.addr(), "/v1/chat/completions", &chat("m", true, 5)).await;
+        assert_eq!(r.status, 200);
+        assert!(r.complete && r.text().contains("[DONE]"), "{}", r.text());
+    }
+    let n = accepted.load(Ordering::SeqCst);
+    assert!(
+        (1..=3).contains(&n),
+        "{n} upstream connections for 3 threads"
+    );
+    p.shutdown().await.unwrap();
+    let spans = spans(&out);
+    assert_eq!(spans.len(), 9);
+    assert!(
+        spans
+            .iter()
+            .all(|s| s.status == Status::Ok && s.output_tokens == 5)
+    );
+}
+
+#[tokio::test]
+async fn a_proxy_without_serving_threads_is_refused_before_it_binds() {
+    let (up, _, _) = upstream(false).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(up, &dir.path().join("p.jsonl"));
+    cfg.threads = Some(0);
+    let err = tpscope_proxy::start(cfg).await.err().expect("refused");
+    assert!(
+        err.to_string().contains("at least one serving thread"),
+        "{err}"
+    );
+    assert!(!dir.path().join("p.jsonl").exists(), "no run was started");
 }

@@ -1,0 +1,220 @@
+//! The proxy's serving threads, as nginx's workers rather than a work-stealing
+//! pool: each of N threads runs a one-thread runtime and serves the connections
+//! it is given whole (the client's connection, its requests, a pool of upstream
+//! connections of its own, the relayed bodies), so a relayed chunk wakes a task
+//! on the thread that read it. On one runtime of N workers a stream's two
+//! connection tasks ran wherever they had been stolen to, and idle workers were
+//! woken to steal: at 16 workers that cost 1.24–1.28× nginx's CPU per token,
+//! against 0.9–1.0× on one or two (docs/proxy-bench.md, "Threads").
+//!
+//! One accept loop hands each new connection to the thread with the fewest open
+//! (threads accepting for themselves from one listener took them unevenly: the
+//! first awake drained the backlog, 84 % of the relay's work went to one of two
+//! threads, and a thread that lags reads backlogs, which costs the exact stamps
+//! two more syscalls per read). What the threads share is what a request
+//! shares: the cap's gate, the recorder and the metrics, each touched once or
+//! twice per request.
+
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::stop::CutNow;
+use crate::{preface, service};
+
+/// The serving threads, started: each says when it has drained.
+pub(crate) struct Shards {
+    listener: TcpListener,
+    /// Each thread's inbox of connections, and how many it has open.
+    inboxes: Vec<(mpsc::UnboundedSender<std::net::TcpStream>, Arc<AtomicUsize>)>,
+    done: Vec<oneshot::Receiver<()>>,
+    /// Tells every thread to cut what is still open (a second signal).
+    cut_all: watch::Sender<bool>,
+    /// One thread's state: the recorder every thread shares.
+    rec: Arc<crate::rec::Rec>,
+}
+
+impl Shards {
+    /// Starts one thread per state, each serving what it is given until `stop`.
+    pub fn start(
+        listener: TcpListener,
+        states: Vec<Arc<service::State>>,
+        stop: &watch::Receiver<bool>,
+    ) -> io::Result<Shards> {
+        let rec = states
+            .first()
+            .map(|s| s.rec.clone())
+            .ok_or_else(|| io::Error::other("no serving thread"))?;
+        let (cut_all, cut_rx) = watch::channel(false);
+        let mut done = Vec::with_capacity(states.len());
+        let mut inboxes = Vec::with_capacity(states.len());
+        for (i, st) in states.into_iter().enumerate() {
+            let (give, inbox) = mpsc::unbounded_channel();
+            let open = Arc::new(AtomicUsize::new(0));
+            inboxes.push((give, open.clone()));
+            let (tx, rx) = oneshot::channel();
+            let (stop, cut) = (stop.clone(), cut_rx.clone());
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            std::thread::Builder::new()
+                .name(format!("tpscope-proxy-{i}"))
+                .spawn(move || {
+                    rt.block_on(serve(inbox, open, st, stop, cut));
+                    // The runtime goes with the thread: pooled upstream
+                    // connections close here.
+                    drop(rt);
+                    let _ = tx.send(());
+                })?;
+            done.push(rx);
+        }
+        Ok(Shards {
+            listener,
+            inboxes,
+            done,
+            cut_all,
+            rec,
+        })
+    }
+
+    /// Accepts until `stop`, giving each connection to the thread with the
+    /// fewest open; then waits until every thread has drained (passing a cut on
+    /// to all of them), and for HTTP/2 streams still being recorded (bounded),
+    /// so that their spans precede the `end` record.
+    pub async fn run(mut self, mut stop: watch::Receiver<bool>, cut: CutNow) {
+        loop {
+            if *stop.borrow() {
+                break;
+            }
+            let stream = tokio::select! {
+                r = stop.changed() => match r {
+                    Ok(()) => continue,
+                    Err(_) => break,
+                },
+                r = self.listener.accept() => match r {
+                    Ok((s, _)) => s,
+                    // Out of descriptors and the like: wait a moment rather than spin.
+                    Err(_) => {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                },
+            };
+            let _ = stream.set_nodelay(true);
+            let Ok(stream) = stream.into_std() else {
+                continue;
+            };
+            if let Some((give, open)) = self
+                .inboxes
+                .iter()
+                .min_by_key(|(_, open)| open.load(Ordering::Relaxed))
+            {
+                open.fetch_add(1, Ordering::Relaxed);
+                let _ = give.send(stream);
+            }
+        }
+        // Closing the inboxes and the listener: no new connection is served.
+        self.inboxes.clear();
+        drop(self.listener);
+        for mut rx in self.done {
+            loop {
+                tokio::select! {
+                    _ = &mut rx => break,
+                    _ = cut.0.notified() => { let _ = self.cut_all.send(true); }
+                }
+            }
+        }
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+        while self.rec.session.reading().0 + self.rec.session.reading().1 > 0
+            && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+}
+
+/// Counts a thread's connection open until dropped.
+struct Open(Arc<AtomicUsize>);
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// One thread's connections, and its drain.
+async fn serve(
+    mut inbox: mpsc::UnboundedReceiver<std::net::TcpStream>,
+    open: Arc<AtomicUsize>,
+    state: Arc<service::State>,
+    mut stop: watch::Receiver<bool>,
+    mut cut: watch::Receiver<bool>,
+) {
+    let graceful = GracefulShutdown::new();
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(state.cfg.header_timeout)
+        // Read and write buffers per connection: hyper's ~400 KB default would
+        // be held by every stream whose client reads slowly (docs/design.md §12's 64 KB).
+        .max_buf_size(64 << 10)
+        .keep_alive(true);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(Some(Duration::from_secs(30)))
+        .keep_alive_timeout(state.cfg.header_timeout);
+    let builder = Arc::new(builder);
+    let mut conns = tokio::task::JoinSet::new();
+    loop {
+        if *stop.borrow() {
+            break;
+        }
+        let stream = tokio::select! {
+            _ = stop.changed() => break,
+            Some(_) = conns.join_next(), if !conns.is_empty() => continue,
+            s = inbox.recv() => match s {
+                Some(s) => s,
+                None => break,
+            },
+        };
+        let counted = Open(open.clone());
+        let Ok(stream) = tokio::net::TcpStream::from_std(stream) else {
+            continue;
+        };
+        let st = state.clone();
+        let (builder, watcher, mut stop) = (builder.clone(), graceful.watcher(), stop.clone());
+        conns.spawn(async move {
+            let _counted = counted;
+            // Version detection has no timeout of its own: the header timeout
+            // covers it (an idle or trickling client is dropped), and a stop
+            // does not wait for a client that has not yet spoken.
+            let io = tokio::select! {
+                io = preface::read_preface(stream, st.cfg.header_timeout) => io,
+                _ = stop.wait_for(|s| *s) => None,
+            };
+            let Some(io) = io else { return };
+            let svc = hyper::service::service_fn(move |req| service::handle(st.clone(), req));
+            let conn = builder.serve_connection(TokioIo::new(io), svc).into_owned();
+            let _ = watcher.watch(conn).await;
+        });
+    }
+    drop(inbox);
+    tokio::select! {
+        _ = tokio::time::timeout(state.cfg.drain_timeout, graceful.shutdown()) => {}
+        _ = cut.wait_for(|c| *c) => {}
+    }
+    // What is still open is cut: each request's record, dropped with its
+    // connection, is written as cancelled with the tokens relayed so far.
+    state.rec.tally.start_cutting();
+    conns.abort_all();
+    while conns.join_next().await.is_some() {}
+}
