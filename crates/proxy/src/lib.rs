@@ -326,6 +326,18 @@ fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+/// The run record is written but the proxy cannot serve: ends the run (its
+/// `end` record) before the caller says why.
+async fn end_started_run(running: rec::Running, scrapers: Vec<Scraper>) {
+    let _ = tokio::task::spawn_blocking(move || {
+        for s in scrapers {
+            s.stop();
+        }
+        running.close()
+    })
+    .await;
+}
+
 /// Binds, starts the run and serves until [`ProxyHandle::shutdown`].
 pub async fn start(cfg: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
     let upstream = parse_upstream(&cfg.upstream)?;
@@ -440,14 +452,7 @@ pub async fn start(cfg: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
         {
             Ok(s) => scrapers.push(s),
             Err(e) => {
-                // The run record is written: end the run before saying why.
-                let _ = tokio::task::spawn_blocking(move || {
-                    for s in scrapers {
-                        s.stop();
-                    }
-                    running.close()
-                })
-                .await;
+                end_started_run(running, scrapers).await;
                 return Err(ProxyError::ServerMetrics {
                     url,
                     reason: e.to_string(),
@@ -481,8 +486,15 @@ pub async fn start(cfg: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
         .collect();
     let (stop, stop_rx) = watch::channel(false);
     let cut = CutNow::default();
-    let shards = shards::Shards::start(listener, states, &stop_rx)
-        .map_err(|source| ProxyError::Threads { threads, source })?;
+    let shards = match shards::Shards::start(listener, states, &stop_rx).await {
+        Ok(s) => s,
+        Err(source) => {
+            scrapers.extend(gpu_scrapers);
+            scrapers.extend(scraper);
+            end_started_run(running, scrapers).await;
+            return Err(ProxyError::Threads { threads, source });
+        }
+    };
     let served = tokio::spawn(shards.run(stop_rx.clone(), cut.clone()));
     let metrics_task = metrics_listener
         .map(|l| tokio::spawn(serve_metrics(l, metrics, cfg.header_timeout, stop_rx)));

@@ -42,8 +42,9 @@ pub(crate) struct Shards {
 }
 
 impl Shards {
-    /// Starts one thread per state, each serving what it is given until `stop`.
-    pub fn start(
+    /// Starts one thread per state, each serving what it is given until `stop`;
+    /// returns once every thread's runtime is built.
+    pub async fn start(
         listener: TcpListener,
         states: Vec<Arc<service::State>>,
         stop: &watch::Receiver<bool>,
@@ -60,19 +61,34 @@ impl Shards {
             let open = Arc::new(AtomicUsize::new(0));
             inboxes.push((give, open.clone()));
             let (tx, rx) = oneshot::channel();
+            let (ready_tx, ready) = oneshot::channel();
             let (stop, cut) = (stop.clone(), cut_rx.clone());
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()?;
+            // The runtime is built and dropped on its own thread: a runtime
+            // dropped inside another's async context panics.
             std::thread::Builder::new()
                 .name(format!("tpscope-proxy-{i}"))
                 .spawn(move || {
+                    let rt = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build();
+                    let rt = match rt {
+                        Ok(rt) => {
+                            let _ = ready_tx.send(Ok(()));
+                            rt
+                        }
+                        Err(e) => {
+                            let _ = ready_tx.send(Err(e));
+                            return;
+                        }
+                    };
                     rt.block_on(serve(inbox, open, st, stop, cut));
-                    // The runtime goes with the thread: pooled upstream
-                    // connections close here.
+                    // Pooled upstream connections close with the runtime.
                     drop(rt);
                     let _ = tx.send(());
                 })?;
+            ready
+                .await
+                .unwrap_or_else(|_| Err(io::Error::other("a serving thread ended at its start")))?;
             done.push(rx);
         }
         Ok(Shards {
@@ -108,16 +124,22 @@ impl Shards {
                 },
             };
             let _ = stream.set_nodelay(true);
-            let Ok(stream) = stream.into_std() else {
+            let Ok(mut stream) = stream.into_std() else {
                 continue;
             };
-            if let Some((give, open)) = self
-                .inboxes
-                .iter()
-                .min_by_key(|(_, open)| open.load(Ordering::Relaxed))
+            while let Some(i) =
+                (0..self.inboxes.len()).min_by_key(|&i| self.inboxes[i].1.load(Ordering::Relaxed))
             {
+                let (give, open) = &self.inboxes[i];
                 open.fetch_add(1, Ordering::Relaxed);
-                let _ = give.send(stream);
+                match give.send(stream) {
+                    Ok(()) => break,
+                    // That thread is gone (it panicked): the others serve.
+                    Err(mpsc::error::SendError(s)) => {
+                        self.inboxes.swap_remove(i);
+                        stream = s;
+                    }
+                }
             }
         }
         // Closing the inboxes and the listener: no new connection is served.
