@@ -9,7 +9,7 @@
 //!
 //! One accept loop hands each new connection to the thread with the fewest open
 //! (threads accepting for themselves from one listener took them unevenly: the
-//! first awake drained the backlog, 84 % of the relay's work went to one of two
+//! first awake drained the backlog, 85 % of the relay's work went to one of two
 //! threads, and a thread that lags reads backlogs, which costs the exact stamps
 //! two more syscalls per read). What the threads share is what a request
 //! shares: the cap's gate, the recorder and the metrics, each touched once or
