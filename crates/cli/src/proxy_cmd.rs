@@ -81,8 +81,8 @@ pub struct ProxyArgs {
     /// At a stop, how long open requests may take to finish.
     #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = parse_dur)]
     pub drain_timeout: Duration,
-    /// Threads relaying requests (default: one per core). Fewer spend less CPU per
-    /// relayed token and add a little latency (docs/proxy-bench.md).
+    /// Serving threads, each with its own connections and upstream pool (default:
+    /// one per core; docs/proxy.md).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
     /// A label of the run record, `KEY=VALUE` (repeatable).
