@@ -260,8 +260,10 @@ impl Bench {
                 procs::own_threads_cpu_s("bench-upstream", self.tck),
             )
         };
+        let workers = |p: &Option<Proxy>| p.as_ref().map(|p| p.workers_cpu_s(self.tck));
         let (jiffies0, cpu0, own0, load0) =
             (procs::machine_jiffies(), cpu(&proxy), own(), procs::load1());
+        let workers0 = workers(&proxy).unwrap_or_default();
         let overflows0 = procs::listen_overflows();
         let t0 = Instant::now();
         let (o, origin) = (&self.o, self.origin);
@@ -289,6 +291,14 @@ impl Bench {
         });
         let wall = t0.elapsed().as_secs_f64();
         let (cpu1, own1, load1) = (cpu(&proxy), own(), procs::load1());
+        // Each worker's CPU over the round (matched by name: a thread or
+        // process that started meanwhile counts from zero).
+        let spent: Vec<f64> = workers(&proxy)
+            .unwrap_or_default()
+            .iter()
+            .map(|(k, v)| v - workers0.iter().find(|(k0, _)| k0 == k).map_or(0.0, |w| w.1))
+            .collect();
+        let busiest = stats::busiest_share(&spent).map(|s| (spent.len(), s));
         let overflows = procs::listen_overflows()
             .zip(overflows0)
             .map(|(a, b)| a.saturating_sub(b));
@@ -318,6 +328,7 @@ impl Bench {
                 hwm_mib: hwm,
                 spans,
                 overflows,
+                busiest,
             },
         ))
     }

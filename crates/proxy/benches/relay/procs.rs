@@ -63,6 +63,25 @@ pub fn own_threads_cpu_s(prefix: &str, tck: f64) -> f64 {
     ticks / tck
 }
 
+/// CPU seconds of each thread of `pid` whose name starts with `prefix`, by name.
+pub fn threads_cpu_s(pid: u32, prefix: &str, tck: f64) -> Vec<(String, f64)> {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for t in dir.flatten() {
+        let stat = t.path().join("stat");
+        if let (Some(comm), Some(f)) = (stat_comm(&stat), stat_fields(&stat))
+            && comm.starts_with(prefix)
+        {
+            let ticks = f.get(11).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0)
+                + f.get(12).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+            out.push((comm, ticks / tck));
+        }
+    }
+    out
+}
+
 /// A `kB` field of `/proc/PID/status` (`VmRSS`, `VmHWM`), in KiB.
 pub fn status_kib(pid: u32, field: &str) -> Option<u64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
@@ -291,6 +310,21 @@ impl Proxy {
     /// CPU seconds of all its processes.
     pub fn cpu_s(&self, tck: f64) -> Option<f64> {
         self.pids.iter().map(|p| cpu_s(*p, tck)).sum()
+    }
+
+    /// CPU seconds of each of its workers, by name: tpscope's serving threads
+    /// (`tpscope-proxy-N`; none in a build before them), nginx's worker
+    /// processes (its master excluded).
+    pub fn workers_cpu_s(&self, tck: f64) -> Vec<(String, f64)> {
+        let Some((&first, rest)) = self.pids.split_first() else {
+            return Vec::new();
+        };
+        if self.log.is_some() {
+            return threads_cpu_s(first, "tpscope-proxy-", tck);
+        }
+        rest.iter()
+            .filter_map(|p| Some((p.to_string(), cpu_s(*p, tck)?)))
+            .collect()
     }
 
     /// Summed `field` (`VmRSS`, `VmHWM`) of its processes, in MiB.

@@ -28,6 +28,9 @@ pub struct Costs {
     /// Connections the machine dropped for a full accept queue meanwhile (any
     /// listener: a stream that waited out a SYN retransmit starts late).
     pub overflows: Option<u64>,
+    /// The proxy's workers, and the busiest one's share of their CPU (see
+    /// `stats::busiest_share`).
+    pub busiest: Option<(usize, f64)>,
 }
 
 /// One path's round.
@@ -165,7 +168,7 @@ pub fn round_line(r: &Round) {
     let c = &r.costs;
     let q = |n| us(r.dist.at(n));
     println!(
-        "round {} {:<8} n={} p50 {} p90 {} p99 {} p99.9 {} max {} µs | {} chunks/s | proxy CPU {} s = {} µs/token ({} of a core), RSS {} MiB (peak {}) | client {:.2} s, upstream {:.2} s CPU | bench {} of all cores, machine busy {} | load {}→{} | {}/{} streams ok{}{}{}",
+        "round {} {:<8} n={} p50 {} p90 {} p99 {} p99.9 {} max {} µs | {} chunks/s | proxy CPU {} s = {} µs/token ({} of a core), RSS {} MiB (peak {}) | client {:.2} s, upstream {:.2} s CPU | bench {} of all cores, machine busy {} | load {}→{}{} | {}/{} streams ok{}{}{}",
         r.round,
         r.path.name(),
         r.dist.n,
@@ -186,6 +189,9 @@ pub fn round_line(r: &Round) {
         pct(c.machine_busy),
         num(c.load1[0], 2),
         num(c.load1[1], 2),
+        c.busiest
+            .map(|(n, s)| format!(" | busiest of {n} workers {}", pct(Some(s))))
+            .unwrap_or_default(),
         r.usage_ok,
         r.grid.len(),
         c.spans

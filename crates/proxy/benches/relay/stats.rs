@@ -122,3 +122,16 @@ pub fn spread(s: Option<Spread>) -> String {
         ),
     }
 }
+
+/// The busiest worker's share of a proxy's CPU over a round, from each worker's
+/// CPU seconds (a serving thread of tpscope, a worker process of nginx): 1/n is
+/// an even spread, near 1 one worker relayed while the others idled (and, lagging,
+/// read backlogs). `None` with fewer than two workers or no CPU spent.
+pub fn busiest_share(workers_cpu_s: &[f64]) -> Option<f64> {
+    if workers_cpu_s.len() < 2 {
+        return None;
+    }
+    let sum: f64 = workers_cpu_s.iter().sum();
+    let max = workers_cpu_s.iter().copied().fold(f64::MIN, f64::max);
+    (sum > 0.0).then(|| max / sum)
+}

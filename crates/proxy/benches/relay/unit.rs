@@ -26,6 +26,18 @@ mod stats_tests {
     use crate::stats::*;
 
     #[test]
+    fn the_busiest_workers_share_shows_a_proxy_whose_work_went_to_one_thread() {
+        // The accept race that sent 85 % of the relaying to one of two threads.
+        let s = busiest_share(&[0.45, 2.55]).unwrap();
+        assert!((s - 0.85).abs() < 1e-9, "{s}");
+        assert_eq!(busiest_share(&[1.0, 1.0, 1.0, 1.0]), Some(0.25));
+        // One worker, or none busy: no share to speak of.
+        assert_eq!(busiest_share(&[3.0]), None);
+        assert_eq!(busiest_share(&[]), None);
+        assert_eq!(busiest_share(&[0.0, 0.0]), None);
+    }
+
+    #[test]
     fn percentiles_interpolate_between_closest_ranks_in_microseconds() {
         // 1..=101 µs: h = 100·q, so p50 = 51, p90 = 91, p99 = 100, p99.9 = 100.9.
         let ns: Vec<i64> = (1..=101).rev().map(|v| v * 1000).collect();
