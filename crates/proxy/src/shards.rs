@@ -29,13 +29,16 @@ use tokio::sync::{mpsc, oneshot, watch};
 use crate::stop::CutNow;
 use crate::{preface, service};
 
-/// The serving threads, started: each says when it has drained.
+/// The serving threads, started: each says when its drain is over and when it
+/// has ended.
 pub(crate) struct Shards {
     listener: TcpListener,
     /// Each thread's inbox of connections, and how many it has open.
     inboxes: Vec<(mpsc::UnboundedSender<std::net::TcpStream>, Arc<AtomicUsize>)>,
+    drained: Vec<oneshot::Receiver<()>>,
     done: Vec<oneshot::Receiver<()>>,
-    /// Tells every thread to cut what is still open (a second signal).
+    /// Tells every thread to cut what is still open: once every thread's drain
+    /// is over, or at a second signal.
     cut_all: watch::Sender<bool>,
     /// One thread's state: the recorder every thread shares.
     rec: Arc<crate::rec::Rec>,
@@ -55,12 +58,14 @@ impl Shards {
             .ok_or_else(|| io::Error::other("no serving thread"))?;
         let (cut_all, cut_rx) = watch::channel(false);
         let mut done = Vec::with_capacity(states.len());
+        let mut drained = Vec::with_capacity(states.len());
         let mut inboxes = Vec::with_capacity(states.len());
         for (i, st) in states.into_iter().enumerate() {
             let (give, inbox) = mpsc::unbounded_channel();
             let open = Arc::new(AtomicUsize::new(0));
             inboxes.push((give, open.clone()));
             let (tx, rx) = oneshot::channel();
+            let (drained_tx, drained_rx) = oneshot::channel();
             let (ready_tx, ready) = oneshot::channel();
             let (stop, cut) = (stop.clone(), cut_rx.clone());
             // The runtime is built and dropped on its own thread: a runtime
@@ -81,7 +86,7 @@ impl Shards {
                             return;
                         }
                     };
-                    rt.block_on(serve(inbox, open, st, stop, cut));
+                    rt.block_on(serve(inbox, open, st, stop, cut, drained_tx));
                     // Pooled upstream connections close with the runtime.
                     drop(rt);
                     let _ = tx.send(());
@@ -90,10 +95,12 @@ impl Shards {
                 .await
                 .unwrap_or_else(|_| Err(io::Error::other("a serving thread ended at its start")))?;
             done.push(rx);
+            drained.push(drained_rx);
         }
         Ok(Shards {
             listener,
             inboxes,
+            drained,
             done,
             cut_all,
             rec,
@@ -101,9 +108,10 @@ impl Shards {
     }
 
     /// Accepts until `stop`, giving each connection to the thread with the
-    /// fewest open; then waits until every thread has drained (passing a cut on
-    /// to all of them), and for HTTP/2 streams still being recorded (bounded),
-    /// so that their spans precede the `end` record.
+    /// fewest open. Then the stop: every thread drains; once all are drained (or
+    /// at a second signal) what is still open is cut, on every thread at once;
+    /// last, HTTP/2 streams still being recorded are waited for (bounded), so
+    /// that their spans precede the `end` record.
     pub async fn run(mut self, mut stop: watch::Receiver<bool>, cut: CutNow) {
         loop {
             if *stop.borrow() {
@@ -145,13 +153,18 @@ impl Shards {
         // Closing the inboxes and the listener: no new connection is served.
         self.inboxes.clear();
         drop(self.listener);
-        for mut rx in self.done {
-            loop {
-                tokio::select! {
-                    _ = &mut rx => break,
-                    _ = cut.0.notified() => { let _ = self.cut_all.send(true); }
-                }
+        // Cutting starts only when no thread is draining any more: a client
+        // that leaves during another thread's drain is not cut by the stop.
+        for mut rx in self.drained {
+            tokio::select! {
+                _ = &mut rx => {}
+                _ = cut.0.notified() => break,
             }
+        }
+        self.rec.tally.start_cutting();
+        let _ = self.cut_all.send(true);
+        for rx in self.done {
+            let _ = rx.await;
         }
         let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
         while self.rec.session.reading().0 + self.rec.session.reading().1 > 0
@@ -178,6 +191,7 @@ async fn serve(
     state: Arc<service::State>,
     mut stop: watch::Receiver<bool>,
     mut cut: watch::Receiver<bool>,
+    drained: oneshot::Sender<()>,
 ) {
     let graceful = GracefulShutdown::new();
     let mut builder = auto::Builder::new(TokioExecutor::new());
@@ -234,9 +248,11 @@ async fn serve(
         _ = tokio::time::timeout(state.cfg.drain_timeout, graceful.shutdown()) => {}
         _ = cut.wait_for(|c| *c) => {}
     }
-    // What is still open is cut: each request's record, dropped with its
-    // connection, is written as cancelled with the tokens relayed so far.
-    state.rec.tally.start_cutting();
+    let _ = drained.send(());
+    // When every thread is drained: what is still open is cut, each request's
+    // record, dropped with its connection, written as cancelled with the
+    // tokens relayed so far.
+    let _ = cut.wait_for(|c| *c).await;
     conns.abort_all();
     while conns.join_next().await.is_some() {}
 }

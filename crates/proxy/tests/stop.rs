@@ -125,3 +125,56 @@ async fn cutting_at_once_ends_a_long_drain_and_still_writes_the_open_streams() {
     check(&records);
     assert!(took < Duration::from_secs(20), "{took:?}");
 }
+
+/// With several serving threads, one that has nothing open is drained at once;
+/// a client that leaves while another thread is still draining left on its own
+/// (it is not a stream the stop cut), and the `end` record counts no cut.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_leaving_during_another_threads_drain_is_not_counted_as_cut() {
+    let sim = sim_with(SimConfig {
+        speed: Speed::Scaled(0.2),
+        ..SimConfig::default()
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("p.jsonl");
+    let mut cfg = config(sim.addr(), &out);
+    cfg.drain_timeout = Duration::from_secs(30);
+    cfg.threads = Some(2);
+    let p = proxy(cfg).await;
+    let (body, conn) = open_stream(p.addr()).await;
+    let stopping = tokio::spawn(p.shutdown());
+    // The idle thread's drain is over by now; the stream's is not.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !stopping.is_finished(),
+        "the drain waits for the open stream"
+    );
+    drop(body);
+    conn.abort();
+    let counts = tokio::time::timeout(TIMEOUT, stopping)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (counts.spans, counts.status.cancelled),
+        (1, 1),
+        "{counts:?}"
+    );
+    sim.shutdown().await.unwrap();
+    let records = records(&out);
+    let span = records
+        .iter()
+        .find_map(|r| match r {
+            Record::Span(s) => Some(s),
+            _ => None,
+        })
+        .expect("a span");
+    let msg = &span.error.as_ref().unwrap().message;
+    assert!(msg.contains("the client went away"), "{msg}");
+    let Some(Record::End(end)) = records.last() else {
+        panic!("no end record last: {records:?}")
+    };
+    assert_eq!(end.cut_at_stop, Some(0));
+}
