@@ -40,7 +40,7 @@ pub(crate) struct Shards {
     /// Tells every thread to cut what is still open: once every thread's drain
     /// is over, or at a second signal.
     cut_all: watch::Sender<bool>,
-    /// One thread's state: the recorder every thread shares.
+    /// The recorder every thread shares (its stop tally).
     rec: Arc<crate::rec::Rec>,
 }
 
@@ -109,9 +109,10 @@ impl Shards {
 
     /// Accepts until `stop`, giving each connection to the thread with the
     /// fewest open. Then the stop: every thread drains; once all are drained (or
-    /// at a second signal) what is still open is cut, on every thread at once;
-    /// last, HTTP/2 streams still being recorded are waited for (bounded), so
-    /// that their spans precede the `end` record.
+    /// at a second signal) what is still open is cut, on every thread at once.
+    /// A thread ends by dropping its runtime, and with it every task still there
+    /// (HTTP/2 streams are tasks of their own), so their spans are recorded
+    /// before this returns and the `end` record follows them.
     pub async fn run(mut self, mut stop: watch::Receiver<bool>, cut: CutNow) {
         loop {
             if *stop.borrow() {
@@ -165,12 +166,6 @@ impl Shards {
         let _ = self.cut_all.send(true);
         for rx in self.done {
             let _ = rx.await;
-        }
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
-        while self.rec.session.reading().0 + self.rec.session.reading().1 > 0
-            && tokio::time::Instant::now() < deadline
-        {
-            tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
 }

@@ -6,35 +6,56 @@
 mod common;
 
 use std::net::SocketAddr;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use common::*;
 use http_body_util::{BodyExt, Full};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use tpscope_model::{Record, Status};
-use tpscope_sim::{SimConfig, Speed};
+use tpscope_proxy::ProxyHandle;
+use tpscope_sim::{SimConfig, SimHandle, Speed};
 
-/// Opens a long stream through `addr` and reads its first data frames; the
-/// body is returned still open.
-async fn open_stream(addr: SocketAddr) -> (hyper::body::Incoming, tokio::task::JoinHandle<()>) {
+/// Opens a long stream through `addr` (over HTTP/2 with `h2`) and reads its
+/// first data frames; the body is returned still open.
+async fn open_stream_over(
+    addr: SocketAddr,
+    h2: bool,
+) -> (hyper::body::Incoming, tokio::task::JoinHandle<()>) {
     let body = chat("sim-llama-3.1-8b", true, 2000).to_string();
-    let req = hyper::Request::post(format!("http://{addr}/v1/chat/completions"))
-        .header("content-type", "application/json")
-        .header("host", addr.to_string())
-        .body(Full::new(Bytes::from(body)))
-        .unwrap();
+    let mut req = hyper::Request::post(format!("http://{addr}/v1/chat/completions"))
+        .header("content-type", "application/json");
+    if !h2 {
+        req = req.header("host", addr.to_string());
+    }
+    let req = req.body(Full::new(Bytes::from(body))).unwrap();
     let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let (mut s, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .unwrap();
-    let conn = tokio::spawn(async move {
-        let _ = conn.await;
-    });
-    let resp = tokio::time::timeout(TIMEOUT, s.send_request(req))
-        .await
-        .unwrap()
-        .unwrap();
+    let (sent, conn) = if h2 {
+        let (mut s, conn) =
+            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
+                .await
+                .unwrap();
+        let conn = tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        (
+            tokio::time::timeout(TIMEOUT, s.send_request(req)).await,
+            conn,
+        )
+    } else {
+        let (mut s, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .unwrap();
+        let conn = tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        (
+            tokio::time::timeout(TIMEOUT, s.send_request(req)).await,
+            conn,
+        )
+    };
+    let resp = sent.unwrap().unwrap();
     assert_eq!(resp.status(), 200);
     let mut body = resp.into_body();
     // The role chunk, then content.
@@ -48,21 +69,31 @@ async fn open_stream(addr: SocketAddr) -> (hyper::body::Incoming, tokio::task::J
     (body, conn)
 }
 
-async fn stopped_with_open_streams(drain: Duration, cut_now: bool) -> (Vec<Record>, Duration) {
+async fn open_stream(addr: SocketAddr) -> (hyper::body::Incoming, tokio::task::JoinHandle<()>) {
+    open_stream_over(addr, false).await
+}
+
+/// A proxy on two serving threads (a new connection goes to the thread with
+/// the fewest open) in front of a slow simulator, its span log `out`.
+async fn two_thread_proxy(drain: Duration, out: &Path) -> (SimHandle, ProxyHandle) {
     let sim = sim_with(SimConfig {
         speed: Speed::Scaled(0.2),
         ..SimConfig::default()
     })
     .await;
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("p.jsonl");
-    let mut cfg = config(sim.addr(), &out);
+    let mut cfg = config(sim.addr(), out);
     cfg.drain_timeout = drain;
-    // Two serving threads: the two streams are served by one each (a new
-    // connection goes to the thread with the fewest open), so the drain and
-    // the cut must reach both.
     cfg.threads = Some(2);
     let p = proxy(cfg).await;
+    (sim, p)
+}
+
+async fn stopped_with_open_streams(drain: Duration, cut_now: bool) -> (Vec<Record>, Duration) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("p.jsonl");
+    // The two streams are served by one thread each, so the drain and the cut
+    // must reach both.
+    let (sim, p) = two_thread_proxy(drain, &out).await;
     let a = open_stream(p.addr()).await;
     let b = open_stream(p.addr()).await;
     let t0 = Instant::now();
@@ -131,17 +162,9 @@ async fn cutting_at_once_ends_a_long_drain_and_still_writes_the_open_streams() {
 /// (it is not a stream the stop cut), and the `end` record counts no cut.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_leaving_during_another_threads_drain_is_not_counted_as_cut() {
-    let sim = sim_with(SimConfig {
-        speed: Speed::Scaled(0.2),
-        ..SimConfig::default()
-    })
-    .await;
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("p.jsonl");
-    let mut cfg = config(sim.addr(), &out);
-    cfg.drain_timeout = Duration::from_secs(30);
-    cfg.threads = Some(2);
-    let p = proxy(cfg).await;
+    let (sim, p) = two_thread_proxy(Duration::from_secs(30), &out).await;
     let (body, conn) = open_stream(p.addr()).await;
     let stopping = tokio::spawn(p.shutdown());
     // The idle thread's drain is over by now; the stream's is not.
@@ -177,4 +200,42 @@ async fn a_client_leaving_during_another_threads_drain_is_not_counted_as_cut() {
         panic!("no end record last: {records:?}")
     };
     assert_eq!(end.cut_at_stop, Some(0));
+}
+
+/// An HTTP/2 stream is a task of its own on its serving thread, not its
+/// connection's: open when the drain ends, it is cut with its thread and its
+/// span written before the `end` record.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http2_stream_open_when_the_drain_ends_is_written_before_the_end_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("p.jsonl");
+    let (sim, p) = two_thread_proxy(Duration::from_millis(300), &out).await;
+    let (body, conn) = open_stream_over(p.addr(), true).await;
+    let counts = tokio::time::timeout(TIMEOUT, p.shutdown())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (counts.spans, counts.status.cancelled),
+        (1, 1),
+        "{counts:?}"
+    );
+    drop(body);
+    conn.abort();
+    sim.shutdown().await.unwrap();
+    let records = records(&out);
+    let spans: Vec<_> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Span(s) => Some(s),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(spans.len(), 1);
+    let msg = &spans[0].error.as_ref().unwrap().message;
+    assert!(msg.contains("the proxy stopped"), "{msg}");
+    let Some(Record::End(end)) = records.last() else {
+        panic!("no end record last: {records:?}")
+    };
+    assert_eq!(end.cut_at_stop, Some(1));
 }
