@@ -286,6 +286,17 @@ pub(crate) struct Conn {
     tag: ConnTag,
 }
 
+impl Conn {
+    /// The TCP stream of a plain (not TLS) connection, and its facts; `None`
+    /// for TLS.
+    pub fn into_plain(self) -> Option<(RxTcp, Arc<ConnInfo>)> {
+        match self.io {
+            Io::Plain(s) => Some((s.into_inner(), self.tag.0)),
+            Io::Tls(_) => None,
+        }
+    }
+}
+
 impl Connection for Conn {
     fn connected(&self) -> Connected {
         let c = Connected::new().extra(self.tag.clone());

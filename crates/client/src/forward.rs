@@ -6,14 +6,19 @@
 use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
 use hyper::body::Incoming;
-use hyper::{Request, Response};
+use hyper::{Request, Response, Uri};
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use tpscope_model::Cause;
 
 use crate::client::{ClientError, transport_failure};
 use crate::config::ClientConfig;
-use crate::connector::Connector;
+use crate::connector::{ConnInfo, ConnectError, Connector};
+use crate::rx::RxTcp;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use tokio::io::{AsyncRead, AsyncWrite};
 
 /// The body of a forwarded request: whatever the proxy's client sent, possibly
 /// wrapped (a size limit).
@@ -23,6 +28,7 @@ pub type ForwardBody = BoxBody<Bytes, Box<dyn std::error::Error + Send + Sync>>;
 #[derive(Clone)]
 pub struct Forwarder {
     http: HyperClient<Connector, ForwardBody>,
+    connector: Connector,
 }
 
 impl Forwarder {
@@ -43,7 +49,8 @@ impl Forwarder {
             .http1_max_buf_size(crate::client::MAX_READ_BUF)
             .http2_only(config.http2_prior_knowledge);
         Ok(Forwarder {
-            http: builder.build(connector),
+            http: builder.build(connector.clone()),
+            connector,
         })
     }
 
@@ -60,11 +67,100 @@ impl Forwarder {
     }
 }
 
+impl Forwarder {
+    /// Opens a plain-HTTP connection to `origin` (`http://host:port`) with the
+    /// forwarder's connector (its connect timeout, kernel receive stamps), for a
+    /// relay that speaks HTTP/1.1 itself; the cause and message of a failure as
+    /// [`Forwarder::send`] gives them.
+    pub async fn connect_plain(&self, origin: &Uri) -> Result<UpstreamConn, (Cause, String)> {
+        use tower_service::Service;
+        let conn = self.connector.clone().call(origin.clone()).await;
+        let conn = conn.map_err(|e| match e {
+            ConnectError::Timeout(_) => (Cause::TimeoutConnect, e.to_string()),
+            _ => (Cause::Connect, e.to_string()),
+        })?;
+        let (io, info) = conn.into_plain().ok_or_else(|| {
+            (
+                Cause::Connect,
+                format!("{origin} is not a plain HTTP origin"),
+            )
+        })?;
+        let mut io = io;
+        // Its reader and its stamper are the relay's one task: no lock per read.
+        io.keep_notes_local();
+        Ok(UpstreamConn { io, _info: info })
+    }
+}
+
+/// A plain-HTTP upstream connection (see [`Forwarder::connect_plain`]): its
+/// reads record when their bytes arrived, as the pooled client's do.
+pub struct UpstreamConn {
+    io: RxTcp,
+    /// The connection's facts (kept with it, as a pooled connection's are).
+    _info: Arc<ConnInfo>,
+}
+
+impl UpstreamConn {
+    /// Whether the connection carries kernel receive stamps.
+    pub fn kernel(&self) -> bool {
+        self.io.cell().is_some()
+    }
+
+    /// The latest arrival on the connection, not before `start` (the request
+    /// was sent) nor after now: the response head's stamp.
+    pub fn latest(&self, start: std::time::Instant) -> std::time::Instant {
+        self.io.latest(start)
+    }
+
+    /// The stamp of body data `data` read after `start`: a slice of the buffer
+    /// the connection's last read filled is traced to that read.
+    pub fn frame(&self, data: &[u8], start: std::time::Instant) -> RxStamp {
+        rx_stamp(self.io.frame_stamp(data, start), self.kernel())
+    }
+
+    /// Whether an idle connection can carry a request: the upstream has not
+    /// closed it, nor sent anything unasked.
+    pub fn is_reusable(&self) -> bool {
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        let mut probe = [0u8; 1];
+        let mut buf = tokio::io::ReadBuf::new(&mut probe);
+        matches!(self.io.poll_peek(&mut cx, &mut buf), Poll::Pending)
+    }
+}
+
+impl AsyncRead for UpstreamConn {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for UpstreamConn {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.get_mut().io).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
+    }
+}
+
 /// When a forwarded response's bytes reached the host: the kernel receive
 /// timestamps of its upstream connection, as the client's own reads carry them
 /// (`None` inside where the system gives none: then the instant of the read).
 pub struct UpstreamRx {
-    conn: Option<std::sync::Arc<crate::connector::ConnInfo>>,
+    conn: Option<Arc<ConnInfo>>,
 }
 
 /// The stamp of one relayed body frame.
@@ -108,12 +204,18 @@ impl UpstreamRx {
 
     /// The stamp of a body frame `data` read after `start`.
     pub fn frame(&self, data: &[u8], start: std::time::Instant) -> RxStamp {
-        let f = crate::rx::frame_stamp(self.cell(), data, start);
-        RxStamp {
-            at: f.at,
-            received: f.received,
-            exact: f.exact && self.kernel(),
-            traced: f.read.is_some(),
-        }
+        rx_stamp(
+            crate::rx::frame_stamp(self.cell(), data, start),
+            self.kernel(),
+        )
+    }
+}
+
+fn rx_stamp(f: crate::rx::FrameStamp, kernel: bool) -> RxStamp {
+    RxStamp {
+        at: f.at,
+        received: f.received,
+        exact: f.exact && kernel,
+        traced: f.read.is_some(),
     }
 }

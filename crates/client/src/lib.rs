@@ -20,7 +20,7 @@ pub use config::{
     Api, BadApi, BadRxTimestamps, ClientConfig, Endpoint, Message, Prompt, RequestSpec,
     RxTimestamps, Timeouts,
 };
-pub use forward::{ForwardBody, Forwarder, RxStamp, UpstreamRx};
+pub use forward::{ForwardBody, Forwarder, RxStamp, UpstreamConn, UpstreamRx};
 pub use live::LiveTokens;
 pub use request::request_body;
 /// What one attempt produced, and the server's token counts: owned by the model.

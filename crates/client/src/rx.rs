@@ -81,6 +81,36 @@ pub(crate) struct ReadNote {
     seq: u64,
 }
 
+impl ReadNote {
+    /// The note of a read that wrote `buf`, its last byte arriving at `at`
+    /// (see [`RxCell::note_read`]).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    pub(crate) fn new(buf: &[u8], at: Instant, prev: u64, seq: u64, shared: bool) -> ReadNote {
+        // Never before the previous read's: TCP delivers in order, and an earlier
+        // read the kernel did not stamp noted its own (later) instant.
+        let at_n = nanos_of(at).max(prev);
+        let start = buf.as_ptr() as usize;
+        let event_end = match last_event_end(buf) {
+            Some(i) if !shared => start + i,
+            _ => 0,
+        };
+        ReadNote {
+            start,
+            end: start + buf.len(),
+            at: at_n,
+            prev,
+            event_end,
+            seq,
+        }
+    }
+
+    /// Whether the read wrote the last byte of `data`.
+    fn wrote_end_of(&self, data: &[u8]) -> bool {
+        let last = (data.as_ptr() as usize + data.len()).wrapping_sub(1);
+        self.seq > 0 && !data.is_empty() && self.start <= last && last < self.end
+    }
+}
+
 /// The stamp of one body frame.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct FrameStamp {
@@ -133,23 +163,7 @@ impl RxCell {
         seq: u64,
         shared: bool,
     ) -> u64 {
-        // Never before the previous read's: TCP delivers in order, and an earlier
-        // read the kernel did not stamp noted its own (later) instant.
-        let at_n = nanos_of(at).max(prev);
-        let start = buf.as_ptr() as usize;
-        let ends_read = |i: usize| buf[i..].iter().all(|b| matches!(b, b'\r' | b'\n'));
-        let event_end = match memchr::memmem::rfind(buf, b"\n\n") {
-            Some(i) if !shared && ends_read(i + 2) => start + i + 2,
-            _ => 0,
-        };
-        let note = ReadNote {
-            start,
-            end: start + buf.len(),
-            at: at_n,
-            prev,
-            event_end,
-            seq,
-        };
+        let note = ReadNote::new(buf, at, prev, seq, shared);
         {
             let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
             let i = log.next;
@@ -157,20 +171,17 @@ impl RxCell {
             log.next = (i + 1) % LOG_LEN;
         }
         self.note(at);
-        at_n
+        note.at
     }
 
     /// The read that wrote the last byte of `data` (a frame's bytes), if still
     /// in the log. The newest such read is the one: the frame's memory cannot be
     /// written again while the frame holds it.
     fn read_of(&self, data: &[u8]) -> Option<ReadNote> {
-        let last = (data.as_ptr() as usize)
-            .checked_add(data.len())?
-            .checked_sub(1)?;
         let log = self.log.lock().unwrap_or_else(|e| e.into_inner());
         log.notes
             .iter()
-            .filter(|n| n.seq > 0 && n.start <= last && last < n.end)
+            .filter(|n| n.wrote_end_of(data))
             .max_by_key(|n| n.seq)
             .copied()
     }
@@ -193,6 +204,20 @@ impl RxCell {
             n => Some(instant_of(n)),
         }
     }
+}
+
+/// Just past the last SSE event end (`\n\n`) of `buf` when only line breaks
+/// follow it. Looks only at the line breaks that end `buf` (a read's last few
+/// bytes), not at the whole read: this runs on every read.
+fn last_event_end(buf: &[u8]) -> Option<usize> {
+    let tail = buf
+        .iter()
+        .rposition(|b| !matches!(b, b'\r' | b'\n'))
+        .map_or(0, |i| i + 1);
+    buf[tail..]
+        .windows(2)
+        .rposition(|w| w[0] == b'\n' && w[1] == b'\n')
+        .map(|i| tail + i + 2)
 }
 
 /// Whether `buf` holds two SSE event ends (`\n\n`) or more.
@@ -239,8 +264,21 @@ fn within_bound(prev: u64, last: u64) -> bool {
 /// (plain HTTP/1.1); else the cell's latest arrival, as [`read_stamp`].
 #[inline]
 pub(crate) fn frame_stamp(cell: Option<&RxCell>, data: &[u8], start: Instant) -> FrameStamp {
+    let note = cell.and_then(|c| c.read_of(data));
+    stamp_of(note, cell.and_then(RxCell::latest), data, start)
+}
+
+/// [`frame_stamp`] from the note of the read that wrote `data`'s last byte (if
+/// known) and the connection's latest arrival.
+#[inline]
+fn stamp_of(
+    note: Option<ReadNote>,
+    latest: Option<Instant>,
+    data: &[u8],
+    start: Instant,
+) -> FrameStamp {
     let now = Instant::now();
-    if let Some(note) = cell.and_then(|c| c.read_of(data)) {
+    if let Some(note) = note {
         let at = instant_of(note.at);
         if at >= start && at <= now {
             let floor = note.prev.max(nanos_of(start));
@@ -257,7 +295,7 @@ pub(crate) fn frame_stamp(cell: Option<&RxCell>, data: &[u8], start: Instant) ->
             };
         }
     }
-    let (at, received) = read_stamp(cell, start);
+    let (at, received) = bounded(latest, start, now);
     FrameStamp {
         at,
         received,
@@ -291,8 +329,12 @@ pub(crate) fn read_instant(cell: Option<&RxCell>, not_before: Instant) -> Instan
 /// [`read_instant`] and the `Instant::now()` it was bounded by.
 #[inline]
 pub(crate) fn read_stamp(cell: Option<&RxCell>, not_before: Instant) -> (Instant, Instant) {
-    let now = Instant::now();
-    match cell.and_then(RxCell::latest) {
+    bounded(cell.and_then(RxCell::latest), not_before, Instant::now())
+}
+
+/// `latest` when it lies in `[not_before, now)`, else `now`; and `now`.
+fn bounded(latest: Option<Instant>, not_before: Instant, now: Instant) -> (Instant, Instant) {
+    match latest {
         Some(at) if at >= not_before && at < now => (at, now),
         _ => (now, now),
     }
@@ -331,6 +373,12 @@ pub(crate) struct ReadState {
     /// the merged buffer the newer arrival, so the stamp only bounds the read's
     /// last byte from above.
     pub shared_stamp: bool,
+    /// Notes stay here ([`ReadState::last`]) instead of the cell: the one task
+    /// that reads the connection also stamps its data (the proxy's own relay),
+    /// so no lock is taken per read.
+    pub local: bool,
+    /// The last read's note, when `local`.
+    pub last: ReadNote,
 }
 
 impl RxTcp {
@@ -348,6 +396,40 @@ impl RxTcp {
                 ..ReadState::default()
             },
         }
+    }
+
+    /// Peeks without consuming (whether the peer closed or sent something).
+    pub fn poll_peek(
+        &self,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<usize>> {
+        self.tcp.poll_peek(cx, buf)
+    }
+
+    /// Keeps the reads' notes in the stream rather than its cell (see
+    /// [`ReadState::local`]): [`RxTcp::frame_stamp`] and [`RxTcp::latest`]
+    /// read them, and the cell is no longer written.
+    pub fn keep_notes_local(&mut self) {
+        self.state.local = true;
+    }
+
+    /// The stamp of `data` (a slice of what the last read wrote, or later),
+    /// read after `start`; for a stream that keeps its notes.
+    pub fn frame_stamp(&self, data: &[u8], start: Instant) -> FrameStamp {
+        let last = self.state.last;
+        let note = (self.cell.is_some() && last.wrote_end_of(data)).then_some(last);
+        stamp_of(note, self.latest_note(), data, start)
+    }
+
+    /// The last read's arrival, not before `start` nor after now; for a stream
+    /// that keeps its notes.
+    pub fn latest(&self, start: Instant) -> Instant {
+        bounded(self.latest_note(), start, Instant::now()).0
+    }
+
+    fn latest_note(&self) -> Option<Instant> {
+        (self.cell.is_some() && self.state.last.seq > 0).then(|| instant_of(self.state.last.at))
     }
 
     /// The cell this stream records arrivals in (`None`: no kernel stamps).

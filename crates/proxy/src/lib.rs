@@ -12,7 +12,10 @@
 //! `end` record and flush).
 #![warn(missing_docs)]
 
+mod fast;
 mod gate;
+mod h1;
+mod h1_relay;
 mod head;
 mod headers;
 mod metrics;
@@ -472,6 +475,15 @@ pub async fn start(cfg: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
             Box::new(move || u.unadmit()),
         )
     });
+    // Plain-HTTP upstreams are relayed by the proxy's own HTTP/1.1 code
+    // (`fast`); TLS ones by hyper's client.
+    let plain_origin = (!upstream.https)
+        .then(|| {
+            format!("http://{}", upstream.authority)
+                .parse::<hyper::Uri>()
+                .ok()
+        })
+        .flatten();
     let states = forwarders
         .into_iter()
         .map(|forwarder| {
@@ -481,6 +493,9 @@ pub async fn start(cfg: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
                 gate: gate.clone(),
                 rec: rec.clone(),
                 cfg: cfg.clone(),
+                plain: plain_origin.clone().map(|o| {
+                    fast::Pool::new(o, client_cfg.pool_idle_timeout.unwrap_or(Duration::MAX))
+                }),
             })
         })
         .collect();

@@ -10,6 +10,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
@@ -33,20 +34,30 @@ pub(crate) async fn read_preface(mut stream: TcpStream, timeout: Duration) -> Op
         }
         len += n;
     }
-    Some(Prefixed {
-        head,
-        pos: 0,
-        len,
-        inner: stream,
-    })
+    Some(Prefixed::new(Bytes::copy_from_slice(&head[..len]), stream))
 }
 
 /// A stream whose first bytes were already read: they are read again first.
 pub(crate) struct Prefixed {
-    head: [u8; 24],
-    pos: usize,
-    len: usize,
+    head: Bytes,
     inner: TcpStream,
+}
+
+impl Prefixed {
+    /// `inner`, with `head` read from it already.
+    pub fn new(head: Bytes, inner: TcpStream) -> Prefixed {
+        Prefixed { head, inner }
+    }
+
+    /// Whether the client speaks HTTP/2 (its first bytes are the preface).
+    pub fn is_h2(&self) -> bool {
+        self.head.starts_with(H2_PREFACE)
+    }
+
+    /// The bytes read so far (not yet served) and the stream.
+    pub fn into_parts(self) -> (Bytes, TcpStream) {
+        (self.head, self.inner)
+    }
 }
 
 impl AsyncRead for Prefixed {
@@ -56,10 +67,9 @@ impl AsyncRead for Prefixed {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        if this.pos < this.len {
-            let n = (this.len - this.pos).min(buf.remaining());
-            buf.put_slice(&this.head[this.pos..this.pos + n]);
-            this.pos += n;
+        if !this.head.is_empty() {
+            let n = this.head.len().min(buf.remaining());
+            buf.put_slice(&this.head.split_to(n));
             return Poll::Ready(Ok(()));
         }
         Pin::new(&mut this.inner).poll_read(cx, buf)
@@ -130,7 +140,8 @@ mod tests {
         tokio::task::yield_now().await;
         c.write_all(&H2_PREFACE[5..]).await.unwrap();
         let p = t.await.unwrap().unwrap();
-        assert_eq!((p.len, &p.head), (24, H2_PREFACE));
+        assert!(p.is_h2());
+        assert_eq!(&p.head[..], H2_PREFACE);
     }
 
     #[tokio::test]

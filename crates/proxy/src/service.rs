@@ -31,10 +31,13 @@ pub(crate) struct State {
     pub gate: Option<Arc<Gate>>,
     pub rec: Arc<Rec>,
     pub cfg: ProxyConfig,
+    /// This thread's idle upstream connections of the proxy's own HTTP/1.1
+    /// relay (`None`: the upstream is served by hyper's client only).
+    pub plain: Option<crate::fast::Pool>,
 }
 
 /// An answer of the proxy itself, JSON in the OpenAI error shape.
-fn own(status: StatusCode, kind: &str, message: &str) -> Response<ProxyBody> {
+pub(crate) fn own(status: StatusCode, kind: &str, message: &str) -> Response<ProxyBody> {
     let body = serde_json::json!({"error": {
         "message": message, "type": kind, "code": status.as_u16(),
     }});
@@ -61,9 +64,31 @@ pub(crate) async fn handle(
     if declared.is_some_and(|n| n > max) {
         return Ok(too_large(max));
     }
-    let dialect = completion_dialect(req.method(), req.uri().path());
-    if req
-        .headers()
+    Ok(
+        match admit(&st, req.method(), req.uri().path(), req.headers()).await {
+            Admit::Pass(track) => forward(&st, req, track.map(|t| *t)).await,
+            Admit::Answer(r) => r,
+        },
+    )
+}
+
+/// What the proxy does with a request before forwarding it.
+pub(crate) enum Admit {
+    /// Forward it, recorded when it is a completion.
+    Pass(Option<Box<Track>>),
+    /// Answer it with this (the queue is full).
+    Answer(Response<ProxyBody>),
+}
+
+/// Counts a retry, and takes a completion through the cap: its span starts when
+/// it arrived (or when its client says it queued it) and it waits for a slot.
+pub(crate) async fn admit(
+    st: &State,
+    method: &hyper::Method,
+    path: &str,
+    headers: &hyper::HeaderMap,
+) -> Admit {
+    if headers
         .get("x-stainless-retry-count")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u32>().ok())
@@ -71,11 +96,11 @@ pub(crate) async fn handle(
     {
         st.rec.metrics.retry();
     }
-    let Some(dialect) = dialect else {
-        return Ok(forward(&st, req, None).await);
+    let Some(dialect) = completion_dialect(method, path) else {
+        return Admit::Pass(None);
     };
     let now = st.rec.session.now();
-    let stated = queued_at(req.headers());
+    let stated = queued_at(headers);
     if stated.is_some() {
         st.rec.tally.stated();
     }
@@ -107,12 +132,12 @@ pub(crate) async fn handle(
                 // Refused before it was queued: not a span, counted in metrics.
                 track.forget();
                 st.rec.metrics.refused();
-                return Ok(queue_full(&st.cfg));
+                return Admit::Answer(queue_full(&st.cfg));
             }
         },
     };
     track.admitted(permit, at);
-    Ok(forward(&st, req, Some(track)).await)
+    Admit::Pass(Some(Box::new(track)))
 }
 
 fn too_large(max: u64) -> Response<ProxyBody> {
@@ -186,20 +211,7 @@ async fn forward(
     let sent_at = Instant::now();
     let sent = tokio::time::timeout(st.cfg.upstream_timeout, st.forwarder.send(req)).await;
     let res = match sent {
-        Err(_) => {
-            let msg = format!(
-                "the upstream {} sent no response within {:?}",
-                st.upstream.shown, st.cfg.upstream_timeout
-            );
-            if let Some(t) = track.as_mut() {
-                t.fail(Cause::TimeoutFirstToken, msg.clone());
-            }
-            return own(
-                StatusCode::GATEWAY_TIMEOUT,
-                "upstream_timeout",
-                &format!("tpscope proxy: {msg}"),
-            );
-        }
+        Err(_) => return no_response(st, track.as_mut()),
         Ok(Err((cause, msg, e))) => {
             if is_length_limit(&e) {
                 if let Some(t) = track.as_mut() {
@@ -207,15 +219,7 @@ async fn forward(
                 }
                 return too_large(st.cfg.max_body);
             }
-            let text = format!("the upstream {} is unreachable: {msg}", st.upstream.shown);
-            if let Some(t) = track.as_mut() {
-                t.fail(cause, text.clone());
-            }
-            return own(
-                StatusCode::BAD_GATEWAY,
-                "upstream_unreachable",
-                &format!("tpscope proxy: {text}"),
-            );
+            return unreachable(st, track.as_mut(), cause, &msg);
         }
         Ok(Ok(res)) => res,
     };
@@ -231,6 +235,42 @@ async fn forward(
     let idle = Some(st.cfg.idle_timeout).filter(|d| *d > Duration::ZERO);
     let relay = Relay::new(body, track, idle, rx, sent_at);
     Response::from_parts(parts, ProxyBody::Relay(Box::new(relay)))
+}
+
+/// The answer when the upstream sent no response head within the upstream
+/// timeout (504); the span fails as `timeout_first_token`.
+pub(crate) fn no_response(st: &State, track: Option<&mut Track>) -> Response<ProxyBody> {
+    let msg = format!(
+        "the upstream {} sent no response within {:?}",
+        st.upstream.shown, st.cfg.upstream_timeout
+    );
+    if let Some(t) = track {
+        t.fail(Cause::TimeoutFirstToken, msg.clone());
+    }
+    own(
+        StatusCode::GATEWAY_TIMEOUT,
+        "upstream_timeout",
+        &format!("tpscope proxy: {msg}"),
+    )
+}
+
+/// The answer when the upstream could not be reached or broke before its
+/// response head (502, saying why); the span fails with `cause`.
+pub(crate) fn unreachable(
+    st: &State,
+    track: Option<&mut Track>,
+    cause: Cause,
+    msg: &str,
+) -> Response<ProxyBody> {
+    let text = format!("the upstream {} is unreachable: {msg}", st.upstream.shown);
+    if let Some(t) = track {
+        t.fail(cause, text.clone());
+    }
+    own(
+        StatusCode::BAD_GATEWAY,
+        "upstream_unreachable",
+        &format!("tpscope proxy: {text}"),
+    )
 }
 
 fn is_length_limit(e: &(dyn std::error::Error + 'static)) -> bool {

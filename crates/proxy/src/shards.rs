@@ -27,7 +27,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::stop::CutNow;
-use crate::{preface, service};
+use crate::{fast, preface, service};
 
 /// The serving threads, started: each says when its drain is over and when it
 /// has ended.
@@ -233,6 +233,15 @@ async fn serve(
                 _ = stop.wait_for(|s| *s) => None,
             };
             let Some(io) = io else { return };
+            // HTTP/1.1 to a plain upstream: the proxy's own relay, until a
+            // request it leaves to hyper.
+            let io = match &st.plain {
+                Some(pool) if !io.is_h2() => match fast::serve(io, &st, pool, &mut stop).await {
+                    Some(io) => io,
+                    None => return,
+                },
+                _ => io,
+            };
             let svc = hyper::service::service_fn(move |req| service::handle(st.clone(), req));
             let conn = builder.serve_connection(TokioIo::new(io), svc).into_owned();
             let _ = watcher.watch(conn).await;

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::io::{Interest, ReadBuf};
 use tokio::net::TcpStream;
 
-use super::{PEEK_CAP, READ_CAP, ReadState, RxCell, nanos_of, split_point, within_bound};
+use super::{PEEK_CAP, READ_CAP, ReadNote, ReadState, RxCell, nanos_of, split_point, within_bound};
 
 /// Turns on software receive timestamps (`SCM_TIMESTAMPNS` control messages,
 /// `CLOCK_REALTIME`); false if the socket refuses.
@@ -255,7 +255,12 @@ pub(super) fn poll_read_stamped(
                 if n > 0 {
                     st.seq += 1;
                     let bytes = &buf.filled()[start..];
-                    let at = cell.note_read(bytes, stamp, st.prev, st.seq, st.shared_stamp);
+                    let at = if st.local {
+                        st.last = ReadNote::new(bytes, stamp, st.prev, st.seq, st.shared_stamp);
+                        st.last.at
+                    } else {
+                        cell.note_read(bytes, stamp, st.prev, st.seq, st.shared_stamp)
+                    };
                     // A shared stamp is not this read's last byte's arrival:
                     // the next read's bytes may have come before it, so they
                     // are bounded by the last unshared read's arrival.

@@ -252,3 +252,61 @@ async fn a_first_write_merged_with_a_later_one_in_the_socket_is_not_stamped_exac
     drop(rx);
     server.await.unwrap();
 }
+
+#[test]
+fn an_event_end_counts_only_when_line_breaks_alone_follow_it() {
+    assert_eq!(last_event_end(b"data: a\n\n"), Some(9));
+    assert_eq!(
+        last_event_end(b"data: a\n\n\r\n"),
+        Some(9),
+        "a chunk's CRLF after it"
+    );
+    assert_eq!(last_event_end(b"data: a\n\ndata: b\n\n\r\n"), Some(18));
+    assert_eq!(
+        last_event_end(b"data: a\n\ndata: b"),
+        None,
+        "an event begun after it"
+    );
+    assert_eq!(last_event_end(b"data: a\n"), None);
+    assert_eq!(last_event_end(b"\n\n"), Some(2));
+    assert_eq!(last_event_end(b""), None);
+}
+
+/// A stream that keeps its notes (the proxy's own relay reads and stamps in one
+/// task) traces data to its last read without writing the cell.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_stream_keeping_its_notes_traces_data_to_its_last_read_and_leaves_the_cell() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move {
+        let (mut s, _) = listener.accept().await.unwrap();
+        s.write_all(b"11\r\ndata: {\"c\":3}\n\n\r\n").await.unwrap();
+        let mut go = [0u8; 1];
+        let _ = s.read(&mut go).await;
+    });
+    let start = Instant::now();
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    let mut rx = RxTcp::new(tcp, Some(Arc::new(RxCell::new())), true);
+    rx.keep_notes_local();
+    let cell = rx.cell().expect("loopback TCP accepts SO_TIMESTAMPNS");
+    let mut buf = vec![0u8; 4096];
+    let n = rx.read(&mut buf).await.unwrap();
+    // The read may stop at the event's end, before the chunk's CRLF.
+    assert!(n >= 21, "{n}");
+    let data = &buf[4..21];
+    let f = rx.frame_stamp(data, start);
+    assert_eq!(f.read, Some(1), "traced to the read");
+    assert!(f.at >= start && f.at <= f.received);
+    assert_eq!(
+        rx.latest(start),
+        f.at,
+        "the head's stamp is the last read's"
+    );
+    assert_eq!(cell.latest(), None, "the cell is not written");
+    // Data the last read did not write is not traced to it.
+    let other = [0u8; 4];
+    assert_eq!(rx.frame_stamp(&other, start).read, None);
+    drop(rx);
+    server.await.unwrap();
+}
