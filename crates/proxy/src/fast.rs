@@ -92,12 +92,19 @@ pub(crate) async fn serve(
     let mut buf = BytesMut::from(&head[..]);
     loop {
         let deadline = tokio::time::Instant::now() + st.cfg.header_timeout;
+        // Bytes known to end no head: a head is parsed again only when a line
+        // ended since (a client trickling its head a byte at a time would
+        // otherwise cost a parse of all it sent per byte).
+        let mut seen = 0;
         let req = loop {
-            match h1::parse_request(&buf, st.cfg.max_body) {
-                Parsed::Plain(p) => break p,
-                Parsed::Other => return Some(Prefixed::new(buf.freeze(), io)),
-                Parsed::Partial => {}
+            if buf[seen..].contains(&b'\n') || buf.len() >= h1::MAX_HEAD {
+                match h1::parse_request(&buf, st.cfg.max_body) {
+                    Parsed::Plain(p) => break p,
+                    Parsed::Other => return Some(Prefixed::new(buf.freeze(), io)),
+                    Parsed::Partial => {}
+                }
             }
+            seen = buf.len();
             // A stop closes a connection between requests, not in one.
             let idle = buf.is_empty();
             let read = tokio::select! {

@@ -329,3 +329,35 @@ async fn an_upstream_silent_past_the_upstream_timeout_is_a_504() {
     );
     p.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_head_that_arrives_in_pieces_is_served_when_it_is_whole() {
+    let (_dir, p, _, mut seen) = proxied().await;
+    let mut c = TcpStream::connect(p.addr()).await.unwrap();
+    // Pieces that end no line, one that ends a line, then the head's end.
+    for piece in [
+        &b"GET /pie"[..],
+        b"ces HT",
+        b"TP/1.1\r\nhost: p\r\n",
+        b"\r\n",
+    ] {
+        c.write_all(piece).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut got = vec![0u8; 4096];
+    let n = tokio::time::timeout(TIMEOUT, c.read(&mut got))
+        .await
+        .expect("answered")
+        .unwrap();
+    let text = String::from_utf8_lossy(&got[..n]);
+    assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
+    assert!(text.ends_with("/pieces"), "{text}");
+    assert!(
+        seen.recv()
+            .await
+            .unwrap()
+            .0
+            .starts_with("GET /pieces HTTP/1.1")
+    );
+    p.shutdown().await.unwrap();
+}
