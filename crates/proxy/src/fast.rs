@@ -116,14 +116,8 @@ pub(crate) async fn serve(
             }
         };
         buf.advance(req.head_len);
-        while buf.len() < req.body_len {
-            if !matches!(read_some(&mut io, &mut buf).await, Ok(n) if n > 0) {
-                return None;
-            }
-        }
-        let body = buf.split_to(req.body_len).freeze();
         let close = req.close;
-        if !one(st, pool, &mut io, &mut buf, req, body).await || close || *stop.borrow() {
+        if !one(st, pool, &mut io, &mut buf, req).await || close || *stop.borrow() {
             let _ = io.shutdown().await;
             return None;
         }
@@ -142,19 +136,34 @@ async fn one(
     io: &mut TcpStream,
     ahead: &mut BytesMut,
     req: Plain,
-    body: Bytes,
 ) -> bool {
     let path = req.target.split('?').next().unwrap_or("");
-    // A client that leaves while its request waits for a slot or a response is
-    // never sent, or stops waiting: the future is dropped with its span.
+    // Admitted at its head, as hyper's path does: the body's upload is the
+    // request's own time, not queue time. A client that leaves while its
+    // request waits for a slot or a response is never sent, or stops waiting:
+    // the future is dropped with its span.
     let admitted = tokio::select! {
         a = service::admit(st, &req.method, path, &req.headers) => a,
         _ = client_gone(io, ahead) => return false,
     };
     let mut track = match admitted {
         Admit::Pass(t) => t.map(|t| *t),
-        Admit::Answer(r) => return answer(io, r, req.close).await,
+        Admit::Answer(r) => {
+            // A body not yet read would be taken for the next request: the
+            // connection goes on only when it is all here.
+            let whole = ahead.len() >= req.body_len;
+            if whole {
+                ahead.advance(req.body_len);
+            }
+            return answer(io, r, req.close || !whole).await && whole;
+        }
     };
+    while ahead.len() < req.body_len {
+        if !matches!(read_some(io, ahead).await, Ok(n) if n > 0) {
+            return false;
+        }
+    }
+    let body = ahead.split_to(req.body_len).freeze();
     let mut headers = req.headers;
     strip_hop_by_hop(&mut headers);
     headers.remove(QUEUED_AT);

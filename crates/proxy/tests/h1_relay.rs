@@ -361,3 +361,46 @@ async fn a_head_that_arrives_in_pieces_is_served_when_it_is_whole() {
     );
     p.shutdown().await.unwrap();
 }
+
+/// Broke (in the relay's first form): a request's span began only once its body
+/// had arrived, so a slow upload was outside the span; hyper's path starts it at
+/// the head and counts the upload in the time to first token.
+#[tokio::test]
+async fn a_slow_upload_is_inside_the_span_and_not_queue_time() {
+    let sim = sim(tpscope_sim::Speed::Max).await;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("spans.jsonl");
+    let p = proxy(config(sim.addr(), &out)).await;
+    let body = chat(sim.model_name(), true, 3).to_string();
+    let mut c = TcpStream::connect(p.addr()).await.unwrap();
+    let head = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: p\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    );
+    c.write_all(head.as_bytes()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    c.write_all(body.as_bytes()).await.unwrap();
+    let mut all = Vec::new();
+    tokio::time::timeout(TIMEOUT, c.read_to_end(&mut all))
+        .await
+        .expect("answered")
+        .unwrap();
+    let text = String::from_utf8_lossy(&all);
+    assert!(text.contains("[DONE]"), "{text}");
+    p.shutdown().await.unwrap();
+    let spans = spans(&out);
+    assert_eq!(spans.len(), 1);
+    let s = &spans[0];
+    let queued = s.admitted_at.unwrap().since(s.queued_at).unwrap();
+    assert!(queued < Duration::from_millis(100), "queued {queued:?}");
+    let ttft = s
+        .first_token_at
+        .unwrap()
+        .since(s.admitted_at.unwrap())
+        .unwrap();
+    assert!(
+        ttft >= Duration::from_millis(250),
+        "the upload is in TTFT: {ttft:?}"
+    );
+}
