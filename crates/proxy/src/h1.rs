@@ -118,11 +118,7 @@ fn length(v: &HeaderValue) -> Option<u64> {
 
 /// Whether the `Connection` headers list `token`.
 fn connection_has(h: &HeaderMap, token: &str) -> bool {
-    h.get_all(header::CONNECTION)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|t| t.trim().eq_ignore_ascii_case(token))
+    crate::headers::connection_tokens(h).any(|t| t.eq_ignore_ascii_case(token))
 }
 
 /// An upstream's response head.
@@ -329,7 +325,7 @@ impl Decoder {
 
 /// The first line of `buf` (without its CRLF) and its length with it.
 fn line(buf: &[u8]) -> Result<Option<(&[u8], usize)>, BodyError> {
-    match memchr(b'\n', buf) {
+    match buf.iter().position(|c| *c == b'\n') {
         Some(i) => {
             let l = &buf[..i];
             Ok(Some((l.strip_suffix(b"\r").unwrap_or(l), i + 1)))
@@ -337,10 +333,6 @@ fn line(buf: &[u8]) -> Result<Option<(&[u8], usize)>, BodyError> {
         None if buf.len() > MAX_SIZE_LINE => Err(BodyError("a chunk-size line is too long")),
         None => Ok(None),
     }
-}
-
-fn memchr(b: u8, s: &[u8]) -> Option<usize> {
-    s.iter().position(|c| *c == b)
 }
 
 fn chunk_size(s: &[u8]) -> Result<u64, BodyError> {

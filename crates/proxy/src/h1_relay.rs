@@ -119,11 +119,12 @@ impl Relay {
             if self.finished {
                 return Poll::Ready(End::Done);
             }
-            let before = ubuf.len();
+            // One scan takes all it can: what it wrote went out, so unless the
+            // client's socket held some back or the body ended, read on.
             if let Some(end) = self.decode(cx, up, ubuf, io) {
                 return Poll::Ready(end);
             }
-            if !self.out.is_empty() || self.finished || ubuf.len() < before {
+            if !self.out.is_empty() || self.finished {
                 continue;
             }
             ubuf.reserve(READ_SIZE);

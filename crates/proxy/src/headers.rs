@@ -14,12 +14,8 @@ pub const QUEUED_AT: &str = "x-tpscope-queued-at";
 
 /// Removes hop-by-hop headers (and those `Connection` lists) in place.
 pub fn strip_hop_by_hop(h: &mut HeaderMap) {
-    let listed: Vec<HeaderName> = h
-        .get_all(header::CONNECTION)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .filter_map(|n| HeaderName::from_bytes(n.trim().as_bytes()).ok())
+    let listed: Vec<HeaderName> = connection_tokens(h)
+        .filter_map(|n| HeaderName::from_bytes(n.as_bytes()).ok())
         .collect();
     for n in listed {
         h.remove(n);
@@ -34,6 +30,16 @@ pub fn strip_hop_by_hop(h: &mut HeaderMap) {
     ] {
         h.remove(n);
     }
+}
+
+/// The tokens the `Connection` headers list (`close`, `keep-alive`, header
+/// names), trimmed.
+pub(crate) fn connection_tokens(h: &HeaderMap) -> impl Iterator<Item = &str> {
+    h.get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
 }
 
 /// The completion dialect of a `POST` to `path` (the dialect of the API the path

@@ -98,32 +98,8 @@ async fn send_inner(
     headers: &[(&str, &str)],
     h2: bool,
 ) -> Resp {
-    let stream = TcpStream::connect(addr).await.expect("connect");
-    let mut b = Request::builder()
-        .method(method)
-        .uri(format!("http://{addr}{path}"))
-        .header("content-type", "application/json");
-    if !h2 {
-        b = b.header("host", addr.to_string());
-    }
-    for (k, v) in headers {
-        b = b.header(*k, *v);
-    }
-    let req = b.body(Full::new(Bytes::from(body))).unwrap();
-    let resp = if h2 {
-        let (mut s, conn) =
-            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
-                .await
-                .expect("h2 handshake");
-        tokio::spawn(conn);
-        s.send_request(req).await.expect("response head")
-    } else {
-        let (mut s, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .expect("handshake");
-        tokio::spawn(conn);
-        s.send_request(req).await.expect("response head")
-    };
+    let req = request(addr, method, path, body, headers, h2);
+    let (resp, _, _) = send_new(addr, req, h2).await;
     let status = resp.status().as_u16();
     let headers = resp.headers().clone();
     let mut body = resp.into_body();
@@ -154,6 +130,73 @@ async fn send_inner(
     }
 }
 
+/// A request to `addr` as the tests send one: a JSON `body`, `headers`, and
+/// `Host` over HTTP/1.1.
+pub fn request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    body: Vec<u8>,
+    headers: &[(&str, &str)],
+    h2: bool,
+) -> Request<Full<Bytes>> {
+    let mut b = Request::builder()
+        .method(method)
+        .uri(format!("http://{addr}{path}"))
+        .header("content-type", "application/json");
+    if !h2 {
+        b = b.header("host", addr.to_string());
+    }
+    for (k, v) in headers {
+        b = b.header(*k, *v);
+    }
+    b.body(Full::new(Bytes::from(body))).unwrap()
+}
+
+/// An HTTP/2 connection's sender: kept by a test that resets one stream and
+/// keeps the connection.
+pub type H2Sender = hyper::client::conn::http2::SendRequest<Full<Bytes>>;
+
+/// Sends `req` on a new connection to `addr` (HTTP/1.1, or HTTP/2 prior
+/// knowledge); the response head (within [`TIMEOUT`]), the HTTP/2 sender, and
+/// the connection's task (aborting it closes an HTTP/1.1 connection).
+pub async fn send_new(
+    addr: SocketAddr,
+    req: Request<Full<Bytes>>,
+    h2: bool,
+) -> (
+    hyper::Response<hyper::body::Incoming>,
+    Option<H2Sender>,
+    tokio::task::JoinHandle<()>,
+) {
+    let stream = TcpStream::connect(addr).await.expect("connect");
+    let (sent, sender, conn) = if h2 {
+        let (mut s, conn) =
+            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
+                .await
+                .expect("h2 handshake");
+        let conn = tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        let sent = tokio::time::timeout(TIMEOUT, s.send_request(req)).await;
+        (sent, Some(s), conn)
+    } else {
+        let (mut s, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .expect("handshake");
+        let conn = tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        (
+            tokio::time::timeout(TIMEOUT, s.send_request(req)).await,
+            None,
+            conn,
+        )
+    };
+    let resp = sent.expect("response head in time").expect("response head");
+    (resp, sender, conn)
+}
+
 pub async fn post(addr: SocketAddr, path: &str, v: &Value) -> Resp {
     send(addr, "POST", path, v.to_string().into_bytes(), &[], false).await
 }
@@ -167,13 +210,24 @@ pub fn records(path: &Path) -> Vec<Record> {
 }
 
 pub fn spans(path: &Path) -> Vec<Span> {
-    records(path)
-        .into_iter()
+    spans_of(&records(path)).into_iter().cloned().collect()
+}
+
+/// The spans among `records`.
+pub fn spans_of(records: &[Record]) -> Vec<&Span> {
+    records
+        .iter()
         .filter_map(|r| match r {
             Record::Span(s) => Some(s),
             _ => None,
         })
         .collect()
+}
+
+/// A long streamed chat completion of `model` to `addr` (2,000 tokens).
+pub fn long_chat(addr: SocketAddr, model: &str, h2: bool) -> Request<Full<Bytes>> {
+    let body = chat(model, true, 2000).to_string().into_bytes();
+    request(addr, "POST", "/v1/chat/completions", body, &[], h2)
 }
 
 /// Makes room for `need` open files (each connection is one, and a test that

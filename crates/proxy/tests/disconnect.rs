@@ -17,10 +17,8 @@ mod common;
 use std::net::SocketAddr;
 use std::time::Instant;
 
-use bytes::Bytes;
 use common::*;
-use http_body_util::{BodyExt, Full};
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use http_body_util::BodyExt;
 use tpscope_model::Status;
 use tpscope_sim::{SimConfig, SimHandle, Speed};
 use tpscope_stream::{Dialect, SseParser};
@@ -42,44 +40,15 @@ enum Left {
     /// HTTP/1.1: the connection closed.
     Closed,
     /// HTTP/2: the stream reset, the connection kept open (held here).
-    Reset(
-        hyper::client::conn::http2::SendRequest<Full<Bytes>>,
-        tokio::task::JoinHandle<()>,
-    ),
+    Reset(H2Sender, tokio::task::JoinHandle<()>),
 }
 
 /// Streams a long completion from `addr`, reads until at least [`READ`] tokens
 /// arrived, then goes away: HTTP/1.1 closes its connection, HTTP/2 resets the
 /// stream (dropping the body) and keeps the connection. Returns the tokens read.
 async fn read_then_leave(addr: SocketAddr, model: &str, h2: bool) -> (u64, Left) {
-    let body = chat(model, true, 2000).to_string();
-    let mut req = hyper::Request::post(format!("http://{addr}/v1/chat/completions"))
-        .header("content-type", "application/json");
-    if !h2 {
-        req = req.header("host", addr.to_string());
-    }
-    let req = req.body(Full::new(Bytes::from(body))).unwrap();
-    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let (resp, h2_sender, conn) = if h2 {
-        let (mut s, conn) =
-            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
-                .await
-                .unwrap();
-        let conn = tokio::spawn(async move {
-            let _ = conn.await;
-        });
-        let resp = tokio::time::timeout(TIMEOUT, s.send_request(req)).await;
-        (resp.unwrap().unwrap(), Some(s), conn)
-    } else {
-        let (mut s, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .unwrap();
-        let conn = tokio::spawn(async move {
-            let _ = conn.await;
-        });
-        let resp = tokio::time::timeout(TIMEOUT, s.send_request(req)).await;
-        (resp.unwrap().unwrap(), None, conn)
-    };
+    let req = long_chat(addr, model, h2);
+    let (resp, h2_sender, conn) = send_new(addr, req, h2).await;
     assert_eq!(resp.status(), 200);
     let mut b = resp.into_body();
     let mut account = Dialect::OpenAi.account(true, false);

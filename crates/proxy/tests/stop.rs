@@ -9,10 +9,8 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use common::*;
-use http_body_util::{BodyExt, Full};
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use http_body_util::BodyExt;
 use tpscope_model::{Record, Status};
 use tpscope_proxy::ProxyHandle;
 use tpscope_sim::{SimConfig, SimHandle, Speed};
@@ -23,39 +21,8 @@ async fn open_stream_over(
     addr: SocketAddr,
     h2: bool,
 ) -> (hyper::body::Incoming, tokio::task::JoinHandle<()>) {
-    let body = chat("sim-llama-3.1-8b", true, 2000).to_string();
-    let mut req = hyper::Request::post(format!("http://{addr}/v1/chat/completions"))
-        .header("content-type", "application/json");
-    if !h2 {
-        req = req.header("host", addr.to_string());
-    }
-    let req = req.body(Full::new(Bytes::from(body))).unwrap();
-    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let (sent, conn) = if h2 {
-        let (mut s, conn) =
-            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
-                .await
-                .unwrap();
-        let conn = tokio::spawn(async move {
-            let _ = conn.await;
-        });
-        (
-            tokio::time::timeout(TIMEOUT, s.send_request(req)).await,
-            conn,
-        )
-    } else {
-        let (mut s, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .unwrap();
-        let conn = tokio::spawn(async move {
-            let _ = conn.await;
-        });
-        (
-            tokio::time::timeout(TIMEOUT, s.send_request(req)).await,
-            conn,
-        )
-    };
-    let resp = sent.unwrap().unwrap();
+    let req = long_chat(addr, "sim-llama-3.1-8b", h2);
+    let (resp, _, conn) = send_new(addr, req, h2).await;
     assert_eq!(resp.status(), 200);
     let mut body = resp.into_body();
     // The role chunk, then content.
@@ -120,13 +87,7 @@ async fn stopped_with_open_streams(drain: Duration, cut_now: bool) -> (Vec<Recor
 }
 
 fn check(records: &[Record]) {
-    let spans: Vec<_> = records
-        .iter()
-        .filter_map(|r| match r {
-            Record::Span(s) => Some(s),
-            _ => None,
-        })
-        .collect();
+    let spans = spans_of(records);
     assert_eq!(spans.len(), 2);
     for s in spans {
         assert_eq!(s.status, Status::Cancelled);
@@ -224,13 +185,7 @@ async fn an_http2_stream_open_when_the_drain_ends_is_written_before_the_end_reco
     conn.abort();
     sim.shutdown().await.unwrap();
     let records = records(&out);
-    let spans: Vec<_> = records
-        .iter()
-        .filter_map(|r| match r {
-            Record::Span(s) => Some(s),
-            _ => None,
-        })
-        .collect();
+    let spans = spans_of(&records);
     assert_eq!(spans.len(), 1);
     let msg = &spans[0].error.as_ref().unwrap().message;
     assert!(msg.contains("the proxy stopped"), "{msg}");
