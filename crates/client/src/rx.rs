@@ -23,10 +23,11 @@
 use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use memchr::memmem;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
@@ -220,9 +221,40 @@ fn last_event_end(buf: &[u8]) -> Option<usize> {
         .map(|i| tail + i + 2)
 }
 
-/// Whether `buf` holds two SSE event ends (`\n\n`) or more.
+/// Searchers for an SSE event end and for one that ends an HTTP chunk, built
+/// once: building a `memmem` searcher costs more than the search itself on a
+/// read of one event, and these run on every read.
+static EVENT_END: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"\n\n"));
+static CHUNK_END: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"\n\n\r\n"));
+
+/// Whether `buf` holds an SSE event end (`\n\n`).
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+fn has_event(buf: &[u8]) -> bool {
+    EVENT_END.find(buf).is_some()
+}
+
+/// Whether `buf` holds two SSE event ends (`\n\n`) or more (counted as
+/// `memmem` would: `\n\n\n` is one). A read of one chunk holds three or four
+/// line feeds, so stepping from one to the next with `memchr` costs less than
+/// a substring search.
 fn several_events(buf: &[u8]) -> bool {
-    memchr::memmem::find_iter(buf, b"\n\n").nth(1).is_some()
+    let mut ends = 0;
+    let mut at = 0;
+    while let Some(i) = memchr::memchr(b'\n', &buf[at..]) {
+        let i = at + i;
+        if buf.get(i + 1) == Some(&b'\n') {
+            ends += 1;
+            if ends == 2 {
+                return true;
+            }
+            at = i + 2;
+        } else {
+            at = i + 1;
+        }
+    }
+    false
 }
 
 /// Where a backlogged reader should stop: just past the first server write in
@@ -234,9 +266,9 @@ fn several_events(buf: &[u8]) -> bool {
 /// when it holds neither.
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 fn split_point(peeked: &[u8]) -> usize {
-    let end = match memchr::memmem::find(peeked, b"\n\n\r\n") {
+    let end = match CHUNK_END.find(peeked) {
         Some(i) => Some(i),
-        None => memchr::memmem::find(peeked, b"\n\n"),
+        None => EVENT_END.find(peeked),
     };
     match end {
         None => peeked.len(),

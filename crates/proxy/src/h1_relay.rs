@@ -1,8 +1,8 @@
 //! The relay loop of the proxy's own HTTP/1.1 path ([`crate::fast`]): one poll
-//! reads the upstream, shows each data range to the span with its arrival
-//! stamp, and writes a chunked or sized body on as it came, straight from the
-//! buffer the read filled (a body the upstream ends by closing is chunked
-//! here); it notices a client that leaves, a body that breaks, and an upstream
+//! reads the upstream, writes a chunked or sized body on as it came, straight
+//! from the buffer the read filled (a body the upstream ends by closing is
+//! chunked here), then shows each data range to the span with its arrival
+//! stamp; it notices a client that leaves, a body that breaks, and an upstream
 //! silent past the idle limit.
 
 use std::io::IoSlice;
@@ -11,6 +11,7 @@ use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes, BytesMut};
+use smallvec::SmallVec;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::time::Sleep;
@@ -20,6 +21,10 @@ use tpscope_model::Cause;
 use crate::fast::{READ_SIZE, poll_client};
 use crate::h1::{self, Decoder, Framing};
 use crate::track::Track;
+
+/// The data ranges of one scan: a read holds one chunk or a few, kept inline
+/// (no heap buffer to touch per read).
+type Ranges = SmallVec<[std::ops::Range<usize>; 4]>;
 
 /// How a relay ended.
 pub(crate) enum End {
@@ -34,8 +39,6 @@ pub(crate) enum End {
 /// A response body on its way from the upstream to the client.
 pub(crate) struct Relay {
     dec: Decoder,
-    /// Data ranges of the last scan (kept for its allocation).
-    ranges: Vec<std::ops::Range<usize>>,
     /// The body ends when the upstream closes: it goes to the client chunked.
     until_close: bool,
     /// The body goes to the client chunked by the relay (it came unframed).
@@ -53,6 +56,9 @@ pub(crate) struct Relay {
     /// that task, so polling it again before then only costs.
     timer_task: Option<Waker>,
     last_data: Instant,
+    /// When the data of this poll was handed on: the clock a stall check
+    /// needs, read already.
+    fresh: Option<Instant>,
     /// The body ended; what is in `out` is its last.
     finished: bool,
 }
@@ -70,7 +76,6 @@ impl Relay {
         let until_close = framing == Framing::UntilClose;
         Relay {
             dec: Decoder::new(framing),
-            ranges: Vec::new(),
             until_close,
             rechunk: until_close,
             out: vec![head],
@@ -81,6 +86,7 @@ impl Relay {
             sleep: None,
             timer_task: None,
             last_data: Instant::now(),
+            fresh: None,
             finished: false,
         }
     }
@@ -101,6 +107,7 @@ impl Relay {
         io: &mut TcpStream,
         ahead: &mut BytesMut,
     ) -> Poll<End> {
+        self.fresh = None;
         loop {
             if !self.out.is_empty() {
                 match self.write(cx, io) {
@@ -172,7 +179,8 @@ impl Relay {
     /// a chunked or sized body as it came (written straight from the buffer
     /// when nothing waits before it; copied into `out` what the socket does not
     /// take), a body that ends with the connection chunked; each data range
-    /// stamped and shown to the span. `Some` when the relay ends here.
+    /// stamped and shown to the span after the write, so that the bytes leave
+    /// before they are parsed. `Some` when the relay ends here.
     fn decode(
         &mut self,
         cx: &mut Context<'_>,
@@ -180,7 +188,7 @@ impl Relay {
         ubuf: &mut BytesMut,
         io: &mut TcpStream,
     ) -> Option<End> {
-        let mut ranges = std::mem::take(&mut self.ranges);
+        let mut ranges = Ranges::new();
         let used = match self.dec.scan(ubuf, |r| ranges.push(r)) {
             Ok(n) => n,
             Err(e) => {
@@ -190,25 +198,15 @@ impl Relay {
                 ));
             }
         };
-        for r in ranges.drain(..) {
-            let d = &ubuf[r];
-            let st = up.frame(d, self.sent_at);
-            if let Some(t) = self.track.as_mut() {
-                t.data_stamped(d, st, up.kernel());
-            }
-            self.last_data = st.received;
-            if self.rechunk {
-                self.out.push(h1::chunk_line(&mut self.scratch, d.len()));
-                self.out.push(Bytes::copy_from_slice(d));
-                self.out.push(h1::CRLF);
-            }
-        }
-        self.ranges = ranges;
+        let mut gone = false;
         if used > 0 && !self.rechunk {
             let raw = &ubuf[..used];
             let written = match self.out.is_empty() {
                 true => match Pin::new(&mut *io).poll_write(cx, raw) {
-                    Poll::Ready(Ok(0)) | Poll::Ready(Err(_)) => return Some(End::ClientGone),
+                    Poll::Ready(Ok(0)) | Poll::Ready(Err(_)) => {
+                        gone = true;
+                        used
+                    }
                     Poll::Ready(Ok(n)) => n,
                     Poll::Pending => 0,
                 },
@@ -217,6 +215,23 @@ impl Relay {
             if written < used {
                 self.out.push(Bytes::copy_from_slice(&raw[written..]));
             }
+        }
+        for r in ranges {
+            let d = &ubuf[r];
+            let st = up.frame(d, self.sent_at);
+            if let Some(t) = self.track.as_mut() {
+                t.data_stamped(d, st, up.kernel());
+            }
+            self.last_data = st.received;
+            self.fresh = Some(st.received);
+            if self.rechunk {
+                self.out.push(h1::chunk_line(&mut self.scratch, d.len()));
+                self.out.push(Bytes::copy_from_slice(d));
+                self.out.push(h1::CRLF);
+            }
+        }
+        if gone {
+            return Some(End::ClientGone);
         }
         ubuf.advance(used);
         if self.dec.ended() {
@@ -277,8 +292,11 @@ impl Relay {
             .as_ref()
             .is_some_and(|w| w.will_wake(cx.waker()));
         // A millisecond early: the timer's wheel rounds deadlines up to its
-        // tick, so the wake it sends is never before this.
-        if registered && Instant::now() + TIMER_SLACK < s.deadline().into_std() {
+        // tick, so the wake it sends is never before this. The clock read when
+        // this poll's data was handed on serves: microseconds old, and the
+        // registered timer wakes the task by its deadline all the same.
+        let now = self.fresh.unwrap_or_else(Instant::now);
+        if registered && now + TIMER_SLACK < s.deadline().into_std() {
             return None;
         }
         // Data came since the timer was armed: move it to the real deadline

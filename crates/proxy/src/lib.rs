@@ -16,7 +16,6 @@ mod fast;
 mod gate;
 mod h1;
 mod h1_relay;
-mod head;
 mod headers;
 mod metrics;
 mod preface;

@@ -18,7 +18,6 @@ use tpscope_stream::{
 };
 
 use crate::gate::Permit;
-use crate::head::Head;
 use crate::rec::Rec;
 
 /// Largest non-streaming answer kept for parsing (tokens and usage).
@@ -51,8 +50,6 @@ pub(crate) struct Track {
     retry_after: Option<Duration>,
     kind: Kind,
     account: AnyStream,
-    /// OpenAI chunks' repeated head, parsed once.
-    head: Head,
     text_dropped: bool,
     done: bool,
     /// Kernel receive stamps of the upstream's reads, when the
@@ -88,7 +85,6 @@ impl Track {
             http_status: None,
             retry_after: None,
             kind: Kind::Waiting,
-            head: Head::default(),
             text_dropped: false,
             done: false,
             rx: RxFacts::default(),
@@ -175,15 +171,6 @@ impl Track {
     /// One relayed body read, at `now`.
     pub fn data(&mut self, bytes: &[u8], now: Instant) {
         match &mut self.kind {
-            Kind::Sse(parser) if self.dialect == Dialect::OpenAi => {
-                let (account, head) = (&mut self.account, &mut self.head);
-                if let Err(e) = parser.push(bytes, |ev| {
-                    head.relay(ev, |ev| account.on_event(ev, now));
-                }) {
-                    account.sse_failed(&e);
-                }
-                self.keep_text_bounded();
-            }
             Kind::Sse(parser) => {
                 self.account.push(parser, bytes, now);
                 self.keep_text_bounded();

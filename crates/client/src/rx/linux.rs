@@ -179,7 +179,7 @@ fn read_once(
         } else {
             split_point(peeked)
         };
-        let has_event = memchr::memmem::find(&peeked[..take], b"\n\n").is_some();
+        let has_event = super::has_event(&peeked[..take]);
         let (m, raw) = recv_stamped(fd, &mut buf[..take], 0)?;
         let stamp = arrival(raw);
         // The first write may have been merged with later ones while it waited.

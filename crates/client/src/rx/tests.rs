@@ -310,3 +310,25 @@ async fn a_stream_keeping_its_notes_traces_data_to_its_last_read_and_leaves_the_
     drop(rx);
     server.await.unwrap();
 }
+
+#[test]
+fn several_events_counts_event_ends_as_a_substring_search_does() {
+    let one = b"4d\r\ndata: {\"a\":1}\n\n\r\n";
+    assert!(!several_events(one));
+    assert!(several_events(b"data: 1\n\ndata: 2\n\n"));
+    // `\n\n\n` is one end (non-overlapping), `\n\n\n\n` two.
+    assert!(!several_events(b"data: 1\n\n\n"));
+    assert!(several_events(b"data: 1\n\n\n\n"));
+    assert!(!several_events(b""));
+    assert!(!several_events(b"\n"));
+}
+
+proptest::proptest! {
+    #[test]
+    fn several_events_agrees_with_memmem(buf in proptest::collection::vec(
+        proptest::sample::select(vec![b'\n', b'\r', b'a', b':']), 0..64,
+    )) {
+        let want = memchr::memmem::find_iter(&buf, b"\n\n").nth(1).is_some();
+        proptest::prop_assert_eq!(several_events(&buf), want);
+    }
+}

@@ -253,7 +253,10 @@ impl Bench {
             }
         };
         let addr = proxy.as_ref().map_or(self.upstream, |p| p.addr);
-        let cpu = |p: &Option<Proxy>| p.as_ref().and_then(|p| p.cpu_s(self.tck));
+        let cpu = |p: &Option<Proxy>| {
+            p.as_ref()
+                .and_then(|p| Some((p.cpu_s(self.tck)?, p.user_s(self.tck)?)))
+        };
         let own = || {
             (
                 procs::own_threads_cpu_s("bench-client", self.tck),
@@ -319,7 +322,8 @@ impl Bench {
             outs,
             report::Costs {
                 wall_s: wall,
-                proxy_cpu_s: cpu1.zip(cpu0).map(|(a, b)| a - b),
+                proxy_cpu_s: cpu1.zip(cpu0).map(|(a, b)| a.0 - b.0),
+                proxy_user_s: cpu1.zip(cpu0).map(|(a, b)| a.1 - b.1),
                 client_cpu_s: own1.0 - own0.0,
                 upstream_cpu_s: own1.1 - own0.1,
                 machine_busy: busy,

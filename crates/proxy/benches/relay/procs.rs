@@ -45,6 +45,13 @@ pub fn cpu_s(pid: u32, tck: f64) -> Option<f64> {
     Some(t / tck)
 }
 
+/// CPU seconds a process spent in user space, all its threads (the kernel's
+/// share is the syscalls and the loopback TCP both kinds of proxy make alike).
+pub fn user_s(pid: u32, tck: f64) -> Option<f64> {
+    let f = stat_fields(Path::new(&format!("/proc/{pid}/stat")))?;
+    Some(f.get(11)?.parse::<f64>().ok()? / tck)
+}
+
 /// CPU seconds of this process's threads whose name starts with `prefix`.
 pub fn own_threads_cpu_s(prefix: &str, tck: f64) -> f64 {
     let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
@@ -310,6 +317,11 @@ impl Proxy {
     /// CPU seconds of all its processes.
     pub fn cpu_s(&self, tck: f64) -> Option<f64> {
         self.pids.iter().map(|p| cpu_s(*p, tck)).sum()
+    }
+
+    /// User-space CPU seconds of all its processes.
+    pub fn user_s(&self, tck: f64) -> Option<f64> {
+        self.pids.iter().map(|p| user_s(*p, tck)).sum()
     }
 
     /// CPU seconds of each of its workers, by name: tpscope's serving threads

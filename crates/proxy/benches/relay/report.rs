@@ -13,6 +13,9 @@ pub struct Costs {
     pub wall_s: f64,
     /// The proxy's CPU time over the round (all its processes).
     pub proxy_cpu_s: Option<f64>,
+    /// The part of it in user space (the rest is the kernel's: syscalls and
+    /// loopback TCP).
+    pub proxy_user_s: Option<f64>,
     /// The benchmark's own client and upstream threads.
     pub client_cpu_s: f64,
     pub upstream_cpu_s: f64,
@@ -85,6 +88,12 @@ impl Round {
     /// Proxy CPU microseconds per relayed token.
     fn cpu_us_per_token(&self) -> Option<f64> {
         let cpu = self.costs.proxy_cpu_s?;
+        (self.tokens > 0).then(|| cpu * 1e6 / self.tokens as f64)
+    }
+
+    /// Proxy user-space CPU microseconds per relayed token.
+    fn user_us_per_token(&self) -> Option<f64> {
+        let cpu = self.costs.proxy_user_s?;
         (self.tokens > 0).then(|| cpu * 1e6 / self.tokens as f64)
     }
 
@@ -168,7 +177,7 @@ pub fn round_line(r: &Round) {
     let c = &r.costs;
     let q = |n| us(r.dist.at(n));
     println!(
-        "round {} {:<8} n={} p50 {} p90 {} p99 {} p99.9 {} max {} µs | {} chunks/s | proxy CPU {} s = {} µs/token ({} of a core), RSS {} MiB (peak {}) | client {:.2} s, upstream {:.2} s CPU | bench {} of all cores, machine busy {} | load {}→{}{} | {}/{} streams ok{}{}{}",
+        "round {} {:<8} n={} p50 {} p90 {} p99 {} p99.9 {} max {} µs | {} chunks/s | proxy CPU {} s = {} µs/token (user {}; {} of a core), RSS {} MiB (peak {}) | client {:.2} s, upstream {:.2} s CPU | bench {} of all cores, machine busy {} | load {}→{}{} | {}/{} streams ok{}{}{}",
         r.round,
         r.path.name(),
         r.dist.n,
@@ -180,6 +189,7 @@ pub fn round_line(r: &Round) {
         num(Some(r.chunks_per_s), 0),
         num(c.proxy_cpu_s, 2),
         num(r.cpu_us_per_token(), 2),
+        num(r.user_us_per_token(), 2),
         pct(r.cpu_share()),
         num(c.rss_mib, 1),
         num(c.hwm_mib, 1),
@@ -223,9 +233,9 @@ pub fn summary(o: &Opts, paths: &[PathKind], rounds: &[Round]) {
     );
     println!();
     println!(
-        "| path | p50 | p90 | p99 | p99.9 | added p50 | added p99 | added p99 per round | added p99.9 | paired Δ | CPU µs/token | CPU (of a core) | RSS peak MiB |"
+        "| path | p50 | p90 | p99 | p99.9 | added p50 | added p99 | added p99 per round | added p99.9 | paired Δ | CPU µs/token | user µs/token | CPU (of a core) | RSS peak MiB |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for &p in paths {
         let d = pooled(p);
         let is_direct = p == PathKind::Direct;
@@ -239,11 +249,12 @@ pub fn summary(o: &Opts, paths: &[PathKind], rounds: &[Round]) {
         let paired = Spread::of(of(p).map(|r| paired_median(&r.grid, &direct_of(r.round)?.grid)));
         let spread_of = |f: &dyn Fn(&Round) -> Option<f64>| Spread::of(of(p).map(f));
         let cpu = spread_of(&|r| r.cpu_us_per_token());
+        let user = spread_of(&|r| r.user_us_per_token());
         let share = spread_of(&|r| r.cpu_share());
         let hwm = spread_of(&|r| r.costs.hwm_mib);
         let dash = |s: String| if is_direct { "–".to_string() } else { s };
         println!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             p.name(),
             us(d.at("p50")),
             us(d.at("p90")),
@@ -255,6 +266,7 @@ pub fn summary(o: &Opts, paths: &[PathKind], rounds: &[Round]) {
             dash(us(added[3])),
             dash(paired.map_or("–".into(), |s| us(Some(s.median)))),
             num(cpu.map(|s| s.median), 2),
+            num(user.map(|s| s.median), 2),
             pct(share.map(|s| s.median)),
             num(hwm.map(|s| s.max), 1),
         );
@@ -280,8 +292,8 @@ pub fn summary(o: &Opts, paths: &[PathKind], rounds: &[Round]) {
 }
 
 /// tpscope against the other paths, round by round (each ratio within one
-/// round, so the machine's load is the same for both): CPU per token and the
-/// added latency at the median.
+/// round, so the machine's load is the same for both): CPU per token, its user
+/// space part, and the added latency at the median.
 fn ratios(rounds: &[Round]) {
     let of = |p: PathKind, round: u32| rounds.iter().find(|r| r.path == p && r.round == round);
     let added_p50 = |r: &Round| {
@@ -302,6 +314,7 @@ fn ratios(rounds: &[Round]) {
             Spread::of(pairs.iter().map(|(t, o)| Some(f(t)? / f(o)?)))
         };
         let cpu = ratio(&|r| r.cpu_us_per_token());
+        let user = ratio(&|r| r.user_us_per_token());
         let lat = ratio(&added_p50);
         let show = |s: Option<Spread>| {
             s.map_or("–".into(), |s| {
@@ -309,9 +322,10 @@ fn ratios(rounds: &[Round]) {
             })
         };
         lines.push(format!(
-            "tpscope / {}: CPU per token {}, added p50 {}",
+            "tpscope / {}: CPU per token {} (user space {}), added p50 {}",
             other.name(),
             show(cpu),
+            show(user),
             show(lat)
         ));
     }
