@@ -223,7 +223,7 @@ fn last_event_end(buf: &[u8]) -> Option<usize> {
 
 /// Searchers for an SSE event end and for one that ends an HTTP chunk, built
 /// once: building a `memmem` searcher costs more than the search itself on a
-/// read of one event, and these run on every read.
+/// short read, and a backlogged reader searches on each of its reads.
 static EVENT_END: LazyLock<memmem::Finder<'static>> =
     LazyLock::new(|| memmem::Finder::new(b"\n\n"));
 static CHUNK_END: LazyLock<memmem::Finder<'static>> =
