@@ -85,49 +85,41 @@ pub async fn send(
     headers: &[(&str, &str)],
     h2: bool,
 ) -> Resp {
-    tokio::time::timeout(TIMEOUT, send_inner(addr, method, path, body, headers, h2))
-        .await
-        .expect("request finished in time")
-}
-
-async fn send_inner(
-    addr: SocketAddr,
-    method: &str,
-    path: &str,
-    body: Vec<u8>,
-    headers: &[(&str, &str)],
-    h2: bool,
-) -> Resp {
     let req = request(addr, method, path, body, headers, h2);
-    let (resp, _, _) = send_new(addr, req, h2).await;
-    let status = resp.status().as_u16();
-    let headers = resp.headers().clone();
-    let mut body = resp.into_body();
-    let mut out = Vec::new();
-    let mut frames = 0;
-    let mut complete = true;
-    loop {
-        match body.frame().await {
-            None => break,
-            Some(Ok(f)) => {
-                if let Ok(d) = f.into_data() {
-                    frames += 1;
-                    out.extend_from_slice(&d);
+    let read = async move {
+        let (resp, _, _) = send_new(addr, req, h2).await;
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let mut body = resp.into_body();
+        let mut out = Vec::new();
+        let mut frames = 0;
+        let mut complete = true;
+        loop {
+            match body.frame().await {
+                None => break,
+                Some(Ok(f)) => {
+                    if let Ok(d) = f.into_data() {
+                        frames += 1;
+                        out.extend_from_slice(&d);
+                    }
+                }
+                Some(Err(_)) => {
+                    complete = false;
+                    break;
                 }
             }
-            Some(Err(_)) => {
-                complete = false;
-                break;
-            }
         }
-    }
-    Resp {
-        status,
-        headers,
-        body: out,
-        frames,
-        complete,
-    }
+        Resp {
+            status,
+            headers,
+            body: out,
+            frames,
+            complete,
+        }
+    };
+    tokio::time::timeout(TIMEOUT, read)
+        .await
+        .expect("request finished in time")
 }
 
 /// A request to `addr` as the tests send one: a JSON `body`, `headers`, and

@@ -38,18 +38,23 @@ fn stat_comm(path: &Path) -> Option<String> {
     Some(s[s.find('(')? + 1..s.rfind(')')?].to_string())
 }
 
-/// CPU seconds (user + system) of a process, all its threads.
-pub fn cpu_s(pid: u32, tck: f64) -> Option<f64> {
+/// CPU seconds of a process, all its threads: in user space, and in the
+/// kernel (the syscalls and the loopback TCP both kinds of proxy make alike).
+fn user_sys_s(pid: u32, tck: f64) -> Option<(f64, f64)> {
     let f = stat_fields(Path::new(&format!("/proc/{pid}/stat")))?;
-    let t: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
-    Some(t / tck)
+    let user: f64 = f.get(11)?.parse().ok()?;
+    let sys: f64 = f.get(12)?.parse().ok()?;
+    Some((user / tck, sys / tck))
 }
 
-/// CPU seconds a process spent in user space, all its threads (the kernel's
-/// share is the syscalls and the loopback TCP both kinds of proxy make alike).
+/// CPU seconds (user + system) of a process, all its threads.
+pub fn cpu_s(pid: u32, tck: f64) -> Option<f64> {
+    user_sys_s(pid, tck).map(|(u, s)| u + s)
+}
+
+/// CPU seconds a process spent in user space, all its threads.
 pub fn user_s(pid: u32, tck: f64) -> Option<f64> {
-    let f = stat_fields(Path::new(&format!("/proc/{pid}/stat")))?;
-    Some(f.get(11)?.parse::<f64>().ok()? / tck)
+    user_sys_s(pid, tck).map(|(u, _)| u)
 }
 
 /// CPU seconds of this process's threads whose name starts with `prefix`.
