@@ -12,13 +12,17 @@
 #                                              target/release/tpscope)
 #        scripts/proxy-callgrind.sh --nginx    Debian's nginx, its workers counted
 # Needs valgrind (apt install valgrind) and a release build of the benchmark.
+# CG_KEEP=DIR keeps the callgrind files there, for callgrind_annotate.
+# CG_STREAMS=1000 runs 1,000 streams (one chunk each every second, 20 and 50
+# chunks) with the last-level cache modelled as this machine's 1 MiB L2 per
+# core: its misses then count the per-stream state a chunk finds cold.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v valgrind >/dev/null || { echo "valgrind is not installed (apt install valgrind)" >&2; exit 2; }
 what=${1:-target/release/tpscope}
 work=$(mktemp -d)
 chmod 1777 "$work" # nginx's workers run as nobody and write their own counts
-trap 'rm -rf "$work"' EXIT
+trap '[ -n "${CG_KEEP:-}" ] && mkdir -p "$CG_KEEP" && cp "$work"/run*.out "$CG_KEEP"/; rm -rf "$work"' EXIT
 if [ "$what" = --nginx ]; then
     flag=--nginx
     exe=$(command -v nginx || echo /usr/sbin/nginx)
@@ -35,14 +39,21 @@ EOF
 chmod +x "$work/wrap.sh"
 bench=$(cargo bench -p tpscope-proxy --bench relay --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\))$/\1/p' | tail -1)
 [ -x "$bench" ] || { echo "could not build the relay benchmark" >&2; exit 1; }
-for n in 40 100; do
-    CG_RUN=run$n "$bench" --paths "$path" "$flag" "$work/wrap.sh" --streams 100 --chunks $n \
-        --period-ms 200 --warmup 5 --rounds 1 >"$work/bench$n.txt" 2>&1 ||
+streams=${CG_STREAMS:-100}
+if [ "$streams" = 100 ]; then
+    period=200 short=40 long=100 ll=
+else
+    period=1000 short=20 long=50 ll=--LL=1048576,16,64
+fi
+sed -i "s|--cache-sim=yes|--cache-sim=yes $ll|" "$work/wrap.sh"
+for n in $short $long; do
+    CG_RUN=run$n "$bench" --paths "$path" "$flag" "$work/wrap.sh" --streams "$streams" --chunks $n \
+        --period-ms $period --warmup 5 --rounds 1 >"$work/bench$n.txt" 2>&1 ||
         { cat "$work/bench$n.txt" >&2; exit 1; }
 done
-python3 - "$work" <<'PY'
+python3 - "$work" "$short" "$long" "$streams" <<'PY'
 import glob, sys
-work = sys.argv[1]
+work, short, long, streams = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 def totals(run):
     sums = {}
     for f in glob.glob(f"{work}/{run}.*.out"):
@@ -56,8 +67,8 @@ def totals(run):
             for k, v in zip(events, tot):
                 sums[k] = sums.get(k, 0) + v
     return sums
-a, b = totals("run40"), totals("run100")
-chunks = 100 * 60
+a, b = totals(f"run{short}"), totals(f"run{long}")
+chunks = streams * (int(long) - int(short))
 for k in ["Ir", "Dr", "Dw", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw"]:
     if k in a and k in b:
         print(f"{k:5} {(b[k] - a[k]) / chunks:10.1f} per relayed chunk")

@@ -103,7 +103,7 @@ pub struct UpstreamConn {
 impl UpstreamConn {
     /// Whether the connection carries kernel receive stamps.
     pub fn kernel(&self) -> bool {
-        self.io.cell().is_some()
+        self.io.kernel()
     }
 
     /// The latest arrival on the connection, not before `start` (the request

@@ -464,6 +464,15 @@ impl RxTcp {
         (self.cell.is_some() && self.state.last.seq > 0).then(|| instant_of(self.state.last.at))
     }
 
+    /// Whether the stream's reads carry kernel receive stamps: asked per relayed
+    /// frame, so it reads the field without touching the cell (cloning the
+    /// `Arc` to ask wrote its count, a cache line the frame needs nothing else
+    /// from).
+    #[inline]
+    pub fn kernel(&self) -> bool {
+        self.cell.is_some()
+    }
+
     /// The cell this stream records arrivals in (`None`: no kernel stamps).
     pub fn cell(&self) -> Option<Arc<RxCell>> {
         self.cell.clone()

@@ -135,6 +135,14 @@ impl Track {
         };
     }
 
+    /// Asks the CPU to fetch what the record points to and the next chunk
+    /// will touch (see [`tpscope_stream::prefetch`]); the record itself is the
+    /// caller's to prefetch, as part of its own state.
+    #[inline]
+    pub fn prefetch_data(&self) {
+        self.account.prefetch_data();
+    }
+
     /// One relayed body read, stamped with its kernel arrival when the
     /// upstream connection carries one (`kernel`).
     pub fn data_stamped(&mut self, bytes: &[u8], st: RxStamp, kernel: bool) {

@@ -128,6 +128,15 @@ impl<D: Decoder> StreamAccount<D> {
         }
     }
 
+    /// Asks the CPU to fetch what the account points to and the next event
+    /// will touch: the kept repeat event and the end of the kept text (see
+    /// [`crate::prefetch`]; the account itself is the caller's to prefetch).
+    #[inline]
+    pub fn prefetch_data(&self) {
+        self.repeat.prefetch();
+        crate::prefetch(self.text.as_ptr().wrapping_add(self.text.len()), 1);
+    }
+
     /// Feeds one read's bytes through `parser`, stamping every event it completes
     /// with `now`. An oversized event ends the stream as `malformed`. Returns the
     /// number of events completed.

@@ -38,6 +38,12 @@ pub struct Repeat {
 }
 
 impl Repeat {
+    /// Asks the CPU to fetch the kept event's bytes (see [`crate::prefetch`]).
+    #[inline]
+    pub fn prefetch(&self) {
+        crate::prefetch(self.data.as_ptr(), self.data.len());
+    }
+
     /// Keeps `data`, an event whose only fact was the output text `text` (a
     /// string body that is a slice of `data`, non-empty); `content` when it is
     /// answer text. A `text` outside `data` is ignored.
