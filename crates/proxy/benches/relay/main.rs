@@ -253,10 +253,7 @@ impl Bench {
             }
         };
         let addr = proxy.as_ref().map_or(self.upstream, |p| p.addr);
-        let cpu = |p: &Option<Proxy>| {
-            p.as_ref()
-                .and_then(|p| Some((p.cpu_s(self.tck)?, p.user_s(self.tck)?)))
-        };
+        let cpu = |p: &Option<Proxy>| p.as_ref().and_then(|p| p.cpu_user_s(self.tck));
         let own = || {
             (
                 procs::own_threads_cpu_s("bench-client", self.tck),

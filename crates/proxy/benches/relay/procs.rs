@@ -52,11 +52,6 @@ pub fn cpu_s(pid: u32, tck: f64) -> Option<f64> {
     user_sys_s(pid, tck).map(|(u, s)| u + s)
 }
 
-/// CPU seconds a process spent in user space, all its threads.
-pub fn user_s(pid: u32, tck: f64) -> Option<f64> {
-    user_sys_s(pid, tck).map(|(u, _)| u)
-}
-
 /// CPU seconds of this process's threads whose name starts with `prefix`.
 pub fn own_threads_cpu_s(prefix: &str, tck: f64) -> f64 {
     let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
@@ -319,14 +314,13 @@ impl Proxy {
         })
     }
 
-    /// CPU seconds of all its processes.
-    pub fn cpu_s(&self, tck: f64) -> Option<f64> {
-        self.pids.iter().map(|p| cpu_s(*p, tck)).sum()
-    }
-
-    /// User-space CPU seconds of all its processes.
-    pub fn user_s(&self, tck: f64) -> Option<f64> {
-        self.pids.iter().map(|p| user_s(*p, tck)).sum()
+    /// CPU seconds of all its processes, in all and in user space, each
+    /// process's read once (both from the same instant).
+    pub fn cpu_user_s(&self, tck: f64) -> Option<(f64, f64)> {
+        self.pids.iter().try_fold((0.0, 0.0), |(all, user), p| {
+            let (u, s) = user_sys_s(*p, tck)?;
+            Some((all + u + s, user + u))
+        })
     }
 
     /// CPU seconds of each of its workers, by name: tpscope's serving threads
