@@ -23,6 +23,9 @@ pub struct StreamOut {
     /// Latency (ns) of each content chunk by sequence number; `None` for chunks
     /// outside the measured range and chunks not received.
     pub lat: Vec<Option<i64>>,
+    /// Send instant (ns since the origin) of each measured chunk, by sequence
+    /// number (for `--dump`); 0 where `lat` is `None`.
+    pub sent: Vec<i64>,
     /// Content chunks received (warm-up included).
     pub chunks: u64,
     /// `usage.completion_tokens` of the stream's last chunk.
@@ -31,6 +34,20 @@ pub struct StreamOut {
     pub span: Option<(i64, i64)>,
     /// Why the stream did not end with `[DONE]` and the last HTTP chunk.
     pub error: Option<String>,
+}
+
+/// Writes the measured chunks of `outs` as tab-separated lines: stream index,
+/// sequence number, send instant and latency (ns), after a header line.
+pub fn dump(mut w: impl std::io::Write, outs: &[StreamOut]) -> std::io::Result<()> {
+    writeln!(w, "stream\tseq\tsent_ns\tlatency_ns")?;
+    for (i, o) in outs.iter().enumerate() {
+        for (seq, (lat, sent)) in o.lat.iter().zip(&o.sent).enumerate() {
+            if let Some(lat) = lat {
+                writeln!(w, "{i}\t{seq}\t{sent}\t{lat}")?;
+            }
+        }
+    }
+    w.flush()
 }
 
 /// The request every stream sends (the model LiteLLM's config routes).
@@ -47,6 +64,7 @@ pub async fn run_stream(
     tokio::time::sleep_until(start).await;
     let mut out = StreamOut {
         lat: vec![None; chunks as usize],
+        sent: vec![0; chunks as usize],
         ..StreamOut::default()
     };
     if let Err(e) = stream(addr, origin, &measure, &mut out).await {
@@ -140,6 +158,9 @@ pub(crate) fn event(
                 && let Some(slot) = out.lat.get_mut(seq as usize)
             {
                 *slot = Some(now - sent as i64);
+                if let Some(at) = out.sent.get_mut(seq as usize) {
+                    *at = sent as i64;
+                }
                 out.span = Some(match out.span {
                     None => (now, now),
                     Some((a, _)) => (a, now),

@@ -28,8 +28,11 @@
 //! `$TPSCOPE_BASELINE`: another build of tpscope, run as the `baseline` path so
 //! that one run gives the new/old ratios), `--nginx PATH` (else /usr/sbin/nginx or `nginx`
 //! on PATH), `--litellm PATH` (else `$LITELLM_BIN`, else
-//! .venv-litellm/bin/litellm); a path whose program is missing is skipped with a
-//! message saying how to install it).
+//! .venv-litellm/bin/litellm), `--dump DIR` (each round's measured chunks to
+//! `DIR/PATH-ROUND.tsv`: stream, sequence, send instant and latency in ns, for
+//! analyses the tables do not make; an existing file is not overwritten); a
+//! path whose program is missing is skipped with a message saying how to
+//! install it).
 
 mod client;
 mod litellm_conf;
@@ -84,6 +87,7 @@ pub struct Opts {
     pub baseline: Option<PathBuf>,
     pub nginx: Option<PathBuf>,
     pub litellm: PathBuf,
+    pub dump: Option<PathBuf>,
 }
 
 impl Opts {
@@ -120,6 +124,7 @@ fn opts() -> Result<Opts, String> {
             .unwrap_or_else(|| {
                 Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv-litellm/bin/litellm")
             }),
+        dump: None,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
@@ -178,7 +183,25 @@ fn opts() -> Result<Opts, String> {
             "--baseline" => o.baseline = Some(PathBuf::from(v)),
             "--nginx" => o.nginx = Some(PathBuf::from(v)),
             "--litellm" => o.litellm = PathBuf::from(v),
+            "--dump" => {
+                std::fs::create_dir_all(v).map_err(|e| format!("--dump {v}: {e}"))?;
+                o.dump = Some(PathBuf::from(v));
+            }
             _ => return Err(format!("unknown option {flag}")),
+        }
+    }
+    // Refused before any round runs rather than after one (nothing measured is lost).
+    if let Some(dir) = &o.dump {
+        for p in &o.paths {
+            for r in 1..=o.rounds {
+                let f = dir.join(format!("{}-{r}.tsv", p.name()));
+                if f.exists() {
+                    return Err(format!(
+                        "--dump: {} exists (a dump is never overwritten; choose another directory)",
+                        f.display()
+                    ));
+                }
+            }
         }
     }
     if o.measured().is_empty() {
@@ -290,6 +313,12 @@ impl Bench {
             outs
         });
         let wall = t0.elapsed().as_secs_f64();
+        if let Some(dir) = &self.o.dump {
+            let file = dir.join(format!("{}-{round}.tsv", path.name()));
+            std::fs::File::create_new(&file)
+                .and_then(|f| client::dump(std::io::BufWriter::new(f), &outs))
+                .map_err(|e| format!("--dump: {}: {e}", file.display()))?;
+        }
         let (cpu1, own1, load1) = (cpu(&proxy), own(), procs::load1());
         // Each worker's CPU over the round (matched by name: a thread or
         // process that started meanwhile counts from zero).

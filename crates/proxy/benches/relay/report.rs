@@ -2,8 +2,10 @@
 //! the summary table (pooled percentiles, the latency each proxy adds over the
 //! direct path, its spread across rounds, CPU per relayed token, memory).
 
+use tpscope_analysis::stats::ratio;
+
 use crate::client::StreamOut;
-use crate::stats::{Dist, Grid, Spread, flatten, paired_median, spread, us};
+use crate::stats::{Dist, Grid, RoundRatios, Spread, flatten, paired_median, spread, us};
 use crate::{Opts, PathKind};
 
 /// What a round cost, beside its latencies.
@@ -293,13 +295,21 @@ pub fn summary(o: &Opts, paths: &[PathKind], rounds: &[Round]) {
 
 /// tpscope against the other paths, round by round (each ratio within one
 /// round, so the machine's load is the same for both): CPU per token, its user
-/// space part, and the added latency at the median.
+/// space part, and the added latency at the median and p99; with the
+/// distribution-free 95 % interval of the rounds' median ratio, and what it
+/// shows (below or above 1, or not resolved by this run).
 fn ratios(rounds: &[Round]) {
     let of = |p: PathKind, round: u32| rounds.iter().find(|r| r.path == p && r.round == round);
-    let added_p50 = |r: &Round| {
+    let added = |r: &Round, q: &str| {
         let base = of(PathKind::Direct, r.round)?;
-        Some(r.dist.at("p50")? - base.dist.at("p50")?)
+        Some(r.dist.at(q)? - base.dist.at(q)?)
     };
+    let figures: [(&str, &dyn Fn(&Round) -> Option<f64>); 4] = [
+        ("CPU per token", &|r| r.cpu_us_per_token()),
+        ("user space", &|r| r.user_us_per_token()),
+        ("added p50", &|r| added(r, "p50")),
+        ("added p99", &|r| added(r, "p99")),
+    ];
     let mut lines = Vec::new();
     for other in [PathKind::Baseline, PathKind::Nginx, PathKind::Litellm] {
         let pairs: Vec<(&Round, &Round)> = rounds
@@ -310,28 +320,21 @@ fn ratios(rounds: &[Round]) {
         if pairs.is_empty() {
             continue;
         }
-        let ratio = |f: &dyn Fn(&Round) -> Option<f64>| {
-            Spread::of(pairs.iter().map(|(t, o)| Some(f(t)? / f(o)?)))
-        };
-        let cpu = ratio(&|r| r.cpu_us_per_token());
-        let user = ratio(&|r| r.user_us_per_token());
-        let lat = ratio(&added_p50);
-        let show = |s: Option<Spread>| {
-            s.map_or("–".into(), |s| {
-                format!("{:.2} [{:.2} – {:.2}]", s.median, s.min, s.max)
-            })
-        };
         lines.push(format!(
-            "tpscope / {}: CPU per token {} (user space {}), added p50 {}",
+            "tpscope / {}, {} rounds:",
             other.name(),
-            show(cpu),
-            show(user),
-            show(lat)
+            pairs.len()
         ));
+        for (name, f) in &figures {
+            let ratios = pairs.iter().map(|(t, o)| ratio(f(t)?, f(o)?));
+            lines.push(format!("  {name:<13} {}", RoundRatios::of(ratios)));
+        }
     }
     if !lines.is_empty() {
         println!();
-        println!("Ratios, round by round (median [min – max] over the rounds):");
+        println!(
+            "Ratios, round by round: median [min – max] over the rounds; the 95 % interval of that median (order statistics, distribution-free; from 6 rounds) and what it shows:"
+        );
         for l in lines {
             println!("{l}");
         }

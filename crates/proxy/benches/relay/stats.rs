@@ -2,10 +2,12 @@
 //! tpscope's one percentile method, `tpscope_analysis::stats::quantiles`: linear
 //! interpolation between closest ranks, Hyndman & Fan type 7), the latency a path
 //! adds over the direct one at the same percentile, the median of the per-chunk
-//! differences paired by (stream, sequence), and the spread of a figure across
-//! rounds.
+//! differences paired by (stream, sequence), the spread of a figure across
+//! rounds, and the interval of the rounds' median ratio.
 
-use tpscope_analysis::stats::quantiles;
+use std::fmt;
+
+use tpscope_analysis::stats::{MedianInterval, median_interval, quantiles, sort_values};
 
 /// The percentiles reported for a latency distribution, in microseconds.
 pub const QS: [f64; 5] = [0.5, 0.9, 0.99, 0.999, 1.0];
@@ -120,6 +122,72 @@ pub fn spread(s: Option<Spread>) -> String {
             us(Some(s.min)),
             us(Some(s.max))
         ),
+    }
+}
+
+/// One figure's ratio between two paths, round by round (each round's ratio
+/// within the round, under the same load): its spread, and the 95 % interval
+/// of the median ratio (`tpscope_analysis::stats::median_interval`), which says
+/// whether this run shows the first path below the other, above it, or cannot
+/// tell them apart.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RoundRatios {
+    pub spread: Option<Spread>,
+    pub interval: Option<MedianInterval>,
+}
+
+/// What a run's rounds show of a ratio.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// The whole interval is below 1.
+    Below,
+    /// The whole interval is above 1.
+    Above,
+    /// The interval holds 1.
+    NotResolved,
+}
+
+impl RoundRatios {
+    /// The rounds' ratios (`None`: a round where either figure is missing).
+    pub fn of(ratios: impl IntoIterator<Item = Option<f64>>) -> RoundRatios {
+        let mut v: Vec<f64> = ratios.into_iter().flatten().collect();
+        sort_values(&mut v);
+        RoundRatios {
+            spread: Spread::of(v.iter().map(|&x| Some(x))),
+            interval: median_interval(&v, 0.95),
+        }
+    }
+
+    /// `None` below 6 rounds (no 95 % interval from fewer).
+    pub fn verdict(&self) -> Option<Verdict> {
+        let i = self.interval?;
+        Some(if i.hi < 1.0 {
+            Verdict::Below
+        } else if i.lo > 1.0 {
+            Verdict::Above
+        } else {
+            Verdict::NotResolved
+        })
+    }
+}
+
+impl fmt::Display for RoundRatios {
+    /// `0.95 [0.89 – 1.05]; 95 % 0.91 – 0.99: below` (the interval and
+    /// verdict only from 6 rounds).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Some(s) = self.spread else {
+            return f.write_str("–");
+        };
+        write!(f, "{:.2} [{:.2} – {:.2}]", s.median, s.min, s.max)?;
+        if let (Some(i), Some(v)) = (self.interval, self.verdict()) {
+            let said = match v {
+                Verdict::Below => "below",
+                Verdict::Above => "above",
+                Verdict::NotResolved => "not resolved",
+            };
+            write!(f, "; 95 % {:.2} – {:.2}: {said}", i.lo, i.hi)?;
+        }
+        Ok(())
     }
 }
 

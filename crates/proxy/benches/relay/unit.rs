@@ -38,6 +38,39 @@ mod stats_tests {
     }
 
     #[test]
+    fn round_ratios_say_below_only_when_the_medians_interval_is() {
+        // Ten rounds: the 95 % interval runs from the 2nd smallest to the 2nd
+        // largest (1 − 2·11/1024 = 0.979; the 3rd would cover only 0.89).
+        let r =
+            RoundRatios::of([0.90, 0.93, 0.95, 0.96, 0.97, 0.97, 0.98, 0.98, 0.99, 1.10].map(Some));
+        assert_eq!(r.verdict(), Some(Verdict::Below));
+        assert_eq!(r.to_string(), "0.97 [0.90 – 1.10]; 95 % 0.93 – 0.99: below");
+        // One round more, above 1: the interval (2nd to 10th of 11) holds 1.
+        let r = RoundRatios::of(
+            [
+                0.90, 0.93, 0.95, 0.96, 0.97, 0.97, 0.98, 0.98, 0.99, 1.02, 1.10,
+            ]
+            .map(Some),
+        );
+        assert_eq!(r.verdict(), Some(Verdict::NotResolved));
+        // Six rounds all above: the whole range is the interval, above 1.
+        let r = RoundRatios::of([1.01, 1.02, 1.05, 1.08, 1.10, 1.20].map(Some));
+        assert_eq!(r.verdict(), Some(Verdict::Above));
+        // Five rounds (a missing figure not counted): a spread, no verdict.
+        let r = RoundRatios::of([
+            Some(0.9),
+            Some(0.91),
+            None,
+            Some(0.92),
+            Some(0.93),
+            Some(0.94),
+        ]);
+        assert_eq!(r.verdict(), None);
+        assert_eq!(r.to_string(), "0.92 [0.90 – 0.94]");
+        assert_eq!(RoundRatios::of([None]).to_string(), "–");
+    }
+
+    #[test]
     fn percentiles_interpolate_between_closest_ranks_in_microseconds() {
         // 1..=101 µs: h = 100·q, so p50 = 51, p90 = 91, p99 = 100, p99.9 = 100.9.
         let ns: Vec<i64> = (1..=101).rev().map(|v| v * 1000).collect();
@@ -177,9 +210,29 @@ mod client_tests {
     }
 
     #[test]
+    fn a_dump_has_one_line_per_measured_chunk_with_its_send_instant() {
+        let mut out = StreamOut {
+            lat: vec![None; 3],
+            sent: vec![0; 3],
+            ..StreamOut::default()
+        };
+        let mut done = false;
+        let ev = r#"data: {"choices":[],"bench":{"seq":2,"sent_ns":400,"req":1}}"#;
+        event(ev.as_bytes(), 1_000, &(1..3), &mut out, &mut done);
+        let other = StreamOut::default();
+        let mut buf = Vec::new();
+        dump(&mut buf, &[other, out]).unwrap();
+        assert_eq!(
+            String::from_utf8(buf).unwrap(),
+            "stream\tseq\tsent_ns\tlatency_ns\n1\t2\t400\t600\n"
+        );
+    }
+
+    #[test]
     fn events_give_latency_usage_and_end_and_measure_only_the_range() {
         let mut out = StreamOut {
             lat: vec![None; 3],
+            sent: vec![0; 3],
             ..StreamOut::default()
         };
         let mut done = false;
