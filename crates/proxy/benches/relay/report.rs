@@ -293,6 +293,9 @@ pub fn summary(o: &Opts, paths: &[PathKind], rounds: &[Round]) {
     );
 }
 
+/// A figure of a round that a ratio line compares.
+type Figure<'a> = dyn Fn(&Round) -> Option<f64> + 'a;
+
 /// tpscope against the other paths, round by round (each ratio within one
 /// round, so the machine's load is the same for both): CPU per token, its user
 /// space part, and the added latency at the median and p99; with the
@@ -304,7 +307,7 @@ fn ratios(rounds: &[Round]) {
         let base = of(PathKind::Direct, r.round)?;
         Some(r.dist.at(q)? - base.dist.at(q)?)
     };
-    let figures: [(&str, &dyn Fn(&Round) -> Option<f64>); 4] = [
+    let figures: [(&str, &Figure); 4] = [
         ("CPU per token", &|r| r.cpu_us_per_token()),
         ("user space", &|r| r.user_us_per_token()),
         ("added p50", &|r| added(r, "p50")),
