@@ -36,6 +36,22 @@ pub struct StreamOut {
     pub error: Option<String>,
 }
 
+impl StreamOut {
+    /// A stream of `chunks` chunks, none received yet.
+    pub fn new(chunks: u32) -> StreamOut {
+        StreamOut {
+            lat: vec![None; chunks as usize],
+            sent: vec![0; chunks as usize],
+            ..StreamOut::default()
+        }
+    }
+}
+
+/// Where `--dump` writes a round's chunks: `DIR/PATH-ROUND.tsv`.
+pub fn dump_file(dir: &std::path::Path, path: &str, round: u32) -> std::path::PathBuf {
+    dir.join(format!("{path}-{round}.tsv"))
+}
+
 /// Writes the measured chunks of `outs` as tab-separated lines: stream index,
 /// sequence number, send instant and latency (ns), after a header line.
 pub fn dump(mut w: impl std::io::Write, outs: &[StreamOut]) -> std::io::Result<()> {
@@ -62,11 +78,7 @@ pub async fn run_stream(
     measure: Range<u32>,
 ) -> StreamOut {
     tokio::time::sleep_until(start).await;
-    let mut out = StreamOut {
-        lat: vec![None; chunks as usize],
-        sent: vec![0; chunks as usize],
-        ..StreamOut::default()
-    };
+    let mut out = StreamOut::new(chunks);
     if let Err(e) = stream(addr, origin, &measure, &mut out).await {
         out.error = Some(e);
     }

@@ -194,7 +194,7 @@ fn opts() -> Result<Opts, String> {
     if let Some(dir) = &o.dump {
         for p in &o.paths {
             for r in 1..=o.rounds {
-                let f = dir.join(format!("{}-{r}.tsv", p.name()));
+                let f = client::dump_file(dir, p.name(), r);
                 if f.exists() {
                     return Err(format!(
                         "--dump: {} exists (a dump is never overwritten; choose another directory)",
@@ -314,7 +314,7 @@ impl Bench {
         });
         let wall = t0.elapsed().as_secs_f64();
         if let Some(dir) = &self.o.dump {
-            let file = dir.join(format!("{}-{round}.tsv", path.name()));
+            let file = client::dump_file(dir, path.name(), round);
             std::fs::File::create_new(&file)
                 .and_then(|f| client::dump(std::io::BufWriter::new(f), &outs))
                 .map_err(|e| format!("--dump: {}: {e}", file.display()))?;

@@ -211,11 +211,7 @@ mod client_tests {
 
     #[test]
     fn a_dump_has_one_line_per_measured_chunk_with_its_send_instant() {
-        let mut out = StreamOut {
-            lat: vec![None; 3],
-            sent: vec![0; 3],
-            ..StreamOut::default()
-        };
+        let mut out = StreamOut::new(3);
         let mut done = false;
         let ev = r#"data: {"choices":[],"bench":{"seq":2,"sent_ns":400,"req":1}}"#;
         event(ev.as_bytes(), 1_000, &(1..3), &mut out, &mut done);
@@ -230,11 +226,7 @@ mod client_tests {
 
     #[test]
     fn events_give_latency_usage_and_end_and_measure_only_the_range() {
-        let mut out = StreamOut {
-            lat: vec![None; 3],
-            sent: vec![0; 3],
-            ..StreamOut::default()
-        };
+        let mut out = StreamOut::new(3);
         let mut done = false;
         let chunk = |seq: u32, sent: u64| {
             format!(
