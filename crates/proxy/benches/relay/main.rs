@@ -30,13 +30,16 @@
 //! on PATH), `--litellm PATH` (else `$LITELLM_BIN`, else
 //! .venv-litellm/bin/litellm), `--dump DIR` (each round's measured chunks to
 //! `DIR/PATH-ROUND.tsv`: stream, sequence, send instant and latency in ns, for
-//! analyses the tables do not make; an existing file is not overwritten); a
-//! path whose program is missing is skipped with a message saying how to
-//! install it).
+//! analyses the tables do not make; an existing file is not overwritten),
+//! `--log FILE` (each round's figures appended to a rounds log, see
+//! `pool.rs`), `--pool FILE[,FILE…]` (run nothing: the ratio lines over every
+//! run in those logs); a path whose program is missing is skipped with a
+//! message saying how to install it).
 
 mod client;
 mod litellm_conf;
 mod nginx_conf;
+mod pool;
 mod procs;
 mod report;
 mod schedule;
@@ -88,6 +91,10 @@ pub struct Opts {
     pub nginx: Option<PathBuf>,
     pub litellm: PathBuf,
     pub dump: Option<PathBuf>,
+    /// The rounds log each round's figures are appended to.
+    pub log: Option<PathBuf>,
+    /// Rounds logs to pool instead of running.
+    pub pool: Vec<PathBuf>,
 }
 
 impl Opts {
@@ -125,6 +132,8 @@ fn opts() -> Result<Opts, String> {
                 Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv-litellm/bin/litellm")
             }),
         dump: None,
+        log: None,
+        pool: Vec::new(),
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
@@ -187,6 +196,8 @@ fn opts() -> Result<Opts, String> {
                 std::fs::create_dir_all(v).map_err(|e| format!("--dump {v}: {e}"))?;
                 o.dump = Some(PathBuf::from(v));
             }
+            "--log" => o.log = Some(PathBuf::from(v)),
+            "--pool" => o.pool = v.split(',').map(PathBuf::from).collect(),
             _ => return Err(format!("unknown option {flag}")),
         }
     }
@@ -203,6 +214,10 @@ fn opts() -> Result<Opts, String> {
                 }
             }
         }
+    }
+    // A file that is not a rounds log is refused now, not after the first round.
+    if let Some(log) = o.log.as_ref().filter(|_| o.pool.is_empty()) {
+        pool::append(log, &[])?;
     }
     if o.measured().is_empty() {
         return Err(format!(
@@ -372,6 +387,9 @@ fn main() {
             std::process::exit(2);
         }
     };
+    if !o.pool.is_empty() {
+        std::process::exit(pooled(&o.pool));
+    }
     let _ = tpscope_sim::raise_nofile_limit();
     let mut paths = o.paths.clone();
     if paths.contains(&PathKind::Tpscope) && !o.tpscope.is_file() {
@@ -427,7 +445,15 @@ fn main() {
         tck: procs::clk_tck(),
     };
     report::header(&bench.o, &paths);
+    let run = format!(
+        "{}-{}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        std::process::id()
+    );
     let mut rounds: Vec<Round> = Vec::new();
+    let mut figs = Vec::new();
     for r in 0..bench.o.rounds {
         // Rotate the order each round: no path always runs first, or after another.
         let mut order = paths.clone();
@@ -436,12 +462,70 @@ fn main() {
             match bench.round(p, r + 1) {
                 Ok(round) => {
                     report::round_line(&round);
+                    let f = round.figures(&run, &program(&bench.o, p));
+                    // Appended as each round ends: a run cut short keeps what it measured.
+                    if let Some(log) = &bench.o.log
+                        && let Err(e) = pool::append(log, std::slice::from_ref(&f))
+                    {
+                        println!("{e}");
+                    }
+                    figs.push(f);
                     rounds.push(round);
                 }
                 Err(e) => println!("round {} {}: failed: {e}", r + 1, p.name()),
             }
         }
     }
-    report::summary(&bench.o, &paths, &rounds);
+    report::summary(&bench.o, &paths, &rounds, &figs);
     drop(upstream_rt);
+}
+
+/// The program a path runs, as the rounds log names it (empty: the direct path).
+fn program(o: &Opts, p: PathKind) -> String {
+    let shown = |b: Option<&Path>| b.map_or(String::new(), |b| b.display().to_string());
+    match p {
+        PathKind::Direct => String::new(),
+        PathKind::Tpscope => shown(Some(&o.tpscope)),
+        PathKind::Baseline => shown(o.baseline.as_deref()),
+        PathKind::Nginx => shown(o.nginx.as_deref()),
+        PathKind::Litellm => shown(Some(&o.litellm)),
+    }
+}
+
+/// `--pool`: the ratio lines over every run in the rounds logs `files`; the
+/// exit code (2: a file unreadable or not a rounds log).
+fn pooled(files: &[PathBuf]) -> i32 {
+    let mut rows = Vec::new();
+    for f in files {
+        let name = f.display().to_string();
+        let parsed = std::fs::read_to_string(f)
+            .map_err(|e| format!("{name}: {e}"))
+            .and_then(|text| pool::parse(&name, &text));
+        match parsed {
+            Ok(r) => rows.extend(r),
+            Err(e) => {
+                eprintln!("relay bench: --pool {e}");
+                return 2;
+            }
+        }
+    }
+    let runs: std::collections::BTreeSet<&str> = rows.iter().map(|r| r.run.as_str()).collect();
+    println!(
+        "relay bench: pooling {} rounds logs: {} path-rounds of {} runs",
+        files.len(),
+        rows.len(),
+        runs.len()
+    );
+    for (path, progs) in pool::programs(&rows) {
+        let progs: Vec<&str> = progs.iter().map(String::as_str).collect();
+        println!("{path}: {}", progs.join(", "));
+    }
+    if pool::ratio_lines(&rows).is_empty() {
+        println!(
+            "no tpscope round has a baseline, nginx or LiteLLM round of the same run and round to compare with"
+        );
+        return 1;
+    }
+    report::ratios(&rows);
+    0
 }

@@ -2,10 +2,9 @@
 //! the summary table (pooled percentiles, the latency each proxy adds over the
 //! direct path, its spread across rounds, CPU per relayed token, memory).
 
-use tpscope_analysis::stats::ratio;
-
 use crate::client::StreamOut;
-use crate::stats::{Dist, Grid, RoundRatios, Spread, flatten, paired_median, spread, us};
+use crate::pool::{self, Figures};
+use crate::stats::{Dist, Grid, Spread, flatten, paired_median, spread, us};
 use crate::{Opts, PathKind};
 
 /// What a round cost, beside its latencies.
@@ -84,6 +83,20 @@ impl Round {
             usage_ok,
             errors,
             costs,
+        }
+    }
+
+    /// What the ratio lines compare of this round, as run `run` by `program`.
+    pub fn figures(&self, run: &str, program: &str) -> Figures {
+        Figures {
+            run: run.to_string(),
+            round: self.round,
+            path: self.path.name().to_string(),
+            program: program.to_string(),
+            p50_us: self.dist.at("p50"),
+            p99_us: self.dist.at("p99"),
+            cpu_us: self.cpu_us_per_token(),
+            user_us: self.user_us_per_token(),
         }
     }
 
@@ -220,7 +233,9 @@ pub fn round_line(r: &Round) {
     );
 }
 
-pub fn summary(o: &Opts, paths: &[PathKind], rounds: &[Round]) {
+/// The summary table of `rounds`, then the ratio lines of `figs` (the same
+/// rounds' figures).
+pub fn summary(o: &Opts, paths: &[PathKind], rounds: &[Round], figs: &[Figures]) {
     let of = |p: PathKind| rounds.iter().filter(move |r| r.path == p);
     let pooled = |p: PathKind| {
         let all: Vec<i64> = of(p).flat_map(|r| flatten(&r.grid)).collect();
@@ -273,7 +288,7 @@ pub fn summary(o: &Opts, paths: &[PathKind], rounds: &[Round]) {
             num(hwm.map(|s| s.max), 1),
         );
     }
-    ratios(rounds);
+    ratios(figs);
     let busy = Spread::of(rounds.iter().map(|r| r.costs.machine_busy));
     let ours = Spread::of(rounds.iter().map(|r| Some(r.bench_share())));
     let loads = Spread::of(rounds.iter().flat_map(|r| r.costs.load1));
@@ -293,46 +308,9 @@ pub fn summary(o: &Opts, paths: &[PathKind], rounds: &[Round]) {
     );
 }
 
-/// A figure of a round that a ratio line compares.
-type Figure<'a> = dyn Fn(&Round) -> Option<f64> + 'a;
-
-/// tpscope against the other paths, round by round (each ratio within one
-/// round, so the machine's load is the same for both): CPU per token, its user
-/// space part, and the added latency at the median and p99; with the
-/// distribution-free 95 % interval of the rounds' median ratio, and what it
-/// shows (below or above 1, or not resolved by this run).
-fn ratios(rounds: &[Round]) {
-    let of = |p: PathKind, round: u32| rounds.iter().find(|r| r.path == p && r.round == round);
-    let added = |r: &Round, q: &str| {
-        let base = of(PathKind::Direct, r.round)?;
-        Some(r.dist.at(q)? - base.dist.at(q)?)
-    };
-    let figures: [(&str, &Figure); 4] = [
-        ("CPU per token", &|r| r.cpu_us_per_token()),
-        ("user space", &|r| r.user_us_per_token()),
-        ("added p50", &|r| added(r, "p50")),
-        ("added p99", &|r| added(r, "p99")),
-    ];
-    let mut lines = Vec::new();
-    for other in [PathKind::Baseline, PathKind::Nginx, PathKind::Litellm] {
-        let pairs: Vec<(&Round, &Round)> = rounds
-            .iter()
-            .filter(|r| r.path == PathKind::Tpscope)
-            .filter_map(|r| Some((r, of(other, r.round)?)))
-            .collect();
-        if pairs.is_empty() {
-            continue;
-        }
-        lines.push(format!(
-            "tpscope / {}, {} rounds:",
-            other.name(),
-            pairs.len()
-        ));
-        for (name, f) in &figures {
-            let ratios = pairs.iter().map(|(t, o)| ratio(f(t)?, f(o)?));
-            lines.push(format!("  {name:<13} {}", RoundRatios::of(ratios)));
-        }
-    }
+/// tpscope against the other paths, round by round ([`pool::ratio_lines`]).
+pub fn ratios(figs: &[Figures]) {
+    let lines = pool::ratio_lines(figs);
     if !lines.is_empty() {
         println!();
         println!(

@@ -1,6 +1,6 @@
 //! Unit tests of the relay benchmark's pure parts (statistics, the schedule, the
-//! nginx and LiteLLM configs, the client's chunked decoder and event parser), run by `cargo test -p
-//! tpscope-proxy`; the benchmark itself runs only under `cargo bench` (its
+//! nginx and LiteLLM configs, the client's chunked decoder and event parser,
+//! the rounds log and its pooled ratios), run by `cargo test -p tpscope-proxy`; the benchmark itself runs only under `cargo bench` (its
 //! figures are timings, never assertions).
 
 // The benchmark uses every item; this target compiles the modules only for
@@ -14,6 +14,8 @@ mod client;
 mod litellm_conf;
 #[path = "nginx_conf.rs"]
 mod nginx_conf;
+#[path = "pool.rs"]
+mod pool;
 #[path = "schedule.rs"]
 mod schedule;
 #[path = "stats.rs"]
@@ -324,5 +326,100 @@ mod schedule_tests {
         assert_eq!(measured(30, 200, 20), 30..180);
         // Too few chunks for the ramp: nothing to measure (the options refuse it).
         assert!(measured(3, 25, 20).is_empty());
+    }
+}
+
+#[cfg(test)]
+mod pool_tests {
+    use crate::pool::*;
+
+    fn fig(run: &str, round: u32, path: &str, p50: f64, cpu: Option<f64>) -> Figures {
+        Figures {
+            run: run.into(),
+            round,
+            path: path.into(),
+            program: if path == "direct" {
+                String::new()
+            } else {
+                format!("/bin/{path}")
+            },
+            p50_us: Some(p50),
+            p99_us: Some(p50 * 3.0),
+            cpu_us: cpu,
+            user_us: cpu.map(|c| c / 5.0),
+        }
+    }
+
+    #[test]
+    fn a_rounds_log_reads_back_what_was_appended_and_keeps_its_header_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("rounds.tsv");
+        let a = fig("100-1", 1, "tpscope", 150.5, Some(12.25));
+        let mut b = fig("100-1", 1, "direct", 30.0, None);
+        b.p99_us = None;
+        append(&file, std::slice::from_ref(&a)).unwrap();
+        append(&file, std::slice::from_ref(&b)).unwrap();
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert_eq!(text.matches("run\tround").count(), 1, "{text}");
+        assert_eq!(parse("rounds.tsv", &text).unwrap(), vec![a, b]);
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_rounds_log_is_neither_appended_to_nor_pooled() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("notes.txt");
+        std::fs::write(&file, "my notes\n").unwrap();
+        let e = append(&file, &[fig("1-1", 1, "tpscope", 1.0, None)]).unwrap_err();
+        assert!(
+            e.contains("notes.txt") && e.contains("not a rounds log"),
+            "{e}"
+        );
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "my notes\n");
+        let e = parse("notes.txt", "my notes\n").unwrap_err();
+        assert!(e.starts_with("notes.txt:1: not a rounds log"), "{e}");
+    }
+
+    #[test]
+    fn a_bad_row_is_named_by_file_line_and_field() {
+        let row = |r: &str| format!("{HEADER}\n{r}\n");
+        let e = parse("l.tsv", &row("1-1\tthree\ttpscope\t/t\t1\t2\t3\t4")).unwrap_err();
+        assert_eq!(e, "l.tsv:2: round `three`: expected a round number");
+        let e = parse("l.tsv", &row("1-1\t3\ttpscope\t/t\t1\tfast\t3\t4")).unwrap_err();
+        assert_eq!(e, "l.tsv:2: p99_us `fast`: expected a number or nothing");
+        let e = parse("l.tsv", &row("1-1\t3\ttpscope")).unwrap_err();
+        assert!(e.starts_with("l.tsv:2: 3 fields, expected 8"), "{e}");
+    }
+
+    #[test]
+    fn pooled_rounds_pair_within_their_own_run_only() {
+        // Two runs with the same round number: run A's tpscope adds 20 µs
+        // where nginx adds 10 (2.0), run B's 5 where nginx adds 20 (0.25).
+        // Pairing across runs would give 0.5 or 1.0 instead.
+        let rows = vec![
+            fig("A", 1, "direct", 10.0, None),
+            fig("A", 1, "tpscope", 30.0, Some(10.0)),
+            fig("A", 1, "nginx", 20.0, Some(20.0)),
+            fig("B", 1, "nginx", 30.0, None),
+            fig("B", 1, "direct", 10.0, None),
+            fig("B", 1, "tpscope", 15.0, Some(12.0)),
+        ];
+        let lines = ratio_lines(&rows);
+        assert_eq!(lines[0], "tpscope / nginx, 2 rounds of 2 runs:");
+        assert!(
+            lines[3].starts_with("  added p50") && lines[3].contains("[0.25 – 2.00]"),
+            "{lines:?}"
+        );
+        assert!(lines[4].contains("[0.25 – 2.00]"), "{lines:?}");
+        // Run B's nginx has no CPU figure: one CPU ratio (0.5), not two.
+        assert!(
+            lines[1].starts_with("  CPU per token 0.50 [0.50 – 0.50]"),
+            "{lines:?}"
+        );
+        assert_eq!(lines.len(), 5, "no baseline or LiteLLM rounds: {lines:?}");
+        let progs = programs(&rows);
+        assert_eq!(progs.len(), 2, "{progs:?}");
+        // One run's rounds: no run count in the heading.
+        assert_eq!(ratio_lines(&rows[..3])[0], "tpscope / nginx, 1 rounds:");
+        assert!(ratio_lines(&rows[..2]).is_empty());
     }
 }
