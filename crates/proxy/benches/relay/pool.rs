@@ -8,7 +8,7 @@
 //! the same run's nginx and direct rounds 3, never with another run's.
 
 use std::collections::BTreeSet;
-use std::io::Write;
+use std::io::{BufRead, Write};
 use std::path::Path;
 
 use tpscope_analysis::stats::ratio;
@@ -64,9 +64,17 @@ impl Figures {
 /// is new; a file that is not such a log is left as it is (an error naming it).
 pub fn append(file: &Path, rows: &[Figures]) -> Result<(), String> {
     let name = file.display();
-    let fresh = match std::fs::read_to_string(file) {
-        Ok(text) => {
-            if text.lines().next() != Some(HEADER) {
+    // Only the first line is read: a log grows by a few rows per round.
+    let first = std::fs::File::open(file).and_then(|f| {
+        let mut line = String::new();
+        std::io::BufReader::new(f).read_line(&mut line)?;
+        Ok(line)
+    });
+    let fresh = match first {
+        // An empty file (made with `touch`) takes the header too.
+        Ok(line) if line.is_empty() => true,
+        Ok(line) => {
+            if line.trim_end_matches(['\n', '\r']) != HEADER {
                 return Err(format!(
                     "--log {name}: not a rounds log (its first line is not the header `{}`); choose another file",
                     HEADER.replace('\t', " ")

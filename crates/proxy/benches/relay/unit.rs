@@ -361,7 +361,13 @@ mod pool_tests {
         append(&file, std::slice::from_ref(&b)).unwrap();
         let text = std::fs::read_to_string(&file).unwrap();
         assert_eq!(text.matches("run\tround").count(), 1, "{text}");
-        assert_eq!(parse("rounds.tsv", &text).unwrap(), vec![a, b]);
+        assert_eq!(parse("rounds.tsv", &text).unwrap(), vec![a.clone(), b]);
+        // An empty file (made with `touch`) becomes a log.
+        let touched = dir.path().join("touched.tsv");
+        std::fs::write(&touched, "").unwrap();
+        append(&touched, std::slice::from_ref(&a)).unwrap();
+        let text = std::fs::read_to_string(&touched).unwrap();
+        assert_eq!(parse("touched.tsv", &text).unwrap(), vec![a]);
     }
 
     #[test]
