@@ -2,7 +2,7 @@
 //! tab-separated log that later runs append to (`--log FILE`), and the ratio
 //! lines themselves, over one run's rounds or over every run in such logs
 //! (`--pool FILE`): on a shared machine a few percent between two proxies takes
-//! more rounds than one run holds (docs/proxy-bench.md, "Pooling runs").
+//! more rounds than one run holds (docs/proxy-bench.md, *Method*: ratios).
 //!
 //! Rounds pair within a run only: a run's `tpscope` round 3 is compared with
 //! the same run's nginx and direct rounds 3, never with another run's.
