@@ -39,6 +39,7 @@
 mod client;
 mod litellm_conf;
 mod nginx_conf;
+mod path;
 mod pool;
 mod procs;
 mod report;
@@ -50,32 +51,10 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+pub use path::PathKind;
 use procs::Proxy;
 use report::Round;
 use upstream::Shape;
-
-/// The paths a stream can take to the upstream.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PathKind {
-    Direct,
-    Tpscope,
-    /// Another build of tpscope (`--baseline`), for the old/new ratio.
-    Baseline,
-    Nginx,
-    Litellm,
-}
-
-impl PathKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            PathKind::Direct => "direct",
-            PathKind::Tpscope => "tpscope",
-            PathKind::Baseline => "baseline",
-            PathKind::Nginx => "nginx",
-            PathKind::Litellm => "litellm",
-        }
-    }
-}
 
 /// What the benchmark is told.
 pub struct Opts {
@@ -167,18 +146,15 @@ fn opts() -> Result<Opts, String> {
                 o.period = Duration::from_secs_f64(ms / 1e3);
             }
             "--paths" => {
+                let unknown = |p: &str| {
+                    format!(
+                        "--paths: unknown path `{p}` (direct, tpscope, baseline, nginx, litellm)"
+                    )
+                };
                 o.paths = v
                     .split(',')
-                    .map(|p| match p.trim() {
-                        "direct" => Ok(PathKind::Direct),
-                        "tpscope" => Ok(PathKind::Tpscope),
-                        "baseline" => Ok(PathKind::Baseline),
-                        "nginx" => Ok(PathKind::Nginx),
-                        "litellm" => Ok(PathKind::Litellm),
-                        other => Err(format!(
-                            "--paths: unknown path `{other}` (direct, tpscope, baseline, nginx, litellm)"
-                        )),
-                    })
+                    .map(str::trim)
+                    .map(|p| PathKind::from_name(p).ok_or_else(|| unknown(p)))
                     .collect::<Result<_, _>>()?
             }
             "--arrivals" => {
@@ -518,14 +494,13 @@ fn pooled(files: &[PathBuf]) -> i32 {
     );
     for (path, progs) in pool::programs(&rows) {
         let progs: Vec<&str> = progs.iter().map(String::as_str).collect();
-        println!("{path}: {}", progs.join(", "));
+        println!("{}: {}", path.name(), progs.join(", "));
     }
-    if pool::ratio_lines(&rows).is_empty() {
+    if !report::ratios(&rows) {
         println!(
             "no tpscope round has a baseline, nginx or LiteLLM round of the same run and round to compare with"
         );
         return 1;
     }
-    report::ratios(&rows);
     0
 }

@@ -13,6 +13,7 @@ use std::path::Path;
 
 use tpscope_analysis::stats::ratio;
 
+use crate::path::PathKind;
 use crate::stats::RoundRatios;
 
 /// The log's first line; a file that starts otherwise is not appended to.
@@ -25,8 +26,7 @@ pub struct Figures {
     /// The run it belongs to (its start, Unix seconds, and the process id).
     pub run: String,
     pub round: u32,
-    /// `direct`, `tpscope`, `baseline`, `nginx` or `litellm`.
-    pub path: String,
+    pub path: PathKind,
     /// The program that relayed (empty for the direct path).
     pub program: String,
     /// Latency percentiles, send → client read (µs).
@@ -50,7 +50,7 @@ impl Figures {
             "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
             self.run,
             self.round,
-            self.path,
+            self.path.name(),
             self.program,
             field(self.p50_us),
             field(self.p99_us),
@@ -123,10 +123,12 @@ pub fn parse(name: &str, text: &str) -> Result<Vec<Figures>, String> {
         }
         let at = i + 1;
         let f: Vec<&str> = line.split('\t').collect();
-        if f.len() != 8 {
+        let fields = HEADER.split('\t').count();
+        if f.len() != fields {
             return Err(format!(
-                "{name}:{at}: {} fields, expected 8 (run, round, path, program, p50_us, p99_us, cpu_us_per_token, user_us_per_token)",
-                f.len()
+                "{name}:{at}: {} fields, expected {fields} ({})",
+                f.len(),
+                HEADER.replace('\t', ", ")
             ));
         }
         let num = |k: usize, what: &str| -> Result<Option<f64>, String> {
@@ -148,7 +150,10 @@ pub fn parse(name: &str, text: &str) -> Result<Vec<Figures>, String> {
         rows.push(Figures {
             run: f[0].to_string(),
             round,
-            path: f[2].to_string(),
+            path: PathKind::from_name(f[2]).ok_or(format!(
+                "{name}:{at}: path `{}`: expected direct, tpscope, baseline, nginx or litellm",
+                f[2]
+            ))?,
             program: f[3].to_string(),
             p50_us: num(4, "p50_us")?,
             p99_us: num(5, "p99_us")?,
@@ -169,11 +174,12 @@ type Figure<'a> = dyn Fn(&Figures) -> Option<f64> + 'a;
 /// interval of the rounds' median ratio and what it shows. One heading and
 /// four lines per path compared; none without pairs.
 pub fn ratio_lines(rows: &[Figures]) -> Vec<String> {
-    let of = |path: &str, r: &Figures| {
+    let of = |path: PathKind, r: &Figures| {
         rows.iter()
             .find(|o| o.path == path && o.run == r.run && o.round == r.round)
     };
-    let added = |r: &Figures, q: fn(&Figures) -> Option<f64>| Some(q(r)? - q(of("direct", r)?)?);
+    let added =
+        |r: &Figures, q: fn(&Figures) -> Option<f64>| Some(q(r)? - q(of(PathKind::Direct, r)?)?);
     let figures: [(&str, &Figure); 4] = [
         ("CPU per token", &|r| r.cpu_us),
         ("user space", &|r| r.user_us),
@@ -181,10 +187,10 @@ pub fn ratio_lines(rows: &[Figures]) -> Vec<String> {
         ("added p99", &|r| added(r, |f| f.p99_us)),
     ];
     let mut lines = Vec::new();
-    for other in ["baseline", "nginx", "litellm"] {
+    for other in [PathKind::Baseline, PathKind::Nginx, PathKind::Litellm] {
         let pairs: Vec<(&Figures, &Figures)> = rows
             .iter()
-            .filter(|r| r.path == "tpscope")
+            .filter(|r| r.path == PathKind::Tpscope)
             .filter_map(|r| Some((r, of(other, r)?)))
             .collect();
         if pairs.is_empty() {
@@ -192,8 +198,12 @@ pub fn ratio_lines(rows: &[Figures]) -> Vec<String> {
         }
         let runs: BTreeSet<&str> = pairs.iter().map(|(t, _)| t.run.as_str()).collect();
         lines.push(match runs.len() {
-            1 => format!("tpscope / {other}, {} rounds:", pairs.len()),
-            n => format!("tpscope / {other}, {} rounds of {n} runs:", pairs.len()),
+            1 => format!("tpscope / {}, {} rounds:", other.name(), pairs.len()),
+            n => format!(
+                "tpscope / {}, {} rounds of {n} runs:",
+                other.name(),
+                pairs.len()
+            ),
         });
         for (name, f) in &figures {
             let ratios = pairs.iter().map(|(t, o)| ratio(f(t)?, f(o)?));
@@ -204,14 +214,14 @@ pub fn ratio_lines(rows: &[Figures]) -> Vec<String> {
 }
 
 /// The programs each path ran in `rows` (so that a pool mixing builds says so).
-pub fn programs(rows: &[Figures]) -> Vec<(String, BTreeSet<String>)> {
-    let mut out: Vec<(String, BTreeSet<String>)> = Vec::new();
+pub fn programs(rows: &[Figures]) -> Vec<(PathKind, BTreeSet<String>)> {
+    let mut out: Vec<(PathKind, BTreeSet<String>)> = Vec::new();
     for r in rows.iter().filter(|r| !r.program.is_empty()) {
         match out.iter_mut().find(|(p, _)| *p == r.path) {
             Some((_, set)) => {
                 set.insert(r.program.clone());
             }
-            None => out.push((r.path.clone(), BTreeSet::from([r.program.clone()]))),
+            None => out.push((r.path, BTreeSet::from([r.program.clone()]))),
         }
     }
     out

@@ -91,7 +91,7 @@ impl Round {
         Figures {
             run: run.to_string(),
             round: self.round,
-            path: self.path.name().to_string(),
+            path: self.path,
             program: program.to_string(),
             p50_us: self.dist.at("p50"),
             p99_us: self.dist.at("p99"),
@@ -288,7 +288,7 @@ pub fn summary(o: &Opts, paths: &[PathKind], rounds: &[Round], figs: &[Figures])
             num(hwm.map(|s| s.max), 1),
         );
     }
-    ratios(figs);
+    let _ = ratios(figs);
     let busy = Spread::of(rounds.iter().map(|r| r.costs.machine_busy));
     let ours = Spread::of(rounds.iter().map(|r| Some(r.bench_share())));
     let loads = Spread::of(rounds.iter().flat_map(|r| r.costs.load1));
@@ -308,10 +308,12 @@ pub fn summary(o: &Opts, paths: &[PathKind], rounds: &[Round], figs: &[Figures])
     );
 }
 
-/// tpscope against the other paths, round by round ([`pool::ratio_lines`]).
-pub fn ratios(figs: &[Figures]) {
+/// tpscope against the other paths, round by round ([`pool::ratio_lines`]);
+/// whether there was any to print.
+pub fn ratios(figs: &[Figures]) -> bool {
     let lines = pool::ratio_lines(figs);
-    if !lines.is_empty() {
+    let any = !lines.is_empty();
+    if any {
         println!();
         println!(
             "Ratios, round by round: median [min – max] over the rounds; the 95 % interval of that median (order statistics, distribution-free; from 6 rounds) and what it shows:"
@@ -320,4 +322,5 @@ pub fn ratios(figs: &[Figures]) {
             println!("{l}");
         }
     }
+    any
 }

@@ -14,6 +14,8 @@ mod client;
 mod litellm_conf;
 #[path = "nginx_conf.rs"]
 mod nginx_conf;
+#[path = "path.rs"]
+mod path;
 #[path = "pool.rs"]
 mod pool;
 #[path = "schedule.rs"]
@@ -331,13 +333,14 @@ mod schedule_tests {
 
 #[cfg(test)]
 mod pool_tests {
+    use crate::path::PathKind;
     use crate::pool::*;
 
     fn fig(run: &str, round: u32, path: &str, p50: f64, cpu: Option<f64>) -> Figures {
         Figures {
             run: run.into(),
             round,
-            path: path.into(),
+            path: PathKind::from_name(path).unwrap(),
             program: if path == "direct" {
                 String::new()
             } else {
