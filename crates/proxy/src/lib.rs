@@ -107,7 +107,8 @@ pub struct ProxyConfig {
     pub pipeline_width: Option<u32>,
     /// Also export every span to an OpenTelemetry collector (docs/otlp.md).
     pub otlp: Option<tpscope_record::OtlpConfig>,
-    /// Serving threads, each with its own connections (`None`: one per core).
+    /// Serving threads, each with its own connections (`None`: half the cores,
+    /// at least one).
     pub threads: Option<usize>,
 }
 
@@ -323,9 +324,19 @@ impl ProxyHandle {
     }
 }
 
-/// One serving thread per core the process may use.
+/// Serving threads for the cores the process may use: see [`threads_for`].
 fn default_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    threads_for(std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// Half the cores, at least one. A thread relays some 80,000 chunks a second
+/// (about 12 µs of CPU each), more than a node's server streams, and the proxy
+/// shares its host with that server or the pipeline. On two cores shared with a
+/// client and an upstream, one thread added 0.93× the median latency of two and
+/// 0.85× their p99, at the same CPU per token (24 rounds; docs/proxy-bench.md,
+/// "One serving thread on two cores").
+fn threads_for(cores: usize) -> usize {
+    cores.div_ceil(2).max(1)
 }
 
 /// The run record is written but the proxy cannot serve: ends the run (its
@@ -558,5 +569,14 @@ async fn serve_metrics(
                 .serve_connection(TokioIo::new(stream), svc)
                 .await;
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn default_threads_are_half_the_cores_and_at_least_one() {
+        let got: Vec<usize> = [1, 2, 3, 4, 16].map(super::threads_for).to_vec();
+        assert_eq!(got, [1, 1, 2, 2, 8]);
     }
 }

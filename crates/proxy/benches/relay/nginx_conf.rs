@@ -11,10 +11,12 @@ use std::path::Path;
 /// Why each setting: `proxy_buffering off` relays each upstream read at once
 /// (as tpscope does); `proxy_http_version 1.1` with an empty `Connection` header
 /// and `keepalive` keeps upstream connections open between requests (tpscope's
-/// forwarder pools them too); `worker_processes auto` lets nginx use every core
-/// (tpscope's runtime does); `worker_connections` makes room for 1,000 client and
-/// 1,000 upstream connections in one worker; the access log stays on (one line
-/// per request, as tpscope writes one span per request).
+/// forwarder pools them too); `worker_processes auto` runs nginx as Debian ships
+/// it, a worker per core (tpscope serves on half the cores by default;
+/// docs/proxy-bench.md also compares one worker each); `worker_connections`
+/// makes room for 1,000 client and 1,000 upstream connections in one worker; the
+/// access log stays on (one line per request, as tpscope writes one span per
+/// request).
 pub fn nginx_conf(dir: &Path, listen: SocketAddr, upstream: SocketAddr) -> String {
     let d = dir.display();
     format!(
