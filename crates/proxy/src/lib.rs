@@ -329,12 +329,13 @@ fn default_threads() -> usize {
     threads_for(std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
-/// Half the cores, at least one. A thread relays some 80,000 chunks a second
-/// (about 12 µs of CPU each), more than a node's server streams, and the proxy
-/// shares its host with that server or the pipeline. On two cores shared with a
-/// client and an upstream, one thread added 0.93× the median latency of two and
-/// 0.85× their p99, at the same CPU per token (24 rounds; docs/proxy-bench.md,
-/// "One serving thread on two cores").
+/// Half the cores, at least one. A thread relays up to some 80,000 chunks a
+/// second (about 12 µs of CPU each), so half a host's cores relay more than its
+/// servers stream, and the rest stay with the server or pipeline the proxy
+/// shares the host with. On two cores shared with a client and an upstream, one
+/// thread added 0.94× the median latency of two and 0.90× their p99, at the same
+/// CPU per token (36 rounds; docs/proxy-bench.md, "One serving thread on two
+/// cores").
 fn threads_for(cores: usize) -> usize {
     cores.div_ceil(2).max(1)
 }
