@@ -35,7 +35,8 @@ wdir=target/relay-threads
 mkdir -p "$wdir"
 for n in $threads; do
   w="$(realpath -m "$wdir")/tpscope-threads-$n"
-  printf '#!/bin/sh\nif [ "$1" = proxy ]; then exec %q "$@" --threads %s; fi\nexec %q "$@"\n' \
+  # Quoted with bash's %q, so the wrapper is a bash script too.
+  printf '#!/usr/bin/env bash\nif [ "$1" = proxy ]; then exec %q "$@" --threads %s; fi\nexec %q "$@"\n' \
     "$bin" "$n" "$bin" >"$w"
   chmod +x "$w"
   echo "== tpscope --threads $n (path tpscope) against the default (baseline) and nginx"
