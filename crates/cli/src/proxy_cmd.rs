@@ -82,7 +82,7 @@ pub struct ProxyArgs {
     #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = parse_dur)]
     pub drain_timeout: Duration,
     /// Serving threads, each with its own connections and upstream pool (default:
-    /// half the cores, at least one; docs/proxy.md).
+    /// one per core; docs/proxy.md).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
     /// A label of the run record, `KEY=VALUE` (repeatable).

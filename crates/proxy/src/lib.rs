@@ -107,8 +107,7 @@ pub struct ProxyConfig {
     pub pipeline_width: Option<u32>,
     /// Also export every span to an OpenTelemetry collector (docs/otlp.md).
     pub otlp: Option<tpscope_record::OtlpConfig>,
-    /// Serving threads, each with its own connections (`None`: half the cores,
-    /// at least one).
+    /// Serving threads, each with its own connections (`None`: one per core).
     pub threads: Option<usize>,
 }
 
@@ -324,20 +323,13 @@ impl ProxyHandle {
     }
 }
 
-/// Serving threads for the cores the process may use: see [`threads_for`].
+/// One serving thread per core the process may use, as nginx's `worker_processes
+/// auto`. Fewer lose at normal priority: on two cores shared with a client and an
+/// upstream, one thread added 6.5× the median latency of two (257 against 40 µs),
+/// though under `chrt -f 10` it added a little less (0.94×; docs/proxy-bench.md,
+/// "The thread count at normal priority").
 fn default_threads() -> usize {
-    threads_for(std::thread::available_parallelism().map_or(1, |n| n.get()))
-}
-
-/// Half the cores, at least one. A thread relays up to some 80,000 chunks a
-/// second (about 12 µs of CPU each), so half a host's cores relay more than its
-/// servers stream, and the rest stay with the server or pipeline the proxy
-/// shares the host with. On two cores shared with a client and an upstream, one
-/// thread added 0.94× the median latency of two and 0.90× their p99, at the same
-/// CPU per token (36 rounds; docs/proxy-bench.md, "One serving thread on two
-/// cores").
-fn threads_for(cores: usize) -> usize {
-    cores.div_ceil(2).max(1)
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// The run record is written but the proxy cannot serve: ends the run (its
@@ -576,8 +568,10 @@ async fn serve_metrics(
 #[cfg(test)]
 mod tests {
     #[test]
-    fn default_threads_are_half_the_cores_and_at_least_one() {
-        let got: Vec<usize> = [1, 2, 3, 4, 16].map(super::threads_for).to_vec();
-        assert_eq!(got, [1, 1, 2, 2, 8]);
+    fn default_threads_are_one_per_core_not_half() {
+        // Half the cores (one on two) added 6.5× the median latency at normal
+        // priority (docs/proxy-bench.md, "The thread count at normal priority").
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(super::default_threads(), cores);
     }
 }

@@ -28,7 +28,8 @@
 //! `$TPSCOPE_BASELINE`: another build of tpscope, run as the `baseline` path so
 //! that one run gives the new/old ratios), `--nginx PATH` (else /usr/sbin/nginx or `nginx`
 //! on PATH), `--litellm PATH` (else `$LITELLM_BIN`, else
-//! .venv-litellm/bin/litellm), `--dump DIR` (each round's measured chunks to
+//! .venv-litellm/bin/litellm), `--workers N` (every proxy at N serving threads or
+//! worker processes; else each at its own default), `--dump DIR` (each round's measured chunks to
 //! `DIR/PATH-ROUND.tsv`: stream, sequence, send instant and latency in ns, for
 //! analyses the tables do not make; an existing file is not overwritten),
 //! `--log FILE` (each round's figures appended to a rounds log, see
@@ -69,6 +70,9 @@ pub struct Opts {
     pub baseline: Option<PathBuf>,
     pub nginx: Option<PathBuf>,
     pub litellm: PathBuf,
+    /// `--workers N`: every proxy at N serving threads or worker processes
+    /// (`None`: each at its own default).
+    pub workers: Option<u32>,
     pub dump: Option<PathBuf>,
     /// The rounds log each round's figures are appended to.
     pub log: Option<PathBuf>,
@@ -110,6 +114,7 @@ fn opts() -> Result<Opts, String> {
             .unwrap_or_else(|| {
                 Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv-litellm/bin/litellm")
             }),
+        workers: None,
         dump: None,
         log: None,
         pool: Vec::new(),
@@ -168,6 +173,12 @@ fn opts() -> Result<Opts, String> {
             "--baseline" => o.baseline = Some(PathBuf::from(v)),
             "--nginx" => o.nginx = Some(PathBuf::from(v)),
             "--litellm" => o.litellm = PathBuf::from(v),
+            "--workers" => {
+                o.workers = match v.as_str() {
+                    "default" => None,
+                    _ => Some(num("a number of workers > 0, or default")?),
+                }
+            }
             "--dump" => {
                 std::fs::create_dir_all(v).map_err(|e| format!("--dump {v}: {e}"))?;
                 o.dump = Some(PathBuf::from(v));
@@ -248,22 +259,29 @@ impl Bench {
                 &self.o.tpscope,
                 self.upstream,
                 &self.tmp.path().join(format!("tpscope-{round}.jsonl")),
+                self.o.workers,
             )?),
             PathKind::Baseline => Some(Proxy::tpscope(
                 self.o.baseline.as_deref().ok_or("no --baseline")?,
                 self.upstream,
                 &self.tmp.path().join(format!("baseline-{round}.jsonl")),
+                self.o.workers,
             )?),
             PathKind::Nginx => {
                 let dir = self.tmp.path().join(format!("nginx-{round}"));
                 std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
                 let bin = self.o.nginx.as_deref().ok_or("no nginx")?;
-                Some(Proxy::nginx(bin, self.upstream, &dir)?)
+                Some(Proxy::nginx(bin, self.upstream, &dir, self.o.workers)?)
             }
             PathKind::Litellm => {
                 let dir = self.tmp.path().join(format!("litellm-{round}"));
                 std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-                Some(Proxy::litellm(&self.o.litellm, self.upstream, &dir)?)
+                Some(Proxy::litellm(
+                    &self.o.litellm,
+                    self.upstream,
+                    &dir,
+                    self.o.workers,
+                )?)
             }
         };
         let addr = proxy.as_ref().map_or(self.upstream, |p| p.addr);
@@ -456,9 +474,17 @@ fn main() {
     drop(upstream_rt);
 }
 
-/// The program a path runs, as the rounds log names it (empty: the direct path).
+/// The program a path runs, as the rounds log names it (empty: the direct
+/// path), with the workers it was given when `--workers` set them (so that a
+/// pool of runs at other worker counts says so).
 fn program(o: &Opts, p: PathKind) -> String {
-    let shown = |b: Option<&Path>| b.map_or(String::new(), |b| b.display().to_string());
+    let shown = |b: Option<&Path>| {
+        b.map_or(String::new(), |b| match o.workers {
+            Some(1) => format!("{} (1 worker)", b.display()),
+            Some(n) => format!("{} ({n} workers)", b.display()),
+            None => b.display().to_string(),
+        })
+    };
     match p {
         PathKind::Direct => String::new(),
         PathKind::Tpscope => shown(Some(&o.tpscope)),

@@ -6,23 +6,30 @@ use std::net::SocketAddr;
 use std::path::Path;
 
 /// nginx.conf for a reverse proxy on `listen` to `upstream`, in the foreground,
-/// with its pid file, logs and temp paths under `dir`.
+/// with its pid file, logs and temp paths under `dir`; `workers` worker
+/// processes (`None`: `auto`, nginx's default as Debian ships it).
 ///
 /// Why each setting: `proxy_buffering off` relays each upstream read at once
 /// (as tpscope does); `proxy_http_version 1.1` with an empty `Connection` header
 /// and `keepalive` keeps upstream connections open between requests (tpscope's
 /// forwarder pools them too); `worker_processes auto` runs nginx as Debian ships
-/// it, a worker per core (tpscope serves on half the cores by default;
-/// docs/proxy-bench.md also compares one worker each); `worker_connections`
+/// it, a worker per core (as tpscope's default serving threads; the
+/// benchmark's `--workers N` gives both, and LiteLLM, N); `worker_connections`
 /// makes room for 1,000 client and 1,000 upstream connections in one worker; the
 /// access log stays on (one line per request, as tpscope writes one span per
 /// request).
-pub fn nginx_conf(dir: &Path, listen: SocketAddr, upstream: SocketAddr) -> String {
+pub fn nginx_conf(
+    dir: &Path,
+    listen: SocketAddr,
+    upstream: SocketAddr,
+    workers: Option<u32>,
+) -> String {
     let d = dir.display();
+    let workers = workers.map_or("auto".to_string(), |n| n.to_string());
     format!(
         "daemon off;
 master_process on;
-worker_processes auto;
+worker_processes {workers};
 pid {d}/nginx.pid;
 error_log {d}/error.log warn;
 worker_rlimit_nofile 16384;

@@ -189,13 +189,20 @@ pub struct Proxy {
 
 impl Proxy {
     /// Starts `tpscope proxy` (the release binary `bin`) in front of `upstream`,
-    /// writing its span log to `log`.
-    pub fn tpscope(bin: &Path, upstream: SocketAddr, log: &Path) -> Result<Proxy, String> {
+    /// writing its span log to `log`, on `threads` serving threads (`None`: its
+    /// default).
+    pub fn tpscope(
+        bin: &Path,
+        upstream: SocketAddr,
+        log: &Path,
+        threads: Option<u32>,
+    ) -> Result<Proxy, String> {
         let mut child = Command::new(bin)
             .args(["proxy", "--listen", "127.0.0.1:0", "--upstream"])
             .arg(format!("http://{upstream}"))
             .arg("--out")
             .arg(log)
+            .args(threads.map(|n| format!("--threads={n}")))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -228,11 +235,17 @@ impl Proxy {
     }
 
     /// Starts nginx (`bin`) in the foreground in front of `upstream`, its config,
-    /// pid file, logs and temp files in `dir`.
-    pub fn nginx(bin: &Path, upstream: SocketAddr, dir: &Path) -> Result<Proxy, String> {
+    /// pid file, logs and temp files in `dir`, with `workers` worker processes
+    /// (`None`: `auto`).
+    pub fn nginx(
+        bin: &Path,
+        upstream: SocketAddr,
+        dir: &Path,
+        workers: Option<u32>,
+    ) -> Result<Proxy, String> {
         let listen = free_port()?;
         let conf = dir.join("nginx.conf");
-        std::fs::write(&conf, nginx_conf(dir, listen, upstream))
+        std::fs::write(&conf, nginx_conf(dir, listen, upstream, workers))
             .map_err(|e| format!("{}: {e}", conf.display()))?;
         let child = Command::new(bin)
             .arg("-p")
@@ -250,8 +263,14 @@ impl Proxy {
     }
 
     /// Starts LiteLLM's proxy server (`bin`: the `litellm` command of a venv)
-    /// with one worker in front of `upstream`, its config and output in `dir`.
-    pub fn litellm(bin: &Path, upstream: SocketAddr, dir: &Path) -> Result<Proxy, String> {
+    /// with `workers` worker processes (`None`: one) in front of `upstream`, its
+    /// config and output in `dir`.
+    pub fn litellm(
+        bin: &Path,
+        upstream: SocketAddr,
+        dir: &Path,
+        workers: Option<u32>,
+    ) -> Result<Proxy, String> {
         let listen = free_port()?;
         let conf = dir.join("litellm.yaml");
         std::fs::write(&conf, litellm_conf(upstream))
@@ -263,7 +282,8 @@ impl Proxy {
             .arg("--config")
             .arg(&conf)
             .args(["--host", "127.0.0.1", "--port", &listen.port().to_string()])
-            .args(["--num_workers", "1"])
+            .arg("--num_workers")
+            .arg(workers.unwrap_or(1).to_string())
             .envs(crate::litellm_conf::ENV)
             .current_dir(dir)
             .stdin(Stdio::null())

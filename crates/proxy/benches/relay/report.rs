@@ -160,6 +160,14 @@ pub fn header(o: &Opts, paths: &[PathKind]) {
         crate::procs::load1().map_or("?".into(), |l| format!("{l:.2}")),
         crate::procs::scheduling(),
     );
+    match o.workers {
+        Some(n) => println!(
+            "workers: {n} for every proxy (--workers: tpscope --threads {n}, nginx worker_processes {n}, LiteLLM --num_workers {n})"
+        ),
+        None => println!(
+            "workers: each proxy's default (tpscope and nginx: one per core; LiteLLM: one)"
+        ),
+    }
     if paths.contains(&PathKind::Tpscope) {
         println!("tpscope: {}", o.tpscope.display());
     }
@@ -184,7 +192,7 @@ pub fn header(o: &Opts, paths: &[PathKind]) {
             .output()
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
             .unwrap_or_default();
-        println!("litellm: {} (LiteLLM {v}, one worker)", o.litellm.display());
+        println!("litellm: {} (LiteLLM {v})", o.litellm.display());
     }
 }
 

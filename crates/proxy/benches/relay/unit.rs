@@ -137,9 +137,11 @@ mod nginx_conf_tests {
             Path::new("/tmp/b"),
             "127.0.0.1:4001".parse().unwrap(),
             "127.0.0.1:4002".parse().unwrap(),
+            None,
         );
         for line in [
             "daemon off;",
+            "worker_processes auto;",
             "proxy_buffering off;",
             "proxy_http_version 1.1;",
             "proxy_set_header Connection \"\";",
@@ -159,6 +161,27 @@ mod nginx_conf_tests {
         }
         // Braces balance (nginx refuses the file otherwise).
         assert_eq!(c.matches('{').count(), c.matches('}').count());
+    }
+
+    #[test]
+    fn workers_set_nginx_worker_processes_in_place_of_auto() {
+        let at = |w| {
+            nginx_conf(
+                Path::new("/tmp/b"),
+                "127.0.0.1:4001".parse().unwrap(),
+                "127.0.0.1:4002".parse().unwrap(),
+                w,
+            )
+        };
+        let one = at(Some(1));
+        assert!(one.contains("\nworker_processes 1;\n"), "{one}");
+        assert!(!one.contains("auto"), "{one}");
+        // Nothing else changes.
+        assert_eq!(
+            one.replace("worker_processes 1;", "worker_processes auto;"),
+            at(None)
+        );
+        assert!(at(Some(16)).contains("\nworker_processes 16;\n"));
     }
 }
 
