@@ -564,14 +564,3 @@ async fn serve_metrics(
         });
     }
 }
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn default_threads_are_one_per_core_not_half() {
-        // Half the cores (one on two) added 6.5× the median latency at normal
-        // priority (docs/proxy-bench.md, "The thread count at normal priority").
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        assert_eq!(super::default_threads(), cores);
-    }
-}
