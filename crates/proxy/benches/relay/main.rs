@@ -28,8 +28,9 @@
 //! `$TPSCOPE_BASELINE`: another build of tpscope, run as the `baseline` path so
 //! that one run gives the new/old ratios), `--nginx PATH` (else /usr/sbin/nginx or `nginx`
 //! on PATH), `--litellm PATH` (else `$LITELLM_BIN`, else
-//! .venv-litellm/bin/litellm), `--workers N` (every proxy at N serving threads or
-//! worker processes; else each at its own default), `--dump DIR` (each round's measured chunks to
+//! .venv-litellm/bin/litellm), `--workers N|default` (every proxy at N serving
+//! threads or worker processes; else each at its own default), `--dump DIR` (each
+//! round's measured chunks to
 //! `DIR/PATH-ROUND.tsv`: stream, sequence, send instant and latency in ns, for
 //! analyses the tables do not make; an existing file is not overwritten),
 //! `--log FILE` (each round's figures appended to a rounds log, see
