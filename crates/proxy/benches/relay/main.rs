@@ -39,6 +39,7 @@
 //! message saying how to install it).
 
 mod client;
+mod kernel;
 mod litellm_conf;
 mod nginx_conf;
 mod path;

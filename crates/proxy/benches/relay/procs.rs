@@ -146,6 +146,22 @@ pub fn scheduling() -> String {
     }
 }
 
+/// This process runs under a real-time policy (`SCHED_FIFO` or `SCHED_RR`).
+pub fn realtime() -> bool {
+    scheduling().starts_with("SCHED_")
+}
+
+/// The kernel and its placement knobs ([`crate::kernel::Kernel`]).
+pub fn kernel() -> crate::kernel::Kernel {
+    let read = |p: &str| std::fs::read_to_string(p).ok();
+    crate::kernel::Kernel {
+        release: read("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()),
+        vcpu_pack: read("/proc/sys/kernel/sched_vcpu_pack").and_then(|s| crate::kernel::knob(&s)),
+        halt_poll_ns: read("/sys/module/haltpoll/parameters/guest_halt_poll_ns")
+            .and_then(|s| crate::kernel::knob(&s)),
+    }
+}
+
 /// The machine's count of connections dropped for a full accept queue
 /// (`TcpExt: ListenOverflows` in `/proc/net/netstat`).
 pub fn listen_overflows() -> Option<u64> {

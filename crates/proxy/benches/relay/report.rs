@@ -160,6 +160,10 @@ pub fn header(o: &Opts, paths: &[PathKind]) {
         crate::procs::load1().map_or("?".into(), |l| format!("{l:.2}")),
         crate::procs::scheduling(),
     );
+    println!(
+        "{}",
+        crate::kernel::kernel_line(&crate::procs::kernel(), crate::procs::realtime())
+    );
     match o.workers {
         Some(n) => println!(
             "workers: {n} for every proxy (--workers: tpscope --threads {n}, nginx worker_processes {n}, LiteLLM --num_workers {n})"

@@ -1,6 +1,7 @@
 //! Unit tests of the relay benchmark's pure parts (statistics, the schedule, the
 //! nginx and LiteLLM configs, the client's chunked decoder and event parser,
-//! the rounds log and its pooled ratios), run by `cargo test -p tpscope-proxy`; the benchmark itself runs only under `cargo bench` (its
+//! the kernel line, the rounds log and its pooled ratios), run by `cargo test -p
+//! tpscope-proxy`; the benchmark itself runs only under `cargo bench` (its
 //! figures are timings, never assertions).
 
 // The benchmark uses every item; this target compiles the modules only for
@@ -10,6 +11,8 @@
 
 #[path = "client.rs"]
 mod client;
+#[path = "kernel.rs"]
+mod kernel;
 #[path = "litellm_conf.rs"]
 mod litellm_conf;
 #[path = "nginx_conf.rs"]
@@ -453,5 +456,53 @@ mod pool_tests {
         // One run's rounds: no run count in the heading.
         assert_eq!(ratio_lines(&rows[..3])[0], "tpscope / nginx, 1 rounds:");
         assert!(ratio_lines(&rows[..2]).is_empty());
+    }
+}
+
+#[cfg(test)]
+mod kernel_tests {
+    use crate::kernel::*;
+
+    fn guest(pack: Option<i64>, poll: Option<u64>) -> Kernel {
+        Kernel {
+            release: Some("6.18.44-fc".into()),
+            vcpu_pack: pack,
+            halt_poll_ns: poll,
+        }
+    }
+
+    #[test]
+    fn a_packing_guest_is_named_and_warned_of_only_at_normal_priority() {
+        let normal = kernel_line(&guest(Some(15), Some(0)), false);
+        assert!(
+            normal.starts_with(
+                "kernel: 6.18.44-fc; vCPU packing (sched_vcpu_pack) 15; \
+                 idle vCPUs halt without polling (guest_halt_poll_ns 0)\n"
+            ),
+            "{normal}"
+        );
+        assert!(normal.contains("run under chrt -f 10"), "{normal}");
+        // Real-time threads are placed by their own class: no warning.
+        let fifo = kernel_line(&guest(Some(15), Some(0)), true);
+        assert!(!fifo.contains('\n'), "{fifo}");
+        // Packing off: named, nothing to warn of.
+        assert!(!kernel_line(&guest(Some(0), None), false).contains('\n'));
+    }
+
+    #[test]
+    fn a_stock_kernel_gets_its_release_alone() {
+        assert_eq!(kernel_line(&guest(None, None), false), "kernel: 6.18.44-fc");
+        assert_eq!(
+            kernel_line(&guest(None, Some(200_000)), false),
+            "kernel: 6.18.44-fc; idle vCPUs poll 200000 ns before they halt"
+        );
+        assert_eq!(kernel_line(&Kernel::default(), true), "kernel: ?");
+    }
+
+    #[test]
+    fn a_knob_file_is_its_one_number() {
+        assert_eq!(knob::<i64>("15\n"), Some(15));
+        assert_eq!(knob::<u64>(" 0 \n"), Some(0));
+        assert_eq!(knob::<u64>("off\n"), None);
     }
 }
