@@ -23,8 +23,9 @@ pub struct Kernel {
 }
 
 /// The header's `kernel:` line; `realtime`: the benchmark runs under a
-/// real-time policy (`chrt`), which the packing does not touch.
-pub fn kernel_line(k: &Kernel, realtime: bool) -> String {
+/// real-time policy (`chrt`), which the packing does not touch; `pinned`:
+/// `--pin apart` leaves the kernel no choice of CPU to make.
+pub fn kernel_line(k: &Kernel, realtime: bool, pinned: bool) -> String {
     let mut parts = vec![k.release.clone().unwrap_or_else(|| "?".into())];
     if let Some(p) = k.vcpu_pack {
         parts.push(format!("vCPU packing (sched_vcpu_pack) {p}"));
@@ -35,11 +36,11 @@ pub fn kernel_line(k: &Kernel, realtime: bool) -> String {
         None => {}
     }
     let mut line = format!("kernel: {}", parts.join("; "));
-    if !realtime && k.vcpu_pack.is_some_and(|p| p > 0) {
+    if !realtime && !pinned && k.vcpu_pack.is_some_and(|p| p > 0) {
         line.push_str(
             "\n  (at normal priority this guest queues a woken thread behind its busy waker while \
              another vCPU idles: the latencies show its placement as much as the proxies'; \
-             run under chrt -f 10 to compare proxies, see docs/proxy-bench.md)",
+             run under chrt -f 10 or with --pin apart to compare proxies, see docs/proxy-bench.md)",
         );
     }
     line

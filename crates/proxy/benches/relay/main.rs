@@ -29,7 +29,9 @@
 //! that one run gives the new/old ratios), `--nginx PATH` (else /usr/sbin/nginx or `nginx`
 //! on PATH), `--litellm PATH` (else `$LITELLM_BIN`, else
 //! .venv-litellm/bin/litellm), `--workers N|default` (every proxy at N serving
-//! threads or worker processes; else each at its own default), `--dump DIR` (each
+//! threads or worker processes; else each at its own default), `--pin
+//! apart|none` (the upstream, the client and each proxy on CPUs of their own,
+//! see `pin.rs`), `--dump DIR` (each
 //! round's measured chunks to
 //! `DIR/PATH-ROUND.tsv`: stream, sequence, send instant and latency in ns, for
 //! analyses the tables do not make; an existing file is not overwritten),
@@ -43,6 +45,7 @@ mod kernel;
 mod litellm_conf;
 mod nginx_conf;
 mod path;
+mod pin;
 mod pool;
 mod procs;
 mod report;
@@ -75,6 +78,9 @@ pub struct Opts {
     /// `--workers N`: every proxy at N serving threads or worker processes
     /// (`None`: each at its own default).
     pub workers: Option<u32>,
+    /// `--pin apart`: the upstream, the client and the proxy each on CPUs of
+    /// their own ([`pin::plan`]).
+    pub pin: bool,
     pub dump: Option<PathBuf>,
     /// The rounds log each round's figures are appended to.
     pub log: Option<PathBuf>,
@@ -117,6 +123,7 @@ fn opts() -> Result<Opts, String> {
                 Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv-litellm/bin/litellm")
             }),
         workers: None,
+        pin: false,
         dump: None,
         log: None,
         pool: Vec::new(),
@@ -181,6 +188,13 @@ fn opts() -> Result<Opts, String> {
                     _ => Some(num("a number of workers > 0, or default")?),
                 }
             }
+            "--pin" => {
+                o.pin = match v.as_str() {
+                    "apart" => true,
+                    "none" => false,
+                    _ => return Err(format!("--pin {v}: expected apart or none")),
+                }
+            }
             "--dump" => {
                 std::fs::create_dir_all(v).map_err(|e| format!("--dump {v}: {e}"))?;
                 o.dump = Some(PathBuf::from(v));
@@ -233,6 +247,46 @@ fn opts() -> Result<Opts, String> {
     Ok(o)
 }
 
+/// `--pin apart`'s CPUs, from those this process may run on.
+fn pinned_plan() -> Result<pin::Pins, String> {
+    let allowed =
+        procs::allowed_cpus().map_err(|e| format!("--pin apart: sched_getaffinity: {e}"))?;
+    pin::plan(&allowed)
+}
+
+/// Puts the main thread (the round's orchestration, and the threads it starts
+/// next) on `cpu`; `None`: nothing to do.
+fn pin_main(cpu: Option<usize>) {
+    if let Some(c) = cpu
+        && let Err(e) = procs::pin_this_thread(&[c])
+    {
+        eprintln!("relay bench: --pin apart: CPU {c}: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// The runtimes' threads run where `--pin apart` put them, as the kernel says.
+fn check_pinned(p: &pin::Pins) {
+    for (name, cpu) in [("bench-upstream", p.upstream), ("bench-client", p.client)] {
+        // A new thread names itself once it runs: give it a moment.
+        let mut got = None;
+        for _ in 0..200 {
+            got = procs::own_thread_cpus(name);
+            if got.is_some() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        if got.as_deref() != Some(cpu.to_string().as_str()) {
+            eprintln!(
+                "relay bench: --pin apart: thread {name} may run on {} where CPU {cpu} was asked",
+                got.as_deref().unwrap_or("?")
+            );
+            std::process::exit(1);
+        }
+    }
+}
+
 fn runtime(name: &str) -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -248,11 +302,18 @@ struct Bench {
     origin: Instant,
     upstream: SocketAddr,
     client_rt: tokio::runtime::Runtime,
+    /// `--pin apart`'s CPUs.
+    pins: Option<pin::Pins>,
     tmp: tempfile::TempDir,
     tck: f64,
 }
 
 impl Bench {
+    /// The CPUs a proxy runs on (`None`: wherever the kernel puts it).
+    fn proxy_cpus(&self) -> Option<&[usize]> {
+        self.pins.as_ref().map(|p| p.proxy.as_slice())
+    }
+
     /// One path, one round: start the proxy, stream, read the counters, stop it.
     fn round(&self, path: PathKind, round: u32) -> Result<Round, String> {
         let proxy = match path {
@@ -262,18 +323,32 @@ impl Bench {
                 self.upstream,
                 &self.tmp.path().join(format!("tpscope-{round}.jsonl")),
                 self.o.workers,
+                self.proxy_cpus(),
             )?),
             PathKind::Baseline => Some(Proxy::tpscope(
                 self.o.baseline.as_deref().ok_or("no --baseline")?,
                 self.upstream,
                 &self.tmp.path().join(format!("baseline-{round}.jsonl")),
                 self.o.workers,
+                self.proxy_cpus(),
             )?),
             PathKind::Nginx => {
                 let dir = self.tmp.path().join(format!("nginx-{round}"));
                 std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
                 let bin = self.o.nginx.as_deref().ok_or("no nginx")?;
-                Some(Proxy::nginx(bin, self.upstream, &dir, self.o.workers)?)
+                // nginx's `auto` counts the machine's CPUs, not those it may
+                // run on: pinned, its default is one worker per CPU it has.
+                let workers = self
+                    .o
+                    .workers
+                    .or(self.pins.as_ref().map(|p| p.proxy.len() as u32));
+                Some(Proxy::nginx(
+                    bin,
+                    self.upstream,
+                    &dir,
+                    workers,
+                    self.proxy_cpus(),
+                )?)
             }
             PathKind::Litellm => {
                 let dir = self.tmp.path().join(format!("litellm-{round}"));
@@ -283,6 +358,7 @@ impl Bench {
                     self.upstream,
                     &dir,
                     self.o.workers,
+                    self.proxy_cpus(),
                 )?)
             }
         };
@@ -420,7 +496,17 @@ fn main() {
         );
         paths.retain(|p| *p != PathKind::Litellm);
     }
+    let pins = match o.pin.then(pinned_plan).transpose() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("relay bench: {e}");
+            std::process::exit(2);
+        }
+    };
+    let _ = report::cores(); // the machine's count, before pin_main narrows this thread
     let origin = Instant::now();
+    // A runtime's threads start on the CPUs of the thread that builds it.
+    pin_main(pins.as_ref().map(|p| p.upstream));
     let upstream_rt = runtime("bench-upstream");
     let shape = Shape {
         chunks: o.chunks,
@@ -432,15 +518,21 @@ fn main() {
         .expect("binding the upstream on 127.0.0.1");
     let upstream = listener.local_addr().expect("the upstream's address");
     upstream_rt.spawn(upstream::serve(listener, shape, origin));
+    pin_main(pins.as_ref().map(|p| p.client));
+    let client_rt = runtime("bench-client");
+    if let Some(p) = &pins {
+        check_pinned(p);
+    }
     let bench = Bench {
         o,
         origin,
         upstream,
-        client_rt: runtime("bench-client"),
+        client_rt,
+        pins,
         tmp: tempfile::tempdir().expect("a temporary directory"),
         tck: procs::clk_tck(),
     };
-    report::header(&bench.o, &paths);
+    report::header(&bench.o, &paths, bench.pins.as_ref());
     let run = format!(
         "{}-{}",
         std::time::SystemTime::now()
@@ -477,14 +569,23 @@ fn main() {
 }
 
 /// The program a path runs, as the rounds log names it (empty: the direct
-/// path), with the workers it was given when `--workers` set them (so that a
-/// pool of runs at other worker counts says so).
+/// path), with the workers it was given when `--workers` set them and whether
+/// `--pin apart` held it (so that a pool mixing such runs says so).
 fn program(o: &Opts, p: PathKind) -> String {
     let shown = |b: Option<&Path>| {
-        b.map_or(String::new(), |b| match o.workers {
-            Some(1) => format!("{} (1 worker)", b.display()),
-            Some(n) => format!("{} ({n} workers)", b.display()),
-            None => b.display().to_string(),
+        b.map_or(String::new(), |b| {
+            let mut notes = match o.workers {
+                Some(1) => vec!["1 worker".to_string()],
+                Some(n) => vec![format!("{n} workers")],
+                None => Vec::new(),
+            };
+            if o.pin {
+                notes.push("pinned apart".into());
+            }
+            match notes.is_empty() {
+                true => b.display().to_string(),
+                false => format!("{} ({})", b.display(), notes.join(", ")),
+            }
         })
     };
     match p {

@@ -162,6 +162,82 @@ pub fn kernel() -> crate::kernel::Kernel {
     }
 }
 
+/// The CPUs this process may run on (`sched_getaffinity`), ascending.
+pub fn allowed_cpus() -> std::io::Result<Vec<usize>> {
+    // SAFETY: a zeroed cpu_set_t is the empty set; the call fills it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: pid 0 is this thread; `set` is a cpu_set_t of the size given.
+    let r = unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok((0..libc::CPU_SETSIZE as usize)
+        // SAFETY: CPU_ISSET bounds-checks `c` against the set's size.
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect())
+}
+
+fn cpu_set(cpus: &[usize]) -> libc::cpu_set_t {
+    // SAFETY: a zeroed cpu_set_t is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &c in cpus {
+        // SAFETY: CPU_SET bounds-checks `c` against the set's size.
+        unsafe { libc::CPU_SET(c, &mut set) };
+    }
+    set
+}
+
+/// Restricts the calling thread to `cpus`; the threads it starts from now on
+/// inherit that (how `--pin apart` places the runtimes' threads).
+pub fn pin_this_thread(cpus: &[usize]) -> std::io::Result<()> {
+    let set = cpu_set(cpus);
+    // SAFETY: pid 0 is this thread; `set` is a cpu_set_t of the size given.
+    let r = unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// A command for `bin` whose process (and all it starts) runs on `cpus`
+/// when given: set between fork and exec, so nothing of it ever runs elsewhere.
+fn command(bin: &Path, cpus: Option<&[usize]>) -> Command {
+    let mut cmd = Command::new(bin);
+    if let Some(cpus) = cpus {
+        let set = cpu_set(cpus);
+        // SAFETY: the closure makes one system call on data it owns, which is
+        // all that is allowed between fork and exec.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+                match libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) {
+                    0 => Ok(()),
+                    _ => Err(std::io::Error::last_os_error()),
+                }
+            });
+        }
+    }
+    cmd
+}
+
+/// The CPUs a thread or process may run on, as `/proc/…/status` lists them.
+pub fn cpus_allowed(status: &Path) -> Option<String> {
+    std::fs::read_to_string(status).ok()?.lines().find_map(|l| {
+        l.strip_prefix("Cpus_allowed_list:")
+            .map(|v| v.trim().to_string())
+    })
+}
+
+/// The CPUs of this process's thread named `name` (its first).
+pub fn own_thread_cpus(name: &str) -> Option<String> {
+    std::fs::read_dir("/proc/self/task").ok()?.find_map(|t| {
+        let dir = t.ok()?.path();
+        (stat_comm(&dir.join("stat"))? == name)
+            .then(|| cpus_allowed(&dir.join("status")))
+            .flatten()
+    })
+}
+
 /// The machine's count of connections dropped for a full accept queue
 /// (`TcpExt: ListenOverflows` in `/proc/net/netstat`).
 pub fn listen_overflows() -> Option<u64> {
@@ -212,8 +288,9 @@ impl Proxy {
         upstream: SocketAddr,
         log: &Path,
         threads: Option<u32>,
+        cpus: Option<&[usize]>,
     ) -> Result<Proxy, String> {
-        let mut child = Command::new(bin)
+        let mut child = command(bin, cpus)
             .args(["proxy", "--listen", "127.0.0.1:0", "--upstream"])
             .arg(format!("http://{upstream}"))
             .arg("--out")
@@ -258,12 +335,13 @@ impl Proxy {
         upstream: SocketAddr,
         dir: &Path,
         workers: Option<u32>,
+        cpus: Option<&[usize]>,
     ) -> Result<Proxy, String> {
         let listen = free_port()?;
         let conf = dir.join("nginx.conf");
         std::fs::write(&conf, nginx_conf(dir, listen, upstream, workers))
             .map_err(|e| format!("{}: {e}", conf.display()))?;
-        let child = Command::new(bin)
+        let child = command(bin, cpus)
             .arg("-p")
             .arg(dir)
             .arg("-e")
@@ -286,6 +364,7 @@ impl Proxy {
         upstream: SocketAddr,
         dir: &Path,
         workers: Option<u32>,
+        cpus: Option<&[usize]>,
     ) -> Result<Proxy, String> {
         let listen = free_port()?;
         let conf = dir.join("litellm.yaml");
@@ -294,7 +373,7 @@ impl Proxy {
         let out = dir.join("litellm.log");
         let log = std::fs::File::create(&out).map_err(|e| format!("{}: {e}", out.display()))?;
         let err = log.try_clone().map_err(|e| e.to_string())?;
-        let child = Command::new(bin)
+        let child = command(bin, cpus)
             .arg("--config")
             .arg(&conf)
             .args(["--host", "127.0.0.1", "--port", &listen.port().to_string()])

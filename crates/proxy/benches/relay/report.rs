@@ -126,8 +126,11 @@ impl Round {
     }
 }
 
-fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+/// The CPUs this process may run on, read once: first before `--pin apart`
+/// narrows the main thread (which the count would otherwise follow).
+pub fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 fn pct(v: Option<f64>) -> String {
@@ -138,7 +141,7 @@ fn num(v: Option<f64>, digits: usize) -> String {
     v.map_or("–".into(), |v| format!("{v:.digits$}"))
 }
 
-pub fn header(o: &Opts, paths: &[PathKind]) {
+pub fn header(o: &Opts, paths: &[PathKind], pins: Option<&crate::pin::Pins>) {
     let names: Vec<&str> = paths.iter().map(|p| p.name()).collect();
     println!(
         "relay bench: {} streams × {} chunks, one every {:?} per stream ({}; {:.0} chunks/s offered), chunks {}..{} of each stream measured (connects spread over {} periods); {} rounds of [{}], order rotated each round; {} cores, load average {} at the start; scheduling: {}",
@@ -162,13 +165,25 @@ pub fn header(o: &Opts, paths: &[PathKind]) {
     );
     println!(
         "{}",
-        crate::kernel::kernel_line(&crate::procs::kernel(), crate::procs::realtime())
+        crate::kernel::kernel_line(
+            &crate::procs::kernel(),
+            crate::procs::realtime(),
+            pins.is_some()
+        )
     );
-    match o.workers {
-        Some(n) => println!(
+    if let Some(p) = pins {
+        println!("{}", p.describe());
+    }
+    match (o.workers, pins) {
+        (Some(n), _) => println!(
             "workers: {n} for every proxy (--workers: tpscope --threads {n}, nginx worker_processes {n}, LiteLLM --num_workers {n})"
         ),
-        None => println!(
+        (None, Some(p)) => println!(
+            "workers: each proxy's default on its {n} CPU{s} (tpscope: one per CPU it may run on, {n}; nginx: worker_processes {n}, as its `auto` counts every CPU of the machine; LiteLLM: one)",
+            n = p.proxy.len(),
+            s = if p.proxy.len() == 1 { "" } else { "s" }
+        ),
+        (None, None) => println!(
             "workers: each proxy's default (tpscope and nginx: one per core; LiteLLM: one)"
         ),
     }

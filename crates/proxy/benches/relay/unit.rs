@@ -19,6 +19,8 @@ mod litellm_conf;
 mod nginx_conf;
 #[path = "path.rs"]
 mod path;
+#[path = "pin.rs"]
+mod pin;
 #[path = "pool.rs"]
 mod pool;
 #[path = "schedule.rs"]
@@ -473,7 +475,7 @@ mod kernel_tests {
 
     #[test]
     fn a_packing_guest_is_named_and_warned_of_only_at_normal_priority() {
-        let normal = kernel_line(&guest(Some(15), Some(0)), false);
+        let normal = kernel_line(&guest(Some(15), Some(0)), false, false);
         assert!(
             normal.starts_with(
                 "kernel: 6.18.44-fc; vCPU packing (sched_vcpu_pack) 15; \
@@ -481,22 +483,30 @@ mod kernel_tests {
             ),
             "{normal}"
         );
-        assert!(normal.contains("run under chrt -f 10"), "{normal}");
+        assert!(
+            normal.contains("run under chrt -f 10 or with --pin apart"),
+            "{normal}"
+        );
         // Real-time threads are placed by their own class: no warning.
-        let fifo = kernel_line(&guest(Some(15), Some(0)), true);
+        let fifo = kernel_line(&guest(Some(15), Some(0)), true, false);
         assert!(!fifo.contains('\n'), "{fifo}");
+        // Pinned apart, the kernel has no CPU to choose: no warning.
+        assert!(!kernel_line(&guest(Some(15), Some(0)), false, true).contains('\n'));
         // Packing off: named, nothing to warn of.
-        assert!(!kernel_line(&guest(Some(0), None), false).contains('\n'));
+        assert!(!kernel_line(&guest(Some(0), None), false, false).contains('\n'));
     }
 
     #[test]
     fn a_stock_kernel_gets_its_release_alone() {
-        assert_eq!(kernel_line(&guest(None, None), false), "kernel: 6.18.44-fc");
         assert_eq!(
-            kernel_line(&guest(None, Some(200_000)), false),
+            kernel_line(&guest(None, None), false, false),
+            "kernel: 6.18.44-fc"
+        );
+        assert_eq!(
+            kernel_line(&guest(None, Some(200_000)), false, false),
             "kernel: 6.18.44-fc; idle vCPUs poll 200000 ns before they halt"
         );
-        assert_eq!(kernel_line(&Kernel::default(), true), "kernel: ?");
+        assert_eq!(kernel_line(&Kernel::default(), true, false), "kernel: ?");
     }
 
     #[test]
@@ -504,5 +514,56 @@ mod kernel_tests {
         assert_eq!(knob::<i64>("15\n"), Some(15));
         assert_eq!(knob::<u64>(" 0 \n"), Some(0));
         assert_eq!(knob::<u64>("off\n"), None);
+    }
+}
+
+#[cfg(test)]
+mod pin_tests {
+    use crate::pin::*;
+
+    #[test]
+    fn three_or_more_cpus_give_each_part_its_own() {
+        let p = plan(&[0, 1, 2, 3]).unwrap();
+        assert_eq!(
+            p,
+            Pins {
+                upstream: 0,
+                client: 1,
+                proxy: vec![2, 3]
+            }
+        );
+        assert_eq!(
+            p.describe(),
+            "pinned apart (--pin apart): upstream on CPU 0, client on CPU 1, each proxy on CPUs 2-3"
+        );
+        // The CPUs this process may run on, not 0..n: a taskset of 4,6,7,9.
+        let p = plan(&[4, 6, 7, 9]).unwrap();
+        assert!(p.describe().ends_with("each proxy on CPUs 7,9"));
+        assert_eq!((p.upstream, p.client, p.proxy), (4, 6, vec![7, 9]));
+    }
+
+    #[test]
+    fn two_cpus_keep_the_proxy_apart_from_the_benchmark() {
+        let p = plan(&[0, 1]).unwrap();
+        assert_eq!((p.upstream, p.client, p.proxy.clone()), (0, 0, vec![1]));
+        assert_eq!(
+            p.describe(),
+            "pinned apart (--pin apart): upstream and client on CPU 0 (with 2 CPUs they share it), each proxy on CPU 1"
+        );
+    }
+
+    #[test]
+    fn one_cpu_is_refused_naming_the_flag_and_the_cpus() {
+        let e = plan(&[3]).unwrap_err();
+        assert!(e.starts_with("--pin apart: needs at least 2 CPUs"), "{e}");
+        assert!(e.contains("may run on 3 "), "{e}");
+        assert!(plan(&[]).unwrap_err().contains("may run on none"));
+    }
+
+    #[test]
+    fn cpu_lists_are_written_as_taskset_reads_them() {
+        assert_eq!(cpu_list(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
+        assert_eq!(cpu_list(&[5]), "5");
+        assert_eq!(cpu_list(&[]), "none");
     }
 }
