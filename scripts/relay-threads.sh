@@ -12,9 +12,11 @@
 # THREADS: the counts to try (default: half the cores); ROUNDS: rounds per count (12
 # for a verdict); SCHED: `normal` (as users run the proxy), `fifo` (`chrt -f 10`, the
 # figure on a shared machine: docs/proxy-bench.md, "Priority"), or both (the default;
-# one thread against two differed by 6.5x between them); LOG: the logs' prefix;
-# TPSCOPE_BIN: the build under test. A log that exists is appended to, never
-# overwritten: run again to pool more rounds.
+# one thread against two differed by 6.5x between them); PIN: `none` (the default) or
+# `apart` (the benchmark's --pin apart: the upstream, the client and the proxies on
+# CPUs of their own, which on a host of 3+ CPUs measures the relay's own latency; its
+# logs end in -apart); LOG: the logs' prefix; TPSCOPE_BIN: the build under test. A log
+# that exists is appended to, never overwritten: run again to pool more rounds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=$(realpath -m "${TPSCOPE_BIN:-target/release/tpscope}")
@@ -22,11 +24,17 @@ rounds=${ROUNDS:-12}
 prefix=${LOG:-relay-threads}
 threads=${THREADS:-$(( ($(nproc) + 1) / 2 ))}
 scheds=${SCHED:-normal fifo}
+pin=${PIN:-none}
 [ -x "$bin" ] || { echo "relay-threads: no tpscope at $bin (cargo build --release -p tpscope-cli)" >&2; exit 2; }
 for n in $threads; do
   [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "relay-threads: THREADS: \`$n\` is not a thread count (1 or more)" >&2; exit 2; }
 done
 
+case "$pin" in
+  none) suffix= ;;
+  apart) suffix=-apart ;;
+  *) echo "relay-threads: PIN: \`$pin\` is not none or apart" >&2; exit 2 ;;
+esac
 for s in $scheds; do
   case "$s" in
     normal) ;;
@@ -52,14 +60,14 @@ for n in $threads; do
   for s in $scheds; do
     prio=()
     [ "$s" = fifo ] && prio=(chrt -f 10)
-    echo "== $s priority: tpscope --threads $n (path tpscope) against the default (baseline) and nginx"
+    echo "== $s priority, --pin $pin: tpscope --threads $n (path tpscope) against the default (baseline) and nginx"
     "${prio[@]}" "$bench" --paths direct,tpscope,baseline,nginx --rounds "$rounds" \
-      --tpscope "$w" --baseline "$bin" --log "$prefix-$s-$n.tsv"
+      --pin "$pin" --tpscope "$w" --baseline "$bin" --log "$prefix-$s-$n$suffix.tsv"
   done
 done
 for n in $threads; do
   for s in $scheds; do
-    echo "== pooled, $s priority: tpscope --threads $n (path tpscope) against the default (baseline) and nginx"
-    "$bench" --pool "$prefix-$s-$n.tsv"
+    echo "== pooled, $s priority, --pin $pin: tpscope --threads $n (path tpscope) against the default (baseline) and nginx"
+    "$bench" --pool "$prefix-$s-$n$suffix.tsv"
   done
 done
