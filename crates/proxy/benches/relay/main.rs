@@ -247,13 +247,6 @@ fn opts() -> Result<Opts, String> {
     Ok(o)
 }
 
-/// `--pin apart`'s CPUs, from those this process may run on.
-fn pinned_plan() -> Result<pin::Pins, String> {
-    let allowed =
-        procs::allowed_cpus().map_err(|e| format!("--pin apart: sched_getaffinity: {e}"))?;
-    pin::plan(&allowed)
-}
-
 /// Puts the main thread (the round's orchestration, and the threads it starts
 /// next) on `cpu`; `None`: nothing to do.
 fn pin_main(cpu: Option<usize>) {
@@ -262,28 +255,6 @@ fn pin_main(cpu: Option<usize>) {
     {
         eprintln!("relay bench: --pin apart: CPU {c}: {e}");
         std::process::exit(1);
-    }
-}
-
-/// The runtimes' threads run where `--pin apart` put them, as the kernel says.
-fn check_pinned(p: &pin::Pins) {
-    for (name, cpu) in [("bench-upstream", p.upstream), ("bench-client", p.client)] {
-        // A new thread names itself once it runs: give it a moment.
-        let mut got = None;
-        for _ in 0..200 {
-            got = procs::own_thread_cpus(name);
-            if got.is_some() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        if got.as_deref() != Some(cpu.to_string().as_str()) {
-            eprintln!(
-                "relay bench: --pin apart: thread {name} may run on {} where CPU {cpu} was asked",
-                got.as_deref().unwrap_or("?")
-            );
-            std::process::exit(1);
-        }
     }
 }
 
@@ -496,7 +467,7 @@ fn main() {
         );
         paths.retain(|p| *p != PathKind::Litellm);
     }
-    let pins = match o.pin.then(pinned_plan).transpose() {
+    let pins = match o.pin.then(procs::pin_plan).transpose() {
         Ok(p) => p,
         Err(e) => {
             eprintln!("relay bench: {e}");
@@ -520,8 +491,9 @@ fn main() {
     upstream_rt.spawn(upstream::serve(listener, shape, origin));
     pin_main(pins.as_ref().map(|p| p.client));
     let client_rt = runtime("bench-client");
-    if let Some(p) = &pins {
-        check_pinned(p);
+    if let Some(Err(e)) = pins.as_ref().map(procs::check_pinned) {
+        eprintln!("relay bench: {e}");
+        std::process::exit(1);
     }
     let bench = Bench {
         o,

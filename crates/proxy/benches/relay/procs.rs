@@ -238,6 +238,34 @@ pub fn own_thread_cpus(name: &str) -> Option<String> {
     })
 }
 
+/// `--pin apart`'s CPUs, from those this process may run on.
+pub fn pin_plan() -> Result<crate::pin::Pins, String> {
+    let allowed = allowed_cpus().map_err(|e| format!("--pin apart: sched_getaffinity: {e}"))?;
+    crate::pin::plan(&allowed)
+}
+
+/// The runtimes' threads run where `--pin apart` put them, as the kernel says.
+pub fn check_pinned(p: &crate::pin::Pins) -> Result<(), String> {
+    for (name, cpu) in [("bench-upstream", p.upstream), ("bench-client", p.client)] {
+        // A new thread names itself once it runs: give it a moment.
+        let mut got = None;
+        for _ in 0..200 {
+            got = own_thread_cpus(name);
+            if got.is_some() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        if got.as_deref() != Some(cpu.to_string().as_str()) {
+            return Err(format!(
+                "--pin apart: thread {name} may run on {} where CPU {cpu} was asked",
+                got.as_deref().unwrap_or("?")
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The machine's count of connections dropped for a full accept queue
 /// (`TcpExt: ListenOverflows` in `/proc/net/netstat`).
 pub fn listen_overflows() -> Option<u64> {
