@@ -14,7 +14,7 @@ pub struct Kernel {
     /// mainline Linux): above 0, a woken normal-priority thread is kept on
     /// its waker's busy vCPU while another idles, so that idle vCPUs stay
     /// halted. Real-time threads are placed by their own class, which it
-    /// leaves alone.
+    /// left alone in the traces behind this (all went to the idle vCPU).
     pub vcpu_pack: Option<i64>,
     /// `/sys/module/haltpoll/parameters/guest_halt_poll_ns`: how long an idle
     /// guest vCPU polls before it halts (0: at once, so a wake sent to it
