@@ -280,28 +280,25 @@ struct Bench {
 }
 
 impl Bench {
-    /// The CPUs a proxy runs on (`None`: wherever the kernel puts it).
-    fn proxy_cpus(&self) -> Option<&[usize]> {
-        self.pins.as_ref().map(|p| p.proxy.as_slice())
-    }
-
     /// One path, one round: start the proxy, stream, read the counters, stop it.
     fn round(&self, path: PathKind, round: u32) -> Result<Round, String> {
+        let how = procs::Launch {
+            workers: self.o.workers,
+            cpus: self.pins.as_ref().map(|p| p.proxy.as_slice()),
+        };
         let proxy = match path {
             PathKind::Direct => None,
             PathKind::Tpscope => Some(Proxy::tpscope(
                 &self.o.tpscope,
                 self.upstream,
                 &self.tmp.path().join(format!("tpscope-{round}.jsonl")),
-                self.o.workers,
-                self.proxy_cpus(),
+                how,
             )?),
             PathKind::Baseline => Some(Proxy::tpscope(
                 self.o.baseline.as_deref().ok_or("no --baseline")?,
                 self.upstream,
                 &self.tmp.path().join(format!("baseline-{round}.jsonl")),
-                self.o.workers,
-                self.proxy_cpus(),
+                how,
             )?),
             PathKind::Nginx => {
                 let dir = self.tmp.path().join(format!("nginx-{round}"));
@@ -309,28 +306,18 @@ impl Bench {
                 let bin = self.o.nginx.as_deref().ok_or("no nginx")?;
                 // nginx's `auto` counts the machine's CPUs, not those it may
                 // run on: pinned, its default is one worker per CPU it has.
-                let workers = self
-                    .o
-                    .workers
-                    .or(self.pins.as_ref().map(|p| p.proxy.len() as u32));
+                let workers = how.workers.or(how.cpus.map(|c| c.len() as u32));
                 Some(Proxy::nginx(
                     bin,
                     self.upstream,
                     &dir,
-                    workers,
-                    self.proxy_cpus(),
+                    procs::Launch { workers, ..how },
                 )?)
             }
             PathKind::Litellm => {
                 let dir = self.tmp.path().join(format!("litellm-{round}"));
                 std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-                Some(Proxy::litellm(
-                    &self.o.litellm,
-                    self.upstream,
-                    &dir,
-                    self.o.workers,
-                    self.proxy_cpus(),
-                )?)
+                Some(Proxy::litellm(&self.o.litellm, self.upstream, &dir, how)?)
             }
         };
         let addr = proxy.as_ref().map_or(self.upstream, |p| p.addr);

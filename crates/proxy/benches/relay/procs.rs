@@ -52,17 +52,26 @@ pub fn cpu_s(pid: u32, tck: f64) -> Option<f64> {
     user_sys_s(pid, tck).map(|(u, s)| u + s)
 }
 
+/// The `/proc/self/task/TID` directories of this process's threads whose
+/// name starts with `prefix` (`None`: `/proc` unreadable).
+fn own_tasks(prefix: &str) -> Option<Vec<PathBuf>> {
+    let dir = std::fs::read_dir("/proc/self/task").ok()?;
+    Some(
+        dir.flatten()
+            .map(|t| t.path())
+            .filter(|t| stat_comm(&t.join("stat")).is_some_and(|c| c.starts_with(prefix)))
+            .collect(),
+    )
+}
+
 /// CPU seconds of this process's threads whose name starts with `prefix`.
 pub fn own_threads_cpu_s(prefix: &str, tck: f64) -> f64 {
-    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+    let Some(tasks) = own_tasks(prefix) else {
         return f64::NAN;
     };
     let mut ticks = 0.0;
-    for t in dir.flatten() {
-        let stat = t.path().join("stat");
-        if stat_comm(&stat).is_some_and(|c| c.starts_with(prefix))
-            && let Some(f) = stat_fields(&stat)
-        {
+    for t in tasks {
+        if let Some(f) = stat_fields(&t.join("stat")) {
             ticks += f.get(11).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0)
                 + f.get(12).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
         }
@@ -187,17 +196,20 @@ fn cpu_set(cpus: &[usize]) -> libc::cpu_set_t {
     set
 }
 
+/// Restricts the calling thread to `set` (one system call, no allocation: safe
+/// between fork and exec too).
+fn set_affinity(set: &libc::cpu_set_t) -> std::io::Result<()> {
+    // SAFETY: pid 0 is this thread; `set` is a cpu_set_t of the size given.
+    match unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(set), set) } {
+        0 => Ok(()),
+        _ => Err(std::io::Error::last_os_error()),
+    }
+}
+
 /// Restricts the calling thread to `cpus`; the threads it starts from now on
 /// inherit that (how `--pin apart` places the runtimes' threads).
 pub fn pin_this_thread(cpus: &[usize]) -> std::io::Result<()> {
-    let set = cpu_set(cpus);
-    // SAFETY: pid 0 is this thread; `set` is a cpu_set_t of the size given.
-    let r = unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
+    set_affinity(&cpu_set(cpus))
 }
 
 /// A command for `bin` whose process (and all it starts) runs on `cpus`
@@ -209,12 +221,7 @@ fn command(bin: &Path, cpus: Option<&[usize]>) -> Command {
         // SAFETY: the closure makes one system call on data it owns, which is
         // all that is allowed between fork and exec.
         unsafe {
-            std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
-                match libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) {
-                    0 => Ok(()),
-                    _ => Err(std::io::Error::last_os_error()),
-                }
-            });
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || set_affinity(&set));
         }
     }
     cmd
@@ -228,14 +235,10 @@ pub fn cpus_allowed(status: &Path) -> Option<String> {
     })
 }
 
-/// The CPUs of this process's thread named `name` (its first).
+/// The CPUs of this process's (first) thread named `name`.
 pub fn own_thread_cpus(name: &str) -> Option<String> {
-    std::fs::read_dir("/proc/self/task").ok()?.find_map(|t| {
-        let dir = t.ok()?.path();
-        (stat_comm(&dir.join("stat"))? == name)
-            .then(|| cpus_allowed(&dir.join("status")))
-            .flatten()
-    })
+    let tasks = own_tasks(name)?;
+    cpus_allowed(&tasks.first()?.join("status"))
 }
 
 /// `--pin apart`'s CPUs, from those this process may run on.
@@ -296,6 +299,15 @@ fn free_port() -> Result<SocketAddr, String> {
         .map_err(|e| format!("no free port: {e}"))
 }
 
+/// How a proxy under test is started, the same for every kind of proxy.
+#[derive(Clone, Copy)]
+pub struct Launch<'a> {
+    /// Serving threads or worker processes (`None`: the proxy's default).
+    pub workers: Option<u32>,
+    /// The CPUs its processes run on (`None`: wherever the kernel puts them).
+    pub cpus: Option<&'a [usize]>,
+}
+
 /// A proxy under test, running.
 pub struct Proxy {
     child: Child,
@@ -309,21 +321,19 @@ pub struct Proxy {
 
 impl Proxy {
     /// Starts `tpscope proxy` (the release binary `bin`) in front of `upstream`,
-    /// writing its span log to `log`, on `threads` serving threads (`None`: its
-    /// default).
+    /// writing its span log to `log`, on `how.workers` serving threads.
     pub fn tpscope(
         bin: &Path,
         upstream: SocketAddr,
         log: &Path,
-        threads: Option<u32>,
-        cpus: Option<&[usize]>,
+        how: Launch,
     ) -> Result<Proxy, String> {
-        let mut child = command(bin, cpus)
+        let mut child = command(bin, how.cpus)
             .args(["proxy", "--listen", "127.0.0.1:0", "--upstream"])
             .arg(format!("http://{upstream}"))
             .arg("--out")
             .arg(log)
-            .args(threads.map(|n| format!("--threads={n}")))
+            .args(how.workers.map(|n| format!("--threads={n}")))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -356,20 +366,19 @@ impl Proxy {
     }
 
     /// Starts nginx (`bin`) in the foreground in front of `upstream`, its config,
-    /// pid file, logs and temp files in `dir`, with `workers` worker processes
-    /// (`None`: `auto`).
+    /// pid file, logs and temp files in `dir`, with `how.workers` worker
+    /// processes (`None`: `auto`).
     pub fn nginx(
         bin: &Path,
         upstream: SocketAddr,
         dir: &Path,
-        workers: Option<u32>,
-        cpus: Option<&[usize]>,
+        how: Launch,
     ) -> Result<Proxy, String> {
         let listen = free_port()?;
         let conf = dir.join("nginx.conf");
-        std::fs::write(&conf, nginx_conf(dir, listen, upstream, workers))
+        std::fs::write(&conf, nginx_conf(dir, listen, upstream, how.workers))
             .map_err(|e| format!("{}: {e}", conf.display()))?;
-        let child = command(bin, cpus)
+        let child = command(bin, how.cpus)
             .arg("-p")
             .arg(dir)
             .arg("-e")
@@ -391,8 +400,7 @@ impl Proxy {
         bin: &Path,
         upstream: SocketAddr,
         dir: &Path,
-        workers: Option<u32>,
-        cpus: Option<&[usize]>,
+        how: Launch,
     ) -> Result<Proxy, String> {
         let listen = free_port()?;
         let conf = dir.join("litellm.yaml");
@@ -401,12 +409,12 @@ impl Proxy {
         let out = dir.join("litellm.log");
         let log = std::fs::File::create(&out).map_err(|e| format!("{}: {e}", out.display()))?;
         let err = log.try_clone().map_err(|e| e.to_string())?;
-        let child = command(bin, cpus)
+        let child = command(bin, how.cpus)
             .arg("--config")
             .arg(&conf)
             .args(["--host", "127.0.0.1", "--port", &listen.port().to_string()])
             .arg("--num_workers")
-            .arg(workers.unwrap_or(1).to_string())
+            .arg(how.workers.unwrap_or(1).to_string())
             .envs(crate::litellm_conf::ENV)
             .current_dir(dir)
             .stdin(Stdio::null())
