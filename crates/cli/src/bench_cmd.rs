@@ -51,6 +51,11 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             ),
         }
     }
+    // Before any thread starts: the descriptor table then grows without a wait.
+    if let Ok(limit) = tpscope_sim::raise_nofile_limit() {
+        let sim = matches!(cfg.target, TargetConfig::Sim(_));
+        crate::fd_limit::check(&cfg.spec, sim, limit)?;
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("tpscope-bench")
@@ -63,10 +68,6 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             .failure()
             .context("installing the signal handlers")?
     };
-    if let Ok(limit) = tpscope_sim::raise_nofile_limit() {
-        let sim = matches!(cfg.target, TargetConfig::Sim(_));
-        crate::fd_limit::check(&cfg.spec, sim, limit)?;
-    }
     let log = bench_out::open(&cfg.spec)?;
     let (log_name, log_stdout) = (log.name.clone(), log.stdout);
     let created = bench_out::CreatedGuard(log.created.clone());

@@ -87,8 +87,9 @@ struct Inner {
     nodelay: bool,
     rx: RxTimestamps,
     next_id: AtomicU64,
-    /// Places for connections being opened (`None`: no pacing).
+    /// Places for connections being opened (`None`: no pacing), of `burst_size`.
     burst: Option<Arc<Semaphore>>,
+    burst_size: usize,
 }
 
 /// A `tower::Service<Uri>` that opens tagged connections.
@@ -113,8 +114,15 @@ impl Connector {
                 rx,
                 next_id: AtomicU64::new(1),
                 burst: (burst > 0).then(|| Arc::new(Semaphore::new(burst))),
+                burst_size: burst,
             }),
         }
+    }
+
+    /// Connections holding a place among those being opened (`None`: no pacing).
+    pub(crate) fn opening(&self) -> Option<usize> {
+        let sem = self.inner.burst.as_ref()?;
+        Some(self.inner.burst_size - sem.available_permits())
     }
 }
 

@@ -88,7 +88,14 @@ impl Forwarder {
         let mut io = io;
         // Its reader and its stamper are the relay's one task: no lock per read.
         io.keep_notes_local();
-        Ok(UpstreamConn { io, _info: info })
+        Ok(UpstreamConn { io, info })
+    }
+
+    /// New connections that hold a place among those being opened at once
+    /// ([`crate::ClientConfig::connect_burst`]): opened, not yet answered on,
+    /// nor older than the spacing. `None` without pacing.
+    pub fn opening(&self) -> Option<usize> {
+        self.connector.opening()
     }
 }
 
@@ -97,10 +104,19 @@ impl Forwarder {
 pub struct UpstreamConn {
     io: RxTcp,
     /// The connection's facts (kept with it, as a pooled connection's are).
-    _info: Arc<ConnInfo>,
+    info: Arc<ConnInfo>,
 }
 
 impl UpstreamConn {
+    /// The upstream answered on the connection (a response head came): it no
+    /// longer holds a place among the connections being opened. The pooled
+    /// client gives its place back at the first response; the proxy's relay
+    /// did not, so each new connection held its place for the whole spacing
+    /// (50 ms) and more new streams than places at once waited for them.
+    pub fn answered(&self) {
+        self.info.claim();
+    }
+
     /// Whether the connection carries kernel receive stamps.
     pub fn kernel(&self) -> bool {
         self.io.kernel()

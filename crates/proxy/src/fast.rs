@@ -276,8 +276,14 @@ async fn read_head(
 ) -> Result<h1::ResponseHead, HeadRead> {
     loop {
         match h1::parse_response(buf).map_err(HeadRead::Head)? {
-            Some(h) if h.status.is_informational() => buf.advance(h.head_len),
+            Some(h) if h.status.is_informational() => {
+                up.answered();
+                buf.advance(h.head_len);
+            }
             Some(h) => {
+                // The upstream took the connection: its place among those
+                // being opened goes to the next new one.
+                up.answered();
                 buf.advance(h.head_len);
                 return Ok(h);
             }
@@ -336,4 +342,57 @@ async fn answer(io: &mut TcpStream, r: Response<ProxyBody>, close: bool) -> bool
     let mut out = h1::response_head(parts.status, &headers, false, close);
     out.extend_from_slice(&body);
     io.write_all(&out).await.is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+
+    use tpscope_client::ClientConfig;
+
+    use super::*;
+
+    /// A new upstream connection holds a place among those being opened at
+    /// once until the upstream answers on it; the relay never said it had,
+    /// so each held its place for the whole spacing (50 ms) and a burst of
+    /// new streams beyond the places waited for them.
+    #[tokio::test]
+    async fn an_upstreams_answer_gives_its_connections_place_back_at_once() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let origin: Uri = format!("http://{}", listener.local_addr().unwrap())
+            .parse()
+            .unwrap();
+        let upstream = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut buf = [0u8; 1024];
+            let mut got = Vec::new();
+            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                let n = s.read(&mut buf).unwrap();
+                assert!(n > 0, "the relay closed before its request's head");
+                got.extend_from_slice(&buf[..n]);
+            }
+            s.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+                .unwrap();
+            // Held open until the relay is done with it.
+            let _ = s.read(&mut buf);
+        });
+        let cfg = ClientConfig {
+            connect_burst: 4,
+            ..ClientConfig::default()
+        };
+        let fwd = Forwarder::new(false, &cfg).unwrap();
+        let pool = Pool::new(origin, Duration::from_secs(60));
+        assert_eq!(fwd.opening(), Some(0));
+        let req = b"GET / HTTP/1.1\r\nhost: upstream\r\n\r\n";
+        let (up, body, head) = exchange(&fwd, &pool, req).await.unwrap();
+        assert_eq!(head.status, hyper::StatusCode::OK);
+        assert_eq!(&body[..], b"ok");
+        assert_eq!(
+            fwd.opening(),
+            Some(0),
+            "the answered connection kept its place"
+        );
+        drop(up);
+        upstream.join().unwrap();
+    }
 }

@@ -15,7 +15,7 @@ use std::time::Instant;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::upstream::MARK;
+use crate::upstream::{FWD, MARK, SENT_HEADER};
 
 /// What one stream saw.
 #[derive(Debug, Default)]
@@ -26,8 +26,14 @@ pub struct StreamOut {
     /// Send instant (ns since the origin) of each measured chunk, by sequence
     /// number (for `--dump`); 0 where `lat` is `None`.
     pub sent: Vec<i64>,
+    /// The instant the upstream's schedule had each measured chunk due (ns
+    /// since the origin), by sequence number; 0 where `lat` is `None`.
+    pub due: Vec<i64>,
     /// Content chunks received (warm-up included).
     pub chunks: u64,
+    /// How long the request took from the client's send to the upstream's read
+    /// (ns; `None` where the path did not pass the send instant on).
+    pub forward: Option<i64>,
     /// `usage.completion_tokens` of the stream's last chunk.
     pub usage_tokens: Option<u64>,
     /// Arrival (ns since the origin) of the first and last measured chunk.
@@ -42,6 +48,7 @@ impl StreamOut {
         StreamOut {
             lat: vec![None; chunks as usize],
             sent: vec![0; chunks as usize],
+            due: vec![0; chunks as usize],
             ..StreamOut::default()
         }
     }
@@ -53,17 +60,36 @@ pub fn dump_file(dir: &std::path::Path, path: &str, round: u32) -> std::path::Pa
 }
 
 /// Writes the measured chunks of `outs` as tab-separated lines: stream index,
-/// sequence number, send instant and latency (ns), after a header line.
+/// sequence number, send instant, latency and the instant the chunk was due
+/// (ns), after a header line.
 pub fn dump(mut w: impl std::io::Write, outs: &[StreamOut]) -> std::io::Result<()> {
-    writeln!(w, "stream\tseq\tsent_ns\tlatency_ns")?;
+    writeln!(w, "stream\tseq\tsent_ns\tlatency_ns\tdue_ns")?;
     for (i, o) in outs.iter().enumerate() {
-        for (seq, (lat, sent)) in o.lat.iter().zip(&o.sent).enumerate() {
+        for (seq, ((lat, sent), due)) in o.lat.iter().zip(&o.sent).zip(&o.due).enumerate() {
             if let Some(lat) = lat {
-                writeln!(w, "{i}\t{seq}\t{sent}\t{lat}")?;
+                writeln!(w, "{i}\t{seq}\t{sent}\t{lat}\t{due}")?;
             }
         }
     }
     w.flush()
+}
+
+/// The request's way to the upstream of each stream of `outs` that has it (ns).
+pub fn forwarding(outs: &[StreamOut]) -> Vec<i64> {
+    outs.iter().filter_map(|o| o.forward).collect()
+}
+
+/// How late the upstream wrote each measured chunk of `outs` (ns, its send
+/// instant less the instant its schedule had it due).
+pub fn lateness(outs: &[StreamOut]) -> Vec<i64> {
+    outs.iter()
+        .flat_map(|o| {
+            o.lat
+                .iter()
+                .zip(o.sent.iter().zip(&o.due))
+                .filter_map(|(lat, (sent, due))| lat.map(|_| sent - due))
+        })
+        .collect()
 }
 
 /// The request every stream sends (the model LiteLLM's config routes).
@@ -95,8 +121,11 @@ async fn stream(
         .await
         .map_err(|e| format!("connect: {e}"))?;
     let _ = sock.set_nodelay(true);
+    // The send instant goes with the request, so that the upstream schedules
+    // the stream from it on every path (see `upstream::stream`).
     let req = format!(
-        "POST /v1/chat/completions HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\nauthorization: Bearer bench\r\ncontent-length: {}\r\n\r\n{BODY}",
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\nauthorization: Bearer bench\r\n{SENT_HEADER}: {}\r\ncontent-length: {}\r\n\r\n{BODY}",
+        origin.elapsed().as_nanos(),
         BODY.len()
     );
     sock.write_all(req.as_bytes())
@@ -164,6 +193,7 @@ pub(crate) fn event(
         let rest = &ev[i + MARK.len()..];
         let seq = number(rest);
         let sent = find(rest, b"\"sent_ns\":").and_then(|j| number(&rest[j + 10..]));
+        let due = find(rest, b"\"due_ns\":").and_then(|j| number(&rest[j + 9..]));
         if let (Some(seq), Some(sent)) = (seq, sent) {
             out.chunks += 1;
             if u32::try_from(seq).is_ok_and(|s| measure.contains(&s))
@@ -173,12 +203,18 @@ pub(crate) fn event(
                 if let Some(at) = out.sent.get_mut(seq as usize) {
                     *at = sent as i64;
                 }
+                // A chunk without its due instant counts as on time.
+                if let Some(at) = out.due.get_mut(seq as usize) {
+                    *at = due.unwrap_or(sent) as i64;
+                }
                 out.span = Some(match out.span {
                     None => (now, now),
                     Some((a, _)) => (a, now),
                 });
             }
         }
+    } else if let Some(i) = find(ev, FWD) {
+        out.forward = number(&ev[i + FWD.len()..]).map(|n| n as i64);
     } else if let Some(i) = find(ev, b"\"completion_tokens\":") {
         out.usage_tokens = number(&ev[i + 20..]);
     } else if ev == b"data: [DONE]" {

@@ -31,10 +31,10 @@
 //! .venv-litellm/bin/litellm), `--workers N|default` (every proxy at N serving
 //! threads or worker processes; else each at its own default), `--pin
 //! apart|none` (the upstream, the client and each proxy on CPUs of their own,
-//! see `pin.rs`), `--dump DIR` (each
-//! round's measured chunks to
-//! `DIR/PATH-ROUND.tsv`: stream, sequence, send instant and latency in ns, for
-//! analyses the tables do not make; an existing file is not overwritten),
+//! see `pin.rs`), `--dump DIR` (each round's measured chunks to
+//! `DIR/PATH-ROUND.tsv`: stream, sequence, send instant, latency and due
+//! instant in ns, for analyses the tables do not make; an existing file is not
+//! overwritten),
 //! `--log FILE` (each round's figures appended to a rounds log, see
 //! `pool.rs`), `--pool FILE[,FILE…]` (run nothing: the ratio lines over every
 //! run in those logs); a path whose program is missing is skipped with a
@@ -476,6 +476,7 @@ fn main() {
         .expect("binding the upstream on 127.0.0.1");
     let upstream = listener.local_addr().expect("the upstream's address");
     upstream_rt.spawn(upstream::serve(listener, shape, origin));
+    upstream_rt.spawn(upstream::ticker());
     pin_main(pins.as_ref().map(|p| p.client));
     let client_rt = runtime("bench-client");
     if let Some(Err(e)) = pins.as_ref().map(procs::check_pinned) {

@@ -214,15 +214,26 @@ pub fn pin_this_thread(cpus: &[usize]) -> std::io::Result<()> {
 
 /// A command for `bin` whose process (and all it starts) runs on `cpus`
 /// when given: set between fork and exec, so nothing of it ever runs elsewhere.
+/// The process is sent SIGTERM when the benchmark's main thread (which starts
+/// every proxy) ends, so that a benchmark killed mid-round does not leave a
+/// proxy listening (nginx and LiteLLM were left running by a `kill` of it).
 fn command(bin: &Path, cpus: Option<&[usize]>) -> Command {
     let mut cmd = Command::new(bin);
-    if let Some(cpus) = cpus {
-        let set = cpu_set(cpus);
-        // SAFETY: the closure makes one system call on data it owns, which is
-        // all that is allowed between fork and exec.
-        unsafe {
-            std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || set_affinity(&set));
-        }
+    let set = cpus.map(cpu_set);
+    let parent = std::process::id();
+    // SAFETY: the closure makes system calls on data it owns and allocates
+    // nothing, which is all that is allowed between fork and exec.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The benchmark ended before the signal was asked for.
+            if libc::getppid() as u32 != parent {
+                return Err(std::io::Error::other("the benchmark has ended"));
+            }
+            set.as_ref().map_or(Ok(()), set_affinity)
+        });
     }
     cmd
 }

@@ -43,6 +43,12 @@ pub struct Round {
     pub round: u32,
     pub grid: Grid,
     pub dist: Dist,
+    /// How late the upstream wrote the measured chunks (µs after their due
+    /// instants): the load this path's round got.
+    pub late: Dist,
+    /// How long the requests took from the client's send to the upstream's
+    /// read (µs; none where the path did not pass the send instant on).
+    pub forward: Dist,
     /// Content chunks (one token each) the client received, warm-up included.
     pub tokens: u64,
     /// Measured chunks per second of wall time, while every stream was open.
@@ -72,11 +78,15 @@ impl Round {
             .filter(|o| o.error.is_none() && o.usage_tokens == Some(o.lat.len() as u64))
             .count();
         let errors = outs.iter().filter_map(|o| o.error.clone()).collect();
+        let late = Dist::of_ns(&crate::client::lateness(&outs));
+        let forward = Dist::of_ns(&crate::client::forwarding(&outs));
         let grid: Grid = outs.into_iter().map(|o| o.lat).collect();
         Round {
             path,
             round,
             dist: Dist::of_ns(&flatten(&grid)),
+            late,
+            forward,
             grid,
             tokens,
             chunks_per_s,
@@ -219,7 +229,7 @@ pub fn round_line(r: &Round) {
     let c = &r.costs;
     let q = |n| us(r.dist.at(n));
     println!(
-        "round {} {:<8} n={} p50 {} p90 {} p99 {} p99.9 {} max {} µs | {} chunks/s | proxy CPU {} s = {} µs/token (user {}; {} of a core), RSS {} MiB (peak {}) | client {:.2} s, upstream {:.2} s CPU | bench {} of all cores, machine busy {} | load {}→{}{} | {}/{} streams ok{}{}{}",
+        "round {} {:<8} n={} p50 {} p90 {} p99 {} p99.9 {} max {} µs | request to upstream p50 {} p99 {} µs, upstream late p50 {} p99 {} µs | {} chunks/s | proxy CPU {} s = {} µs/token (user {}; {} of a core), RSS {} MiB (peak {}) | client {:.2} s, upstream {:.2} s CPU | bench {} of all cores, machine busy {} | load {}→{}{} | {}/{} streams ok{}{}{}",
         r.round,
         r.path.name(),
         r.dist.n,
@@ -228,6 +238,10 @@ pub fn round_line(r: &Round) {
         q("p99"),
         q("p99.9"),
         q("max"),
+        us(r.forward.at("p50")),
+        us(r.forward.at("p99")),
+        us(r.late.at("p50")),
+        us(r.late.at("p99")),
         num(Some(r.chunks_per_s), 0),
         num(c.proxy_cpu_s, 2),
         num(r.cpu_us_per_token(), 2),
@@ -315,6 +329,7 @@ pub fn summary(o: &Opts, paths: &[PathKind], rounds: &[Round], figs: &[Figures])
             num(hwm.map(|s| s.max), 1),
         );
     }
+    load_line(paths, rounds);
     let _ = ratios(figs);
     let busy = Spread::of(rounds.iter().map(|r| r.costs.machine_busy));
     let ours = Spread::of(rounds.iter().map(|r| Some(r.bench_share())));
@@ -332,6 +347,30 @@ pub fn summary(o: &Opts, paths: &[PathKind], rounds: &[Round], figs: &[Figures])
         num(loads.map(|s| s.min), 2),
         num(loads.map(|s| s.max), 2),
         errors,
+    );
+}
+
+/// The load each path got: how long its requests took to reach the upstream
+/// (what a proxy adds before the first token) and how late the upstream
+/// wrote its chunks (on shared cores a path that holds them when the
+/// upstream's clock ticks makes its writes later, and a late tick's chunks go
+/// out together, in a bigger burst).
+fn load_line(paths: &[PathKind], rounds: &[Round]) {
+    let of = |p: PathKind, f: &dyn Fn(&Round) -> Option<f64>| {
+        Spread::of(rounds.iter().filter(|r| r.path == p).map(f)).map(|s| s.median)
+    };
+    let each = |f50: &dyn Fn(&Round) -> Option<f64>, f99: &dyn Fn(&Round) -> Option<f64>| {
+        paths
+            .iter()
+            .map(|&p| format!("{} {} / {}", p.name(), us(of(p, f50)), us(of(p, f99))))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    println!();
+    println!(
+        "The load each path got (µs, median of the rounds' p50 / p99): the request's way from the client's send to the upstream's read {}; the upstream's lateness (its write after the instant its schedule had the chunk due) {}. Every path's streams are scheduled from the client's send, so a path's later requests do not move its chunks; a path whose lateness is larger got burstier load than the others.",
+        each(&|r| r.forward.at("p50"), &|r| r.forward.at("p99")),
+        each(&|r| r.late.at("p50"), &|r| r.late.at("p99")),
     );
 }
 

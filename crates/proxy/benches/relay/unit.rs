@@ -1,8 +1,8 @@
 //! Unit tests of the relay benchmark's pure parts (statistics, the schedule, the
 //! nginx and LiteLLM configs, the client's chunked decoder and event parser,
-//! the kernel line, the rounds log and its pooled ratios), run by `cargo test -p
-//! tpscope-proxy`; the benchmark itself runs only under `cargo bench` (its
-//! figures are timings, never assertions).
+//! the upstream's millisecond clock, the kernel line, the rounds log and its
+//! pooled ratios), run by `cargo test -p tpscope-proxy`; the benchmark itself
+//! runs only under `cargo bench` (its figures are timings, never assertions).
 
 // The benchmark uses every item; this target compiles the modules only for
 // their tests (kept here: a `harness = false` bench compiles `cfg(test)` code
@@ -242,18 +242,37 @@ mod client_tests {
     }
 
     #[test]
-    fn a_dump_has_one_line_per_measured_chunk_with_its_send_instant() {
+    fn a_dump_has_one_line_per_measured_chunk_with_its_send_and_due_instants() {
         let mut out = StreamOut::new(3);
         let mut done = false;
-        let ev = r#"data: {"choices":[],"bench":{"seq":2,"sent_ns":400,"req":1}}"#;
+        let ev = r#"data: {"choices":[],"bench":{"seq":2,"sent_ns":400,"due_ns":350,"req":1}}"#;
         event(ev.as_bytes(), 1_000, &(1..3), &mut out, &mut done);
         let other = StreamOut::default();
         let mut buf = Vec::new();
         dump(&mut buf, &[other, out]).unwrap();
         assert_eq!(
             String::from_utf8(buf).unwrap(),
-            "stream\tseq\tsent_ns\tlatency_ns\n1\t2\t400\t600\n"
+            "stream\tseq\tsent_ns\tlatency_ns\tdue_ns\n1\t2\t400\t600\t350\n"
         );
+    }
+
+    /// The upstream's lateness is what shows that two paths' rounds got the
+    /// same load: it is taken over the measured chunks only, and a chunk that
+    /// does not say when it was due counts as on time, not as late by its
+    /// whole send instant.
+    #[test]
+    fn the_upstreams_lateness_is_send_less_due_over_the_measured_chunks() {
+        let mut out = StreamOut::new(4);
+        let mut done = false;
+        for ev in [
+            r#"data: {"bench":{"seq":0,"sent_ns":9000,"due_ns":100,"req":1}}"#,
+            r#"data: {"bench":{"seq":1,"sent_ns":500,"due_ns":480,"req":1}}"#,
+            r#"data: {"bench":{"seq":2,"sent_ns":900,"due_ns":600,"req":1}}"#,
+            r#"data: {"bench":{"seq":3,"sent_ns":950,"req":1}}"#,
+        ] {
+            event(ev.as_bytes(), 2_000, &(1..4), &mut out, &mut done);
+        }
+        assert_eq!(lateness(&[out]), vec![20, 300, 0]);
     }
 
     #[test]
@@ -301,6 +320,31 @@ mod client_tests {
         assert_eq!(out.chunks, 3);
         assert_eq!(out.usage_tokens, Some(3));
         assert_eq!(out.span, Some((1_000, 1_000)));
+    }
+}
+
+#[cfg(test)]
+mod ticker_tests {
+    use std::os::fd::AsRawFd;
+    use std::time::Duration;
+
+    /// The upstream's millisecond clock: its timerfd keeps expiring on its own
+    /// (a one-shot timer would tick once and leave tokio's drifting wakes).
+    #[test]
+    fn the_upstreams_clock_expires_every_period_without_being_rearmed() {
+        let fd = crate::upstream::timerfd(Duration::from_millis(1)).expect("a timerfd");
+        let mut total = 0u64;
+        for _ in 0..2 {
+            std::thread::sleep(Duration::from_millis(5));
+            let mut n = [0u8; 8];
+            // SAFETY: reads at most 8 bytes into a buffer of 8.
+            let r = unsafe { libc::read(fd.as_raw_fd(), n.as_mut_ptr().cast(), 8) };
+            assert_eq!(r, 8, "no expiry after 5 ms");
+            let count = u64::from_ne_bytes(n);
+            assert!(count >= 1);
+            total += count;
+        }
+        assert!(total >= 2, "{total}");
     }
 }
 
