@@ -276,16 +276,14 @@ async fn read_head(
 ) -> Result<h1::ResponseHead, HeadRead> {
     loop {
         match h1::parse_response(buf).map_err(HeadRead::Head)? {
-            Some(h) if h.status.is_informational() => {
-                up.answered();
-                buf.advance(h.head_len);
-            }
             Some(h) => {
-                // The upstream took the connection: its place among those
-                // being opened goes to the next new one.
+                // The upstream took the connection (a 1xx says so too): its
+                // place among those being opened goes to the next new one.
                 up.answered();
                 buf.advance(h.head_len);
-                return Ok(h);
+                if !h.status.is_informational() {
+                    return Ok(h);
+                }
             }
             None => {
                 buf.reserve(READ_SIZE);
